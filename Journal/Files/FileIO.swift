@@ -1,0 +1,199 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Every system call the journal makes, each turning a failure into a ``JournalError`` that names
+/// the call, the file and `strerror(errno)`.
+enum FileIO {
+    private static func failure(_ call: String, _ path: String) -> JournalError {
+        let reason = String(cString: strerror(errno))
+        let code: JournalError.Code = errno == ENOENT ? .notFound : .io
+        return JournalError(code, "\(call) failed: \(reason)", file: path)
+    }
+
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0
+    }
+
+    static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    static func size(_ path: String) -> Int? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Int(info.st_size)
+    }
+
+    static func makeDirectory(_ path: String) throws(JournalError) {
+        if mkdir(path, 0o755) != 0 && errno != EEXIST { throw failure("mkdir", path) }
+    }
+
+    /// The whole file.
+    static func read(_ path: String) throws(JournalError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw failure("open", path) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc_read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw failure("read", path)
+            }
+            if count == 0 { return bytes }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    /// Writes `bytes` to `path` by way of `path.tmp`: write, fsync, rename, then fsync the
+    /// directory so the rename itself survives power loss.
+    static func writeAtomically(_ bytes: [UInt8], to path: String, syncDirectory: Bool = true) throws(JournalError) {
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw failure("open", temporary) }
+        do throws(JournalError) {
+            try writeAll(fd, bytes, path: temporary)
+            guard fsync(fd) == 0 else { throw failure("fsync", temporary) }
+        } catch {
+            close(fd)
+            unlink(temporary)
+            throw error
+        }
+        close(fd)
+        guard rename(temporary, path) == 0 else {
+            let error = failure("rename", path)
+            unlink(temporary)
+            throw error
+        }
+        if syncDirectory { try fsyncDirectory(parent(of: path)) }
+    }
+
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) throws(JournalError) {
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { buffer in
+                Glibc_write(fd, buffer.baseAddress! + written, buffer.count - written)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw failure("write", path)
+            }
+            written += count
+        }
+    }
+
+    static func fsyncDirectory(_ path: String) throws(JournalError) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw failure("open", path) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw failure("fsync", path) }
+    }
+
+    static func remove(_ path: String) throws(JournalError) {
+        if unlink(path) != 0 && errno != ENOENT { throw failure("unlink", path) }
+    }
+
+    static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// Names of the entries of a directory, without `.` and `..`.
+    static func list(_ path: String) throws(JournalError) -> [String] {
+        guard let dir = opendir(path) else { throw failure("opendir", path) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
+    }
+
+    /// An open file descriptor for appending log frames.
+    final class AppendFile {
+        let path: String
+        private var fd: Int32
+
+        init(path: String) throws(JournalError) {
+            self.path = path
+            fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw FileIO.failure("open", path) }
+        }
+
+        /// Appends `bytes` with one `write` call where the kernel allows, then fsyncs.
+        func append(_ bytes: [UInt8], sync: Bool) throws(JournalError) {
+            try FileIO.writeAll(fd, bytes, path: path)
+            if sync { guard fdatasync(fd) == 0 else { throw FileIO.failure("fdatasync", path) } }
+        }
+
+        func truncate(to length: Int) throws(JournalError) {
+            guard ftruncate(fd, off_t(length)) == 0 else { throw FileIO.failure("ftruncate", path) }
+            guard fsync(fd) == 0 else { throw FileIO.failure("fsync", path) }
+        }
+
+        func close() {
+            if fd >= 0 { _ = Glibc_close(fd) }
+            fd = -1
+        }
+
+        deinit { close() }
+    }
+
+    /// An exclusive advisory lock (`flock`) on a file, held until ``release()`` or deinit. The
+    /// kernel drops it when the process dies, so a killed job never leaves a stale lock.
+    final class Lock {
+        private var fd: Int32
+
+        /// Takes the lock, or returns `nil` when another open file description holds it.
+        init?(path: String) throws(JournalError) {
+            fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw FileIO.failure("open", path) }
+            if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+                let busy = errno == EWOULDBLOCK
+                let error = FileIO.failure("flock", path)
+                _ = Glibc_close(fd)
+                if busy { return nil }
+                throw error
+            }
+        }
+
+        /// Whether some process holds the lock on `path` right now.
+        static func isHeld(path: String) -> Bool {
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { return false }
+            defer { _ = Glibc_close(fd) }
+            if flock(fd, LOCK_SH | LOCK_NB) != 0 { return errno == EWOULDBLOCK }
+            _ = flock(fd, LOCK_UN)
+            return false
+        }
+
+        func release() {
+            if fd >= 0 { _ = Glibc_close(fd) }
+            fd = -1
+        }
+
+        deinit { release() }
+    }
+}
+
+// The C functions whose names the types above shadow.
+@inline(__always) private func Glibc_read(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    read(fd, buffer, count)
+}
+
+@inline(__always) private func Glibc_write(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+    write(fd, buffer, count)
+}
+
+@inline(__always) private func Glibc_close(_ fd: Int32) -> Int32 { close(fd) }

@@ -1,0 +1,304 @@
+/// Source key -> destination key (and back) for every entity of a journal, without holding the
+/// map in memory.
+///
+/// The index holds one ``SegmentRef`` per batch (48 bytes); a lookup binary-searches the index,
+/// then the one segment that can hold the key. Decoded segments stay in a cache bounded by
+/// ``cacheBudget`` bytes and are evicted least recently used first. A sorted list of keys is
+/// looked up in one pass that decodes each segment it needs once.
+///
+/// Not `Sendable`: one job, or one inspector, owns an `IDMap`.
+public final class IDMap {
+    /// 32 MiB of decoded keys: four million keys.
+    public static let defaultCacheBudget = 32 << 20
+
+    /// What the index keeps of one batch.
+    public struct SegmentRef: Sendable, Equatable {
+        public var batch: UInt64
+        public var firstKey: Int64
+        public var lastKey: Int64
+        public var count: Int
+        public var destinationBase: Int64
+        public var crc: UInt32
+        public var mapping: IDMapSegment.Mapping
+
+        /// Whether the keys are consecutive, so the segment needs no decoding.
+        public var isDense: Bool { IDMapSegment.isDense(first: firstKey, last: lastKey, count: count) }
+    }
+
+    private struct CacheKey: Hashable {
+        var entity: Int
+        var segment: Int
+    }
+
+    private final class Decoded {
+        let keys: [Int64]
+        var lastUse: UInt64
+        init(keys: [Int64], lastUse: UInt64) {
+            self.keys = keys
+            self.lastUse = lastUse
+        }
+        var bytes: Int { keys.count * 8 + 64 }
+    }
+
+    private let layout: JournalLayout
+    private var index: [[SegmentRef]]
+    private var cache: [CacheKey: Decoded] = [:]
+    private var clock: UInt64 = 0
+
+    /// The most bytes of decoded keys the cache holds.
+    public let cacheBudget: Int
+    /// The bytes of decoded keys the cache holds now.
+    public private(set) var cachedBytes = 0
+    /// The most ``cachedBytes`` has been.
+    public private(set) var peakCachedBytes = 0
+    /// How many segments have been read and decoded from disk.
+    public private(set) var segmentDecodes = 0
+
+    /// An empty map for a journal with `entityCount` entities.
+    public init(layout: JournalLayout, entityCount: Int, cacheBudget: Int = IDMap.defaultCacheBudget) {
+        self.layout = layout
+        self.index = Array(repeating: [], count: entityCount)
+        self.cacheBudget = cacheBudget
+    }
+
+    /// The index of one entity.
+    public func segments(entity: UInt32) -> [SegmentRef] {
+        Int(entity) < index.count ? index[Int(entity)] : []
+    }
+
+    /// Adds a committed batch to the index. Batches of an entity come in order: a batch's keys
+    /// follow the previous batch's. A batch that wrote no row adds nothing.
+    ///
+    /// - Parameter keys: the batch's source keys when the caller has them (the engine does), so
+    ///   the first lookups need not read the segment back.
+    public func add(_ record: BatchRecord, keys: [Int64]? = nil) throws(JournalError) {
+        let entity = Int(record.entity)
+        guard entity < index.count else {
+            throw JournalError(.notFound, "batch \(record.batch) names entity \(record.entity), but the plan has \(index.count)")
+        }
+        guard record.rowsWritten > 0 else { return }
+        let ref = SegmentRef(
+            batch: record.batch, firstKey: record.segmentFirstKey, lastKey: record.segmentLastKey,
+            count: Int(record.rowsWritten), destinationBase: record.destinationBase,
+            crc: record.segmentCRC, mapping: record.mapping)
+        if let previous = index[entity].last {
+            guard ref.firstKey > previous.lastKey else {
+                throw JournalError(.discontinuity,
+                    "entity \(entity) batch \(ref.batch) starts at source key \(ref.firstKey), not after batch \(previous.batch)'s last key \(previous.lastKey)")
+            }
+            if ref.mapping == .allocate {
+                guard ref.destinationBase >= previous.destinationBase + Int64(previous.count) else {
+                    throw JournalError(.discontinuity,
+                        "entity \(entity) batch \(ref.batch) allocates destination keys from \(ref.destinationBase), inside batch \(previous.batch)'s")
+                }
+            }
+        }
+        index[entity].append(ref)
+        if let keys, !ref.isDense {
+            store(Decoded(keys: keys, lastUse: tick()), at: CacheKey(entity: entity, segment: index[entity].count - 1))
+        }
+    }
+
+    /// Drops the batches of `entity` numbered above `batch` from the index and the cache; used
+    /// when resume discards work that never committed.
+    public func truncate(entity: UInt32, after batch: UInt64) {
+        let entity = Int(entity)
+        guard entity < index.count else { return }
+        while let last = index[entity].last, last.batch > batch {
+            if let dropped = cache.removeValue(forKey: CacheKey(entity: entity, segment: index[entity].count - 1)) {
+                cachedBytes -= dropped.bytes
+            }
+            index[entity].removeLast()
+        }
+    }
+
+    // MARK: Lookups
+
+    /// The destination key of `sourceKey`, or `nil` when the entity has not migrated it.
+    public func destination(of sourceKey: Int64, entity: UInt32) throws(JournalError) -> Int64? {
+        let refs = segments(entity: entity)
+        let position = Self.firstSegment(in: refs, lastKeyAtLeast: sourceKey, from: 0)
+        guard position < refs.count, refs[position].firstKey <= sourceKey else { return nil }
+        let ref = refs[position]
+        if ref.isDense { return ref.destination(at: Int(sourceKey &- ref.firstKey), key: sourceKey) }
+        let keys = try decoded(entity: Int(entity), segment: position).keys
+        guard let offset = Self.search(keys, for: sourceKey, from: 0) else { return nil }
+        return ref.destination(at: offset, key: sourceKey)
+    }
+
+    /// The source key that was migrated to `destinationKey`, or `nil` when none was.
+    public func source(ofDestination destinationKey: Int64, entity: UInt32) throws(JournalError) -> Int64? {
+        let refs = segments(entity: entity)
+        guard let mapping = refs.first?.mapping else { return nil }
+        if mapping == .preserve {
+            return try destination(of: destinationKey, entity: entity)
+        }
+        // Destination runs increase with the batch number: find the last run starting at or before the key.
+        var low = 0
+        var high = refs.count
+        while low < high {
+            let middle = (low + high) / 2
+            if refs[middle].destinationBase <= destinationKey { low = middle + 1 } else { high = middle }
+        }
+        guard low > 0 else { return nil }
+        let ref = refs[low - 1]
+        let offset = destinationKey - ref.destinationBase
+        guard offset < Int64(ref.count) else { return nil }
+        if ref.isDense { return ref.firstKey &+ offset }
+        return try decoded(entity: Int(entity), segment: low - 1).keys[Int(offset)]
+    }
+
+    /// The destination keys of `sourceKeys`, which must be sorted ascending, in one pass:
+    /// `result[i]` is the destination of `sourceKeys[i]`, or `nil` when it was not migrated.
+    /// Each segment the keys fall in is decoded at most once per call.
+    public func destinations(of sourceKeys: [Int64], entity: UInt32) throws(JournalError) -> [Int64?] {
+        var result = [Int64?](repeating: nil, count: sourceKeys.count)
+        try destinations(of: sourceKeys, entity: entity) { position, destination in result[position] = destination }
+        return result
+    }
+
+    /// The same pass as ``destinations(of:entity:)``, calling `found` for each key that has a
+    /// destination instead of building an array.
+    public func destinations(of sourceKeys: [Int64], entity: UInt32, found: (Int, Int64) -> Void) throws(JournalError) {
+        let refs = segments(entity: entity)
+        var segment = 0
+        var position = 0
+        while position < sourceKeys.count && segment < refs.count {
+            let key = sourceKeys[position]
+            if key > refs[segment].lastKey {
+                segment = Self.firstSegment(in: refs, lastKeyAtLeast: key, from: segment + 1)
+                continue
+            }
+            let ref = refs[segment]
+            if ref.isDense {
+                // Every key up to the segment's last falls inside the run, or before it.
+                while position < sourceKeys.count, sourceKeys[position] <= ref.lastKey {
+                    let key = sourceKeys[position]
+                    if key >= ref.firstKey { found(position, ref.destination(at: Int(key &- ref.firstKey), key: key)) }
+                    position += 1
+                }
+                continue
+            }
+            if key < ref.firstKey {
+                position += 1
+                continue
+            }
+            let keys = try decoded(entity: Int(entity), segment: segment).keys
+            var cursor = 0
+            keys.withUnsafeBufferPointer { keys in
+                while position < sourceKeys.count, sourceKeys[position] <= ref.lastKey {
+                    let key = sourceKeys[position]
+                    if key >= ref.firstKey {
+                        // Gallop forward from the previous hit: sorted keys land close together.
+                        var step = 1
+                        var low = cursor
+                        var high = cursor
+                        while high < keys.count && keys[high] < key {
+                            low = high + 1
+                            high = min(keys.count, high + step)
+                            step <<= 1
+                        }
+                        var upper = min(high + 1, keys.count)
+                        while low < upper {
+                            let middle = (low + upper) / 2
+                            if keys[middle] < key { low = middle + 1 } else { upper = middle }
+                        }
+                        cursor = low
+                        if low < keys.count && keys[low] == key { found(position, ref.destination(at: low, key: key)) }
+                    }
+                    position += 1
+                }
+            }
+        }
+    }
+
+    // MARK: Segments and the cache
+
+    /// Reads and checks the segment of one batch: its checksum must equal the record's, and its
+    /// header must agree with the record. Never served from the cache.
+    public func readSegment(entity: UInt32, ref: SegmentRef) throws(JournalError) -> IDMapSegment {
+        let path = layout.segment(entity: entity, batch: ref.batch)
+        guard FileIO.exists(path) else {
+            throw JournalError(.missingSegment, "the ID-map segment of entity \(entity) batch \(ref.batch) is missing", file: path)
+        }
+        let bytes = try FileIO.read(path)
+        let segment = try IDMapSegment.decode(bytes, file: path)
+        let header = try SegmentHeader(bytes, file: path)
+        guard header.crc == ref.crc else {
+            throw JournalError(.damagedSegment,
+                "checksum \(hex32(header.crc)) differs from \(hex32(ref.crc)) recorded for entity \(entity) batch \(ref.batch)", file: path)
+        }
+        guard segment.entity == entity, segment.batch == ref.batch, segment.sourceKeys.count == ref.count,
+              segment.sourceKeys.first == ref.firstKey, segment.sourceKeys.last == ref.lastKey,
+              segment.mapping == ref.mapping, segment.destinationBase == ref.destinationBase
+        else {
+            throw JournalError(.damagedSegment, "segment disagrees with the log record of entity \(entity) batch \(ref.batch)", file: path)
+        }
+        return segment
+    }
+
+    private func decoded(entity: Int, segment: Int) throws(JournalError) -> Decoded {
+        let key = CacheKey(entity: entity, segment: segment)
+        if let hit = cache[key] {
+            hit.lastUse = tick()
+            return hit
+        }
+        let loaded = try readSegment(entity: UInt32(entity), ref: index[entity][segment])
+        segmentDecodes += 1
+        let entry = Decoded(keys: loaded.sourceKeys, lastUse: tick())
+        store(entry, at: key)
+        return entry
+    }
+
+    private func store(_ entry: Decoded, at key: CacheKey) {
+        if let old = cache.updateValue(entry, forKey: key) { cachedBytes -= old.bytes }
+        cachedBytes += entry.bytes
+        // Evict least recently used entries, never the one just stored: a single segment larger
+        // than the budget is used and then dropped on the next store.
+        while cachedBytes > cacheBudget, cache.count > 1 {
+            var victim: CacheKey?
+            var oldest = UInt64.max
+            for (candidate, value) in cache where candidate != key && value.lastUse < oldest {
+                oldest = value.lastUse
+                victim = candidate
+            }
+            guard let victim, let removed = cache.removeValue(forKey: victim) else { break }
+            cachedBytes -= removed.bytes
+        }
+        peakCachedBytes = max(peakCachedBytes, cachedBytes)
+    }
+
+    private func tick() -> UInt64 {
+        clock += 1
+        return clock
+    }
+
+    /// The first segment at or after `start` whose last key is at least `key`.
+    private static func firstSegment(in refs: [SegmentRef], lastKeyAtLeast key: Int64, from start: Int) -> Int {
+        var low = start
+        var high = refs.count
+        while low < high {
+            let middle = (low + high) / 2
+            if refs[middle].lastKey < key { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    private static func search(_ keys: [Int64], for key: Int64, from start: Int) -> Int? {
+        var low = start
+        var high = keys.count
+        while low < high {
+            let middle = (low + high) / 2
+            if keys[middle] < key { low = middle + 1 } else { high = middle }
+        }
+        return low < keys.count && keys[low] == key ? low : nil
+    }
+}
+
+extension IDMap.SegmentRef {
+    /// The destination key of `key`, the `offset`-th source key of this segment.
+    @inline(__always)
+    func destination(at offset: Int, key: Int64) -> Int64 {
+        mapping == .allocate ? destinationBase + Int64(offset) : key
+    }
+}

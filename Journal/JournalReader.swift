@@ -1,0 +1,108 @@
+/// A read-only view of a journal directory: its header, frozen plan and log, as they are on disk
+/// when it is opened. Opening drops a torn last record and reports it in ``log``.
+///
+/// ```swift
+/// let journal = try JournalReader(directory: "/tmp/job.journal")
+/// print(journal.header.jobID, journal.batches.count, journal.state)
+/// let map = journal.idMap()
+/// let destination = try map.destination(of: 42, entity: 1)
+/// ```
+public struct JournalReader: Sendable {
+    /// The files of the journal.
+    public let layout: JournalLayout
+    /// The header.
+    public let header: JournalHeader
+    /// The frozen plan's bytes.
+    public let plan: [UInt8]
+    /// The valid records, and how the log ends.
+    public let log: LogFile.Scan
+
+    /// Opens the journal at `directory`; throws when it is not a journal, was written by a newer
+    /// format, or its header or a record before the last is damaged.
+    public init(directory: String) throws(JournalError) {
+        layout = JournalLayout(directory: directory)
+        guard FileIO.isDirectory(layout.directory) else {
+            throw JournalError(.notFound, "no journal directory here", file: layout.directory)
+        }
+        guard FileIO.exists(layout.header) else {
+            throw JournalError(.notAJournal, "not a chunkmigrate journal: it has no header file", file: layout.directory)
+        }
+        header = try JournalHeader.decode(try FileIO.read(layout.header), file: layout.header)
+        plan = try FileIO.read(layout.plan)
+        log = try LogFile.scan(try FileIO.read(layout.log), file: layout.log)
+    }
+
+    /// Every log record, in order.
+    public var records: [LogRecord] { log.entries.map(\.record) }
+
+    /// The batch records, in log order; for one entity when `entity` is given.
+    public func batches(entity: UInt32? = nil) -> [BatchRecord] {
+        log.entries.compactMap { entry in
+            guard case let .batch(record) = entry.record else { return nil }
+            return entity == nil || record.entity == entity ? record : nil
+        }
+    }
+
+    /// Every batch record, in log order.
+    public var batches: [BatchRecord] { batches() }
+
+    /// The fix-up records, in log order.
+    public var fixups: [FixupRecord] {
+        log.entries.compactMap { entry in
+            guard case let .fixup(record) = entry.record else { return nil }
+            return record
+        }
+    }
+
+    /// The index of the entity named `name`, if the plan has one.
+    public func entityIndex(named name: String) -> UInt32? {
+        header.entities.firstIndex { $0.name == name }.map { UInt32($0) }
+    }
+
+    /// Where the job stands.
+    public enum State: String, Sendable, Codable {
+        /// A process holds the journal's lock now.
+        case running
+        /// The job stopped before the end without recording an error (killed, cancelled, out of budget).
+        case interrupted
+        /// The job's last run stopped on an error; it resumes once the cause is fixed.
+        case failed
+        /// Every entity is done.
+        case complete
+    }
+
+    /// Where the job stands, from the log and the lock.
+    public var state: State {
+        if records.contains(where: { if case .complete = $0 { true } else { false } }) { return .complete }
+        if FileIO.Lock.isHeld(path: layout.lock) { return .running }
+        for record in records.reversed() {
+            switch record {
+            case .failed: return .failed
+            case .batch, .fixup, .started, .entityComplete: return .interrupted
+            case .complete: return .complete
+            }
+        }
+        return .interrupted
+    }
+
+    /// The last failure message recorded since the last start, if the job is failed.
+    public var lastFailure: String? {
+        for record in records.reversed() {
+            if case let .failed(_, message) = record { return message }
+            if case .started = record { return nil }
+        }
+        return nil
+    }
+
+    /// Whether the log records the entity as complete.
+    public func isComplete(entity: UInt32) -> Bool {
+        records.contains { if case let .entityComplete(done, _, _) = $0 { done == entity } else { false } }
+    }
+
+    /// An ID map over the batches of this journal, reading segments from its directory.
+    public func idMap(cacheBudget: Int = IDMap.defaultCacheBudget) throws(JournalError) -> IDMap {
+        let map = IDMap(layout: layout, entityCount: header.entities.count, cacheBudget: cacheBudget)
+        for record in batches { try map.add(record) }
+        return map
+    }
+}

@@ -1,0 +1,249 @@
+/// The ID map of one batch: its sorted source keys, mapped to a contiguous run of destination keys.
+///
+/// With ``Mapping-swift.enum/allocate`` the `i`-th source key maps to `destinationBase + i`; with
+/// ``Mapping-swift.enum/preserve`` every key maps to itself. The keys are stored as the first key
+/// plus LEB128 varints of `delta - 1`, LZ4-compressed when that is smaller; a dense run
+/// (`count == last - first + 1`) has no payload at all. See `FORMAT.md`, "ID-map segments".
+///
+/// ```swift
+/// let segment = try IDMapSegment(entity: 1, batch: 7, mapping: .allocate,
+///                                destinationBase: 501, sourceKeys: [10, 11, 15])
+/// let bytes = segment.encoded()            // the same bytes every time
+/// let again = try IDMapSegment.decode(bytes, file: "7.seg")
+/// ```
+public struct IDMapSegment: Sendable, Equatable {
+    /// How source keys become destination keys.
+    public enum Mapping: UInt8, Sendable, Codable, CustomStringConvertible {
+        /// `sourceKeys[i] -> destinationBase + i`.
+        case allocate = 0
+        /// `sourceKeys[i] -> sourceKeys[i]`.
+        case preserve = 1
+
+        public var description: String { self == .allocate ? "allocate" : "preserve" }
+    }
+
+    /// How the key payload is stored.
+    public enum Encoding: UInt8, Sendable {
+        /// Consecutive keys: no payload.
+        case dense = 0
+        /// Varint deltas, uncompressed (LZ4 would not make them smaller).
+        case varint = 1
+        /// Varint deltas compressed as one LZ4 block.
+        case varintLZ4 = 2
+    }
+
+    /// The segment format version this code writes and the newest it reads.
+    public static let formatVersion: UInt16 = 1
+    /// `"CMSG"`.
+    static let magic: [UInt8] = Array("CMSG".utf8)
+    /// Bytes before the payload.
+    static let headerLength = 56
+
+    /// The entity's index in the plan.
+    public var entity: UInt32
+    /// The batch number, from 1 within the entity.
+    public var batch: UInt64
+    /// How source keys map to destination keys.
+    public var mapping: Mapping
+    /// The destination key of the first source key (ignored by `preserve`, stored as the first key).
+    public var destinationBase: Int64
+    /// The source keys, strictly increasing, at least one.
+    public private(set) var sourceKeys: [Int64]
+
+    /// Creates a segment; throws when `sourceKeys` is empty or not strictly increasing.
+    public init(entity: UInt32, batch: UInt64, mapping: Mapping, destinationBase: Int64, sourceKeys: [Int64]) throws(JournalError) {
+        guard !sourceKeys.isEmpty else {
+            throw JournalError(.invalidArgument, "an ID-map segment needs at least one source key")
+        }
+        for index in sourceKeys.indices.dropFirst() where sourceKeys[index] <= sourceKeys[index - 1] {
+            throw JournalError(.invalidArgument,
+                "source keys of entity \(entity) batch \(batch) are not strictly increasing at position \(index): \(sourceKeys[index - 1]) then \(sourceKeys[index])")
+        }
+        if mapping == .allocate {
+            let (_, overflow) = destinationBase.addingReportingOverflow(Int64(sourceKeys.count - 1))
+            guard !overflow else {
+                throw JournalError(.invalidArgument, "destination keys from \(destinationBase) overflow a 64-bit key")
+            }
+        }
+        self.entity = entity
+        self.batch = batch
+        self.mapping = mapping
+        self.destinationBase = mapping == .preserve ? sourceKeys[0] : destinationBase
+        self.sourceKeys = sourceKeys
+    }
+
+    /// Whether `count == last - first + 1`, computed without overflow for any 64-bit keys.
+    static func isDense(first: Int64, last: Int64, count: Int) -> Bool {
+        UInt64(bitPattern: last) &- UInt64(bitPattern: first) == UInt64(count - 1)
+    }
+
+    /// The encoded segment, with its trailing CRC-32C. Deterministic: equal segments give equal bytes.
+    public func encoded() -> [UInt8] {
+        let first = sourceKeys[0]
+        let last = sourceKeys[sourceKeys.count - 1]
+        var encoding = Encoding.dense
+        var raw: [UInt8] = []
+        var payload: [UInt8] = []
+        if !Self.isDense(first: first, last: last, count: sourceKeys.count) {
+            raw.reserveCapacity(sourceKeys.count * 2)
+            var previous = UInt64(bitPattern: first)
+            for key in sourceKeys.dropFirst() {
+                let current = UInt64(bitPattern: key)
+                Varint.append(current &- previous &- 1, to: &raw)
+                previous = current
+            }
+            let compressed = LZ4Block.compress(raw)
+            if compressed.count < raw.count {
+                encoding = .varintLZ4
+                payload = compressed
+            } else {
+                encoding = .varint
+                payload = raw
+            }
+        }
+        var writer = ByteWriter(capacity: Self.headerLength + payload.count + 4)
+        writer.raw(Self.magic)
+        writer.u16(Self.formatVersion)
+        writer.u8(encoding.rawValue)
+        writer.u8(mapping.rawValue)
+        writer.u32(entity)
+        writer.u64(batch)
+        writer.u32(UInt32(sourceKeys.count))
+        writer.i64(first)
+        writer.i64(last)
+        writer.i64(destinationBase)
+        writer.u32(UInt32(raw.count))
+        writer.u32(UInt32(payload.count))
+        writer.raw(payload)
+        writer.u32(CRC32C.checksum(writer.bytes))
+        return writer.bytes
+    }
+
+    /// Decodes and checks a segment: magic, version, checksum, and that the keys agree with the
+    /// header's count, first and last key. `file` names the segment in errors.
+    public static func decode(_ bytes: [UInt8], file: String) throws(JournalError) -> IDMapSegment {
+        let header = try SegmentHeader(bytes, file: file)
+        let keys = try header.decodeKeys(bytes, file: file)
+        return IDMapSegment(header: header, keys: keys)
+    }
+
+    private init(header: SegmentHeader, keys: [Int64]) {
+        entity = header.entity
+        batch = header.batch
+        mapping = header.mapping
+        destinationBase = header.destinationBase
+        sourceKeys = keys
+    }
+}
+
+/// The fixed part of an encoded segment, checked against its CRC.
+struct SegmentHeader {
+    var encoding: IDMapSegment.Encoding
+    var mapping: IDMapSegment.Mapping
+    var entity: UInt32
+    var batch: UInt64
+    var count: Int
+    var firstKey: Int64
+    var lastKey: Int64
+    var destinationBase: Int64
+    var rawLength: Int
+    var payloadLength: Int
+    var crc: UInt32
+
+    init(_ bytes: [UInt8], file: String) throws(JournalError) {
+        func damaged(_ why: String) -> JournalError { JournalError(.damagedSegment, why, file: file) }
+        guard bytes.count >= 8, Array(bytes[0..<4]) == IDMapSegment.magic else {
+            throw damaged("not an ID-map segment (bad magic)")
+        }
+        var reader = ByteReader(bytes, from: 4)
+        do {
+            let version = try reader.u16()
+            guard version <= IDMapSegment.formatVersion else {
+                throw JournalError(.newerFormat,
+                    "segment format version \(version) is newer than this reader (it reads up to \(IDMapSegment.formatVersion)); use a newer chunkmigrate",
+                    file: file)
+            }
+            guard bytes.count >= IDMapSegment.headerLength + 4 else { throw damaged("truncated: \(bytes.count) bytes") }
+            let stored = UInt32(bytes[bytes.count - 4]) | UInt32(bytes[bytes.count - 3]) << 8
+                | UInt32(bytes[bytes.count - 2]) << 16 | UInt32(bytes[bytes.count - 1]) << 24
+            let computed = CRC32C.checksum(bytes[0..<(bytes.count - 4)])
+            guard stored == computed else {
+                throw damaged("checksum mismatch: stored \(hex32(stored)), computed \(hex32(computed))")
+            }
+            crc = stored
+            guard let encoding = IDMapSegment.Encoding(rawValue: try reader.u8()) else { throw damaged("unknown key encoding") }
+            guard let mapping = IDMapSegment.Mapping(rawValue: try reader.u8()) else { throw damaged("unknown mapping") }
+            self.encoding = encoding
+            self.mapping = mapping
+            entity = try reader.u32()
+            batch = try reader.u64()
+            count = Int(try reader.u32())
+            firstKey = try reader.i64()
+            lastKey = try reader.i64()
+            destinationBase = try reader.i64()
+            rawLength = Int(try reader.u32())
+            payloadLength = Int(try reader.u32())
+        } catch let error as JournalError {
+            throw error
+        } catch {
+            throw damaged("truncated header")
+        }
+        guard count > 0, lastKey >= firstKey else { throw damaged("empty or inverted key range") }
+        guard IDMapSegment.headerLength + payloadLength + 4 == bytes.count else {
+            throw damaged("payload length \(payloadLength) disagrees with the file size \(bytes.count)")
+        }
+        let dense = IDMapSegment.isDense(first: firstKey, last: lastKey, count: count)
+        guard (encoding == .dense) == dense else { throw damaged("encoding disagrees with the key range") }
+    }
+
+    /// The source keys, checked against the header.
+    func decodeKeys(_ bytes: [UInt8], file: String) throws(JournalError) -> [Int64] {
+        func damaged(_ why: String) -> JournalError { JournalError(.damagedSegment, why, file: file) }
+        if encoding == .dense {
+            var keys = [Int64]()
+            keys.reserveCapacity(count)
+            for offset in 0..<count { keys.append(Int64(bitPattern: UInt64(bitPattern: firstKey) &+ UInt64(offset))) }
+            return keys
+        }
+        let payload = bytes[IDMapSegment.headerLength..<(IDMapSegment.headerLength + payloadLength)]
+        let raw: [UInt8]
+        if encoding == .varintLZ4 {
+            guard let expanded = LZ4Block.decompress(payload, rawLength: rawLength) else {
+                throw damaged("LZ4 block does not expand to \(rawLength) bytes")
+            }
+            raw = expanded
+        } else {
+            guard payload.count == rawLength else { throw damaged("raw length disagrees with the payload") }
+            raw = Array(payload)
+        }
+        var keys = [Int64]()
+        keys.reserveCapacity(count)
+        keys.append(firstKey)
+        var previous = UInt64(bitPattern: firstKey)
+        let ok: Bool = raw.withUnsafeBufferPointer { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                guard let gap = Varint.decode(buffer, at: &offset) else { return false }
+                let (step, overflowA) = gap.addingReportingOverflow(1)
+                let (next, overflowB) = previous.addingReportingOverflow(step)
+                guard !overflowA, !overflowB || Int64(bitPattern: previous) < 0 else { return false }
+                let key = Int64(bitPattern: next)
+                guard key > Int64(bitPattern: previous) else { return false }
+                keys.append(key)
+                previous = next
+                if keys.count > count { return false }
+            }
+            return true
+        }
+        guard ok, keys.count == count, keys[keys.count - 1] == lastKey else {
+            throw damaged("keys do not decode to the \(count) keys from \(firstKey) to \(lastKey) the header promises")
+        }
+        return keys
+    }
+}
+
+/// `value` as eight lowercase hexadecimal digits, as checksums are printed.
+func hex32(_ value: UInt32) -> String {
+    let digits = String(value, radix: 16)
+    return String(repeating: "0", count: max(0, 8 - digits.count)) + digits
+}

@@ -1,0 +1,2 @@
+@main
+struct Main2 { static func main() {} }
