@@ -66,6 +66,12 @@ let package = Package(
             ],
             path: "Tools/chunkjournal"
         ),
+        // Measures the ID map: bytes per key and lookup throughput.
+        .executableTarget(
+            name: "idmap-bench",
+            dependencies: ["MigrationJournal"],
+            path: "Tools/idmap-bench"
+        ),
 
         .testTarget(
             name: "MigrationJournalTests",
@@ -79,7 +85,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["MigrationJournal"],
+            dependencies: ["ChunkMigrateCLI", "ChunkJournalCLI", "MigrationJournal"],
             path: "Tests/CLITests"
         ),
     ],
