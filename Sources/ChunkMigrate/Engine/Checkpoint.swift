@@ -1,0 +1,111 @@
+import MigrationJournal
+
+/// The destination's record of the job: which job it belongs to, and for each entity (and each
+/// fix-up) the last committed batch. Written in the same transaction as the batch, so it is the
+/// truth the journal follows.
+struct CheckpointStore {
+    static let jobTable = "_chunkmigrate_job"
+    static let checkpointTable = "_chunkmigrate_checkpoint"
+
+    let database: Database
+    private let upsert: Statement
+    private let select: Statement
+
+    static func create(in database: Database, jobID: String, planFingerprint: String) throws(SQLiteError) {
+        try database.execute("""
+            CREATE TABLE IF NOT EXISTS main.\(jobTable) (job TEXT PRIMARY KEY, plan_fingerprint TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS main.\(checkpointTable) (
+                entity INTEGER NOT NULL, phase TEXT NOT NULL, batch INTEGER NOT NULL,
+                first_key INTEGER NOT NULL, last_key INTEGER NOT NULL,
+                rows_read INTEGER NOT NULL, rows_written INTEGER NOT NULL, rows_skipped INTEGER NOT NULL,
+                nulled INTEGER NOT NULL, deferred INTEGER NOT NULL, mapping INTEGER NOT NULL,
+                destination_base INTEGER NOT NULL, segment_first INTEGER NOT NULL, segment_last INTEGER NOT NULL,
+                segment_crc INTEGER NOT NULL, duration_us INTEGER NOT NULL, committed_ms INTEGER NOT NULL,
+                PRIMARY KEY (entity, phase));
+            """)
+        let insert = try database.prepare("INSERT OR IGNORE INTO main.\(jobTable)(job, plan_fingerprint) VALUES (?1, ?2)")
+        try insert.bind([.text(jobID), .text(planFingerprint)])
+        try insert.step()
+    }
+
+    /// The job IDs recorded in the destination; empty when it has no checkpoint tables.
+    static func jobIDs(in database: Database) throws(SQLiteError) -> [String] {
+        let exists = try database.scalar(
+            "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1", .text(jobTable))
+        guard exists.integer == 1 else { return [] }
+        return try database.rows("SELECT job FROM main.\(jobTable) ORDER BY job").compactMap { $0[0].text }
+    }
+
+    static func drop(in database: Database) throws(SQLiteError) {
+        try database.execute("DROP TABLE IF EXISTS main.\(checkpointTable); DROP TABLE IF EXISTS main.\(jobTable);")
+    }
+
+    init(database: Database) throws(SQLiteError) {
+        self.database = database
+        upsert = try database.prepare("""
+            INSERT OR REPLACE INTO main.\(Self.checkpointTable) (entity, phase, batch, first_key, last_key,
+                rows_read, rows_written, rows_skipped, nulled, deferred, mapping, destination_base,
+                segment_first, segment_last, segment_crc, duration_us, committed_ms)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+            """)
+        select = try database.prepare("""
+            SELECT batch, first_key, last_key, rows_read, rows_written, rows_skipped, nulled, deferred, mapping,
+                   destination_base, segment_first, segment_last, segment_crc, duration_us, committed_ms
+            FROM main.\(Self.checkpointTable) WHERE entity = ?1 AND phase = ?2
+            """)
+    }
+
+    /// Records a copy batch.
+    func save(_ record: BatchRecord) throws(SQLiteError) {
+        try upsert.bind([
+            .integer(Int64(record.entity)), .text("copy"), .integer(Int64(record.batch)),
+            .integer(record.firstSourceKey), .integer(record.lastSourceKey),
+            .integer(Int64(record.rowsRead)), .integer(Int64(record.rowsWritten)), .integer(Int64(record.rowsSkipped)),
+            .integer(Int64(record.relationshipsNulled)), .integer(Int64(record.relationshipsDeferred)),
+            .integer(Int64(record.mapping.rawValue)), .integer(record.destinationBase),
+            .integer(record.segmentFirstKey), .integer(record.segmentLastKey), .integer(Int64(record.segmentCRC)),
+            .integer(Int64(record.durationMicros)), .integer(record.committedAtMillis),
+        ])
+        try upsert.step()
+    }
+
+    /// Records a fix-up batch.
+    func save(_ record: FixupRecord) throws(SQLiteError) {
+        try upsert.bind([
+            .integer(Int64(record.entity)), .text("fixup:" + record.column), .integer(Int64(record.batch)),
+            .integer(record.firstDestinationKey), .integer(record.lastDestinationKey),
+            .integer(0), .integer(Int64(record.rowsUpdated)), .integer(0), .integer(Int64(record.rowsNulled)),
+            .integer(0), .integer(0), .integer(0), .integer(0), .integer(0), .integer(0), .integer(0),
+            .integer(record.committedAtMillis),
+        ])
+        try upsert.step()
+    }
+
+    /// The last committed copy batch of an entity.
+    func copyBatch(entity: UInt32) throws(SQLiteError) -> BatchRecord? {
+        try select.bind([.integer(Int64(entity)), .text("copy")])
+        defer { select.reset() }
+        guard try select.step() else { return nil }
+        return BatchRecord(
+            entity: entity, batch: UInt64(select.int64(at: 0)), firstSourceKey: select.int64(at: 1),
+            lastSourceKey: select.int64(at: 2), rowsRead: UInt32(select.int64(at: 3)),
+            rowsWritten: UInt32(select.int64(at: 4)), rowsSkipped: UInt32(select.int64(at: 5)),
+            relationshipsNulled: UInt32(select.int64(at: 6)), relationshipsDeferred: UInt32(select.int64(at: 7)),
+            mapping: IDMapSegment.Mapping(rawValue: UInt8(select.int64(at: 8))) ?? .allocate,
+            destinationBase: select.int64(at: 9), segmentFirstKey: select.int64(at: 10),
+            segmentLastKey: select.int64(at: 11), segmentCRC: UInt32(truncatingIfNeeded: select.int64(at: 12)),
+            durationMicros: UInt64(select.int64(at: 13)), committedAtMillis: select.int64(at: 14))
+    }
+
+    /// The last committed fix-up batch of an entity's deferred column.
+    func fixupBatch(entity: UInt32, column: String) throws(SQLiteError) -> FixupRecord? {
+        try select.bind([.integer(Int64(entity)), .text("fixup:" + column)])
+        defer { select.reset() }
+        guard try select.step() else { return nil }
+        return FixupRecord(
+            entity: entity, column: column, batch: UInt64(select.int64(at: 0)),
+            firstDestinationKey: select.int64(at: 1), lastDestinationKey: select.int64(at: 2),
+            rowsUpdated: UInt32(select.int64(at: 4)), rowsNulled: UInt32(select.int64(at: 6)),
+            committedAtMillis: select.int64(at: 14))
+    }
+}

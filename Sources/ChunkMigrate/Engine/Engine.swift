@@ -1,0 +1,437 @@
+import Foundation
+import Logging
+import MigrationJournal
+
+/// Runs a job on the calling thread: entities in dependency order, batch by batch, then the
+/// fix-up pass, each batch committed with its checkpoint and then logged.
+///
+/// Not `Sendable`: it owns the destination connection (with the source attached read-only as
+/// `src`), the journal writer and the ID map. ``MigrationJob`` confines it to one thread.
+final class Engine {
+    /// What the log and the checkpoint say of one entity.
+    struct EntityState {
+        var batch: UInt64 = 0
+        var cursor: Int64?
+        var rowsRead: Int64 = 0
+        var rowsWritten: Int64 = 0
+        var rowsSkipped: Int64 = 0
+        var complete = false
+        var total: Int64 = 0
+        /// Fix-ups: column -> last fix-up batch.
+        var fixupBatch: [String: UInt64] = [:]
+    }
+
+    let plan: MigrationPlan
+    let order: ExecutionOrder
+    let options: MigrationOptions
+    let logger: Logger
+    let database: Database
+    let journal: JournalWriter
+    let idMap: IDMap
+    let resolver: Resolver
+    private let checkpoints: CheckpointStore
+    private var copiers: [Int: EntityCopier] = [:]
+    private var relationshipIndexes: [[String: Int]] = []
+    private(set) var states: [EntityState]
+    private(set) var batchSize: Int
+    private let clock = ContinuousClock()
+
+    init(plan: MigrationPlan, options: MigrationOptions, logger: Logger, database: Database,
+         journal: JournalWriter, idMap: IDMap) throws {
+        self.plan = plan
+        self.order = plan.executionOrder()
+        self.options = options
+        self.logger = logger
+        self.database = database
+        self.journal = journal
+        self.idMap = idMap
+        self.resolver = Resolver(idMap: idMap)
+        self.checkpoints = try CheckpointStore(database: database)
+        self.states = Array(repeating: EntityState(), count: plan.entities.count)
+        self.batchSize = options.batchSize ?? options.initialBatchSize
+
+        let names = Dictionary(plan.entities.enumerated().map { ($1.name, UInt32($0)) }, uniquingKeysWith: { a, _ in a })
+        resolver.entityIndexes = names
+        for (entityIndex, entity) in plan.entities.enumerated() {
+            var indexes: [String: Int] = [:]
+            for (column, relationship) in entity.sortedRelationships {
+                indexes[column] = resolver.relationships.count
+                resolver.relationships.append(.init(
+                    entity: entity.name, column: column, sourceColumn: relationship.from,
+                    target: names[relationship.to] ?? 0, targetName: relationship.to,
+                    policy: relationship.missingPolicy,
+                    deferred: order.isDeferred(entity: entityIndex, column: column)))
+            }
+            relationshipIndexes.append(indexes)
+        }
+        try resolver.register(on: database)
+        for function in options.functions {
+            let body = function.body
+            try database.createFunction(function.name, argumentCount: function.argumentCount,
+                                        deterministic: function.isDeterministic) { call in
+                call.result(try body((0..<call.count).map { call.value($0) }))
+            }
+        }
+    }
+
+    /// Prepares every entity's statements; a plan error (unknown table or column, an expression
+    /// SQLite rejects, a missing function) surfaces here, before any batch is written.
+    func prepare() throws {
+        for (index, entity) in plan.entities.enumerated() {
+            do {
+                let copier = try EntityCopier(database: database, entity: entity, index: UInt32(index),
+                                              relationshipIndexes: relationshipIndexes[index], resolver: resolver)
+                try copier.prepareFixups(database: database, deferred: order.deferred[index] ?? [],
+                                         relationshipIndexes: relationshipIndexes[index])
+                copiers[index] = copier
+            } catch {
+                throw MigrationError(.invalidPlan, "SQLite rejects the statements of this entity: \(error.message)",
+                                     entity: entity.name, file: nil, sql: error.sql)
+            }
+        }
+    }
+
+    // MARK: Resume
+
+    /// Makes the log agree with the destination's checkpoint, which is the truth: rebuilds the
+    /// record of a batch that committed but was not logged, deletes segments of batches that
+    /// never committed, and refuses a destination that is behind the log.
+    func reconcile() throws {
+        var logged = [UInt64](repeating: 0, count: plan.entities.count)
+        var loggedFixups: [String: UInt64] = [:]
+        for record in journal.records {
+            switch record {
+            case let .batch(batch): logged[Int(batch.entity)] = batch.batch
+            case let .fixup(fixup): loggedFixups["\(fixup.entity)/\(fixup.column)"] = fixup.batch
+            default: break
+            }
+        }
+        for (index, entity) in plan.entities.enumerated() {
+            let entityIndex = UInt32(index)
+            let checkpoint = try checkpoints.copyBatch(entity: entityIndex)
+            let committed = checkpoint?.batch ?? 0
+            if logged[index] + 1 == committed, let checkpoint {
+                if checkpoint.rowsWritten > 0 {
+                    guard journal.segmentCRC(entity: entityIndex, batch: committed) == checkpoint.segmentCRC else {
+                        throw MigrationError(.journal,
+                            "batch \(committed) is committed in the destination but its ID-map segment is missing or damaged; the journal cannot be repaired",
+                            entity: entity.name, batch: committed,
+                            file: journal.layout.segment(entity: entityIndex, batch: committed))
+                    }
+                }
+                logger.info("rebuilding the log record of a committed batch", metadata: ["entity": "\(entity.name)", "batch": "\(committed)"])
+                try journal.append(.batch(checkpoint))
+            } else if logged[index] > committed {
+                throw MigrationError(.mismatch,
+                    "the journal records \(logged[index]) batches but the destination's checkpoint only \(committed): this destination is not the one the job wrote (restored from a copy?)",
+                    entity: entity.name, file: database.path)
+            } else if logged[index] != committed {
+                throw MigrationError(.journal,
+                    "the destination has committed batch \(committed) but the log ends at batch \(logged[index]); the journal has lost records",
+                    entity: entity.name, file: journal.layout.log)
+            }
+            try journal.removeSegments(entity: entityIndex, after: committed)
+
+            for column in (order.deferred[index] ?? []).sorted() {
+                let fixup = try checkpoints.fixupBatch(entity: entityIndex, column: column)
+                let done = fixup?.batch ?? 0
+                let inLog = loggedFixups["\(index)/\(column)"] ?? 0
+                if inLog + 1 == done, let fixup {
+                    try journal.append(.fixup(fixup))
+                } else if inLog != done {
+                    throw MigrationError(.mismatch,
+                        "the journal records \(inLog) fix-up batches of \(column) but the destination \(done)",
+                        entity: entity.name, column: column, file: database.path)
+                }
+            }
+        }
+        loadStates()
+        for record in journal.records {
+            if case let .batch(batch) = record { try idMap.add(batch) }
+        }
+    }
+
+    /// Rebuilds per-entity progress and the ID map index from the log.
+    private func loadStates() {
+        states = Array(repeating: EntityState(), count: plan.entities.count)
+        for record in journal.records {
+            switch record {
+            case let .batch(batch):
+                let index = Int(batch.entity)
+                states[index].batch = batch.batch
+                states[index].cursor = batch.lastSourceKey
+                states[index].rowsRead += Int64(batch.rowsRead)
+                states[index].rowsWritten += Int64(batch.rowsWritten)
+                states[index].rowsSkipped += Int64(batch.rowsSkipped)
+            case let .fixup(fixup):
+                states[Int(fixup.entity)].fixupBatch[fixup.column] = fixup.batch
+            case let .entityComplete(entity, _, _):
+                states[Int(entity)].complete = true
+            default:
+                break
+            }
+        }
+    }
+
+    // MARK: Running
+
+    /// Runs until the job is complete, `shouldStop` returns true, or `deadline` passes; checks
+    /// both between batches only.
+    func run(deadline: ContinuousClock.Instant?, shouldStop: () -> Bool,
+             report: (MigrationProgress) -> Void) throws -> RunOutcome {
+        if journal.records.contains(where: { if case .complete = $0 { true } else { false } }) {
+            if !options.keepCheckpointTables { try CheckpointStore.drop(in: database) }
+            return .complete
+        }
+        try journal.append(.started(atMillis: Self.nowMillis(), processID: ProcessInfo.processInfo.processIdentifier))
+        try countTotals()
+        let runStart = clock.now
+        var rowsThisRun: Int64 = 0
+        func stop() -> Bool {
+            if shouldStop() { return true }
+            if let deadline, clock.now >= deadline { return true }
+            return false
+        }
+        func progress(entity: Int, phase: String, batch: UInt64) {
+            let elapsed = (clock.now - runStart)
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let rate = seconds > 0 ? Double(rowsThisRun) / seconds : 0
+            let done = states.reduce(0) { $0 + $1.rowsRead }
+            let total = states.reduce(0) { $0 + max($1.total, $1.rowsRead) }
+            let remaining = rate > 0 ? Duration.seconds(Double(max(0, total - done)) / rate) : nil
+            report(MigrationProgress(
+                entity: plan.entities[entity].name, phase: phase, batch: batch,
+                rowsDone: states[entity].rowsRead, rowsTotal: max(states[entity].total, states[entity].rowsRead),
+                jobRowsDone: done, jobRowsTotal: total, rowsPerSecond: rate,
+                estimatedRemaining: remaining, batchSize: batchSize))
+        }
+
+        do {
+            for entity in order.entities where !states[entity].complete {
+                while true {
+                    if stop() { return .paused }
+                    guard let read = try copyBatch(entity: entity) else { break }
+                    rowsThisRun += Int64(read)
+                    progress(entity: entity, phase: "copy", batch: states[entity].batch)
+                }
+                try journal.append(.entityComplete(
+                    entity: UInt32(entity), batches: states[entity].batch, rowsWritten: UInt64(states[entity].rowsWritten)))
+                states[entity].complete = true
+            }
+            for entity in order.entities {
+                for column in (order.deferred[entity] ?? []).sorted() {
+                    let refs = idMap.segments(entity: UInt32(entity))
+                    while Int(states[entity].fixupBatch[column] ?? 0) < refs.count {
+                        if stop() { return .paused }
+                        try fixupBatch(entity: entity, column: column, ref: refs[Int(states[entity].fixupBatch[column] ?? 0)])
+                        progress(entity: entity, phase: "fixup \(column)", batch: states[entity].fixupBatch[column] ?? 0)
+                    }
+                }
+            }
+            try journal.append(.complete(atMillis: Self.nowMillis()))
+            if !options.keepCheckpointTables { try CheckpointStore.drop(in: database) }
+            return .complete
+        } catch {
+            try? journal.append(.failed(atMillis: Self.nowMillis(), message: "\(error)"))
+            throw error
+        }
+    }
+
+    private func countTotals() throws {
+        for (index, entity) in plan.entities.enumerated() where !states[index].complete {
+            let filter = entity.source.where.map { " WHERE (\($0))" } ?? ""
+            let count = try database.scalar("SELECT count(*) FROM src.\(SQL.quote(entity.source.table)) AS s\(filter)")
+            states[index].total = count.integer ?? 0
+        }
+    }
+
+    /// Copies the next batch of an entity; returns the rows read, or `nil` when the entity has no
+    /// rows left.
+    private func copyBatch(entity index: Int) throws -> Int? {
+        guard let copier = copiers[index] else { throw MigrationError(.invalidPlan, "entity \(index) was not prepared") }
+        let entity = plan.entities[index]
+        let entityIndex = UInt32(index)
+        let state = states[index]
+        let batch = state.batch + 1
+        let started = clock.now
+
+        try database.execute("BEGIN IMMEDIATE")
+        var record: BatchRecord
+        do {
+            let (selected, foreignKeys) = try copier.selectKeys(after: state.cursor, limit: batchSize)
+            guard let first = selected.first, let last = selected.last else {
+                try database.execute("ROLLBACK")
+                return nil
+            }
+            var kept = selected
+            if !copier.skipRelationships.isEmpty {
+                kept = []
+                kept.reserveCapacity(selected.count)
+                for (row, key) in selected.enumerated() {
+                    var keep = true
+                    for (position, relationshipIndex) in copier.skipRelationships.enumerated() {
+                        if let foreignKey = foreignKeys[position][row],
+                           try idMap.destination(of: foreignKey, entity: resolver.relationships[relationshipIndex].target) == nil {
+                            keep = false
+                        }
+                    }
+                    if keep { kept.append(key) }
+                }
+            }
+            let base = copier.mapping == .allocate ? try copier.nextDestinationKey() : (kept.first ?? 0)
+            var crc: UInt32 = 0
+            if !kept.isEmpty {
+                let segment = try IDMapSegment(entity: entityIndex, batch: batch, mapping: copier.mapping,
+                                               destinationBase: base, sourceKeys: kept)
+                crc = try journal.write(segment)
+            }
+            CrashPoint.check(.afterSegment, entity: entity.name, batch: batch)
+            record = BatchRecord(
+                entity: entityIndex, batch: batch, firstSourceKey: first, lastSourceKey: last,
+                rowsRead: UInt32(selected.count), rowsWritten: UInt32(kept.count),
+                rowsSkipped: UInt32(selected.count - kept.count), mapping: copier.mapping, destinationBase: base,
+                segmentFirstKey: kept.first ?? first, segmentLastKey: kept.last ?? last, segmentCRC: crc)
+            try idMap.add(record, keys: kept)
+            resolver.beginBatch(keys: kept, base: base, mapping: copier.mapping)
+            if !kept.isEmpty {
+                do {
+                    try copier.copy(first: first, last: last)
+                } catch {
+                    throw diagnose(error, copier: copier, batch: batch, keys: kept, first: first, last: last)
+                }
+                let written = database.changes
+                guard written == kept.count else {
+                    throw MigrationError(.batch,
+                        "validation failed: \(selected.count) rows read, \(selected.count - kept.count) skipped, so \(kept.count) should be written, but \(written) were",
+                        entity: entity.name, batch: batch, sourceKey: first)
+                }
+            }
+            record.relationshipsNulled = UInt32(resolver.nulled)
+            record.relationshipsDeferred = UInt32(resolver.deferred)
+            record.durationMicros = UInt64(max(0, (clock.now - started).microseconds))
+            record.committedAtMillis = Self.nowMillis()
+            try checkpoints.save(record)
+            CrashPoint.check(.beforeCommit, entity: entity.name, batch: batch)
+            try database.execute("COMMIT")
+        } catch {
+            if database.inTransaction { try? database.execute("ROLLBACK") }
+            idMap.truncate(entity: entityIndex, after: state.batch)
+            try? journal.removeSegments(entity: entityIndex, after: state.batch)
+            throw Self.contextualize(error, entity: entity.name, batch: batch)
+        }
+        CrashPoint.check(.afterCommit, entity: entity.name, batch: batch)
+        if CrashPoint.isArmed(.midRecord, entity: entity.name, batch: batch) {
+            try journal.appendTorn(.batch(record), keepingBytes: 20)
+            CrashPoint.killNow()
+        }
+        try journal.append(.batch(record))
+
+        states[index].batch = batch
+        states[index].cursor = record.lastSourceKey
+        states[index].rowsRead += Int64(record.rowsRead)
+        states[index].rowsWritten += Int64(record.rowsWritten)
+        states[index].rowsSkipped += Int64(record.rowsSkipped)
+        adaptBatchSize(elapsed: clock.now - started, rows: Int(record.rowsRead))
+        return Int(record.rowsRead)
+    }
+
+    private func fixupBatch(entity index: Int, column: String, ref: IDMap.SegmentRef) throws {
+        guard let copier = copiers[index] else { return }
+        let entity = plan.entities[index]
+        let batch = (states[index].fixupBatch[column] ?? 0) + 1
+        let first = ref.mapping == .allocate ? ref.destinationBase : ref.firstKey
+        let last = ref.mapping == .allocate ? ref.destinationBase + Int64(ref.count) - 1 : ref.lastKey
+        try database.execute("BEGIN IMMEDIATE")
+        do {
+            resolver.resetCounters()
+            try copier.fix(column: column, first: first, last: last)
+            let record = FixupRecord(entity: UInt32(index), column: column, batch: batch,
+                                     firstDestinationKey: first, lastDestinationKey: last,
+                                     rowsUpdated: UInt32(resolver.updated), rowsNulled: UInt32(resolver.nulled),
+                                     committedAtMillis: Self.nowMillis())
+            try checkpoints.save(record)
+            try database.execute("COMMIT")
+            CrashPoint.check(.afterFixupCommit, entity: entity.name, batch: batch)
+            try journal.append(.fixup(record))
+            states[index].fixupBatch[column] = batch
+        } catch {
+            if database.inTransaction { try? database.execute("ROLLBACK") }
+            if let failure = resolver.failure {
+                var failure = failure
+                failure.batch = batch
+                throw failure
+            }
+            throw Self.contextualize(error, entity: entity.name, batch: batch, column: column)
+        }
+    }
+
+    /// Finds the row behind a failed batch insert: re-runs it one source key at a time inside the
+    /// still-open transaction until a row fails, and names that row and the column SQLite names.
+    private func diagnose(_ error: SQLiteError, copier: EntityCopier, batch: UInt64, keys: [Int64],
+                          first: Int64, last: Int64) -> MigrationError {
+        if var failure = resolver.failure {
+            failure.batch = batch
+            return failure
+        }
+        let entity = copier.entity.name
+        guard error.isConstraint || error.message.contains("was not selected") else {
+            return MigrationError.from(error, entity: entity, batch: batch)
+        }
+        let base = resolver.batchBase
+        for (position, key) in keys.prefix(200_000).enumerated() {
+            resolver.beginBatch(keys: [key], base: base + Int64(position), mapping: copier.mapping)
+            do {
+                try database.execute("SAVEPOINT cm_diagnose")
+                try copier.copy(first: key, last: key)
+                try database.execute("ROLLBACK TO cm_diagnose")
+                try database.execute("RELEASE cm_diagnose")
+            } catch let rowError {
+                try? database.execute("ROLLBACK TO cm_diagnose")
+                try? database.execute("RELEASE cm_diagnose")
+                return MigrationError(.batch, "validation failed: \(rowError.message)", entity: entity, batch: batch,
+                                      sourceKey: key, column: Self.column(fromConstraintMessage: rowError.message),
+                                      file: rowError.file)
+            }
+        }
+        return MigrationError(.batch, "validation failed: \(error.message)", entity: entity, batch: batch,
+                              sourceKey: first, column: Self.column(fromConstraintMessage: error.message), file: error.file)
+    }
+
+    /// `message.text` from "NOT NULL constraint failed: message.text".
+    static func column(fromConstraintMessage message: String) -> String? {
+        guard let range = message.range(of: "constraint failed: ") else { return nil }
+        let names = message[range.upperBound...].split(separator: ",").first.map { $0.trimmingCharacters(in: .whitespaces) }
+        return names.map { name in name.split(separator: ".").last.map(String.init) ?? name }
+    }
+
+    static func contextualize(_ error: any Error, entity: String, batch: UInt64, column: String? = nil) -> any Error {
+        switch error {
+        case var error as MigrationError:
+            if error.entity == nil { error.entity = entity }
+            if error.batch == nil { error.batch = batch }
+            return error
+        case let error as SQLiteError:
+            return MigrationError.from(error, entity: entity, batch: batch, column: column)
+        case let error as JournalError:
+            return MigrationError(error.code == .io && error.message.contains("No space") ? .diskFull : .journal,
+                                  error.message, entity: entity, batch: batch, file: error.file)
+        default:
+            return MigrationError(.batch, "\(error)", entity: entity, batch: batch)
+        }
+    }
+
+    private func adaptBatchSize(elapsed: Duration, rows: Int) {
+        guard options.batchSize == nil, rows >= batchSize / 2 else { return }
+        let seconds = max(1e-4, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        let target = Double(options.batchTimeTarget.components.seconds) + Double(options.batchTimeTarget.components.attoseconds) / 1e18
+        let proposed = Double(batchSize) * target / seconds
+        let bounded = min(Double(batchSize) * 4, max(Double(batchSize) / 4, proposed))
+        batchSize = min(options.maximumBatchSize, max(options.minimumBatchSize, Int(bounded)))
+    }
+
+    static func nowMillis() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+}
+
+extension Duration {
+    var microseconds: Int64 { components.seconds * 1_000_000 + components.attoseconds / 1_000_000_000_000 }
+}

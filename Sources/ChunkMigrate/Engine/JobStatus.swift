@@ -1,0 +1,42 @@
+import MigrationJournal
+
+/// Where a job stands, read from its journal alone.
+public struct JobStatus: Sendable, Codable, Equatable {
+    /// One entity's progress.
+    public struct Entity: Sendable, Codable, Equatable {
+        public var name: String
+        public var batches: UInt64
+        public var rowsRead: Int64
+        public var rowsWritten: Int64
+        public var rowsSkipped: Int64
+        /// The last source key read: the entity's cursor.
+        public var cursor: Int64?
+        public var complete: Bool
+    }
+
+    public var jobID: String
+    /// `running`, `interrupted`, `failed` or `complete`.
+    public var state: String
+    public var source: String
+    public var destination: String
+    public var entities: [Entity]
+    /// The error the last run stopped on, when the state is `failed`.
+    public var lastFailure: String?
+
+    init(reader: JournalReader) {
+        jobID = reader.header.jobID
+        state = reader.state.rawValue
+        source = reader.header.sourcePath
+        destination = reader.header.destinationPath
+        lastFailure = reader.state == .failed ? reader.lastFailure : nil
+        entities = reader.header.entities.enumerated().map { index, entity in
+            let batches = reader.batches(entity: UInt32(index))
+            return Entity(
+                name: entity.name, batches: batches.last?.batch ?? 0,
+                rowsRead: batches.reduce(0) { $0 + Int64($1.rowsRead) },
+                rowsWritten: batches.reduce(0) { $0 + Int64($1.rowsWritten) },
+                rowsSkipped: batches.reduce(0) { $0 + Int64($1.rowsSkipped) },
+                cursor: batches.last?.lastSourceKey, complete: reader.isComplete(entity: UInt32(index)))
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import MigrationJournal
+
+/// Why a job could not start, continue or finish, naming what failed in the user's words: the
+/// entity, the batch, the source key, the column, the file.
+///
+/// ```swift
+/// do { try await job.run() }
+/// catch let error as MigrationError { print(error) }
+/// // entity Message, batch 12, source key 100387, column conversation_id:
+/// //   source conversation_id 77 has no mapping in Conversation (missing: fail)
+/// ```
+public struct MigrationError: Error, CustomStringConvertible, Sendable {
+    /// What kind of failure this is; stable, for scripts, tests and exit codes.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The plan is malformed or inconsistent with itself or the stores.
+        public static let invalidPlan = Code(rawValue: "invalid-plan")
+        /// A store cannot be opened or read, or is not what the plan expects.
+        public static let store = Code(rawValue: "store")
+        /// The journal cannot be read or written, or belongs to another job.
+        public static let journal = Code(rawValue: "journal")
+        /// The journal, the source or the destination differ from those the job started with.
+        public static let mismatch = Code(rawValue: "mismatch")
+        /// A batch failed validation or a constraint; it was rolled back.
+        public static let batch = Code(rawValue: "batch")
+        /// A relationship's target key has no mapping and its policy is `fail`.
+        public static let missingMapping = Code(rawValue: "missing-mapping")
+        /// The disk or file system is full.
+        public static let diskFull = Code(rawValue: "disk-full")
+        /// Another process is running this job.
+        public static let busy = Code(rawValue: "busy")
+    }
+
+    public var code: Code
+    /// What went wrong, as a sentence.
+    public var message: String
+    public var entity: String?
+    public var batch: UInt64?
+    public var sourceKey: Int64?
+    public var column: String?
+    public var file: String?
+    /// The SQL that failed, when SQLite reported the error.
+    public var sql: String?
+
+    public init(_ code: Code, _ message: String, entity: String? = nil, batch: UInt64? = nil,
+                sourceKey: Int64? = nil, column: String? = nil, file: String? = nil, sql: String? = nil) {
+        self.code = code
+        self.message = message
+        self.entity = entity
+        self.batch = batch
+        self.sourceKey = sourceKey
+        self.column = column
+        self.file = file
+        self.sql = sql
+    }
+
+    public var description: String {
+        var context: [String] = []
+        if let file { context.append(file) }
+        if let entity { context.append("entity \(entity)") }
+        if let batch { context.append("batch \(batch)") }
+        if let sourceKey { context.append("source key \(sourceKey)") }
+        if let column { context.append("column \(column)") }
+        return context.isEmpty ? message : context.joined(separator: ", ") + ": " + message
+    }
+
+    static func plan(_ error: DecodingError, file: String?) -> MigrationError {
+        func path(_ codingPath: [any CodingKey]) -> String {
+            var text = ""
+            for key in codingPath {
+                if let index = key.intValue { text += "[\(index)]" } else { text += (text.isEmpty ? "" : ".") + key.stringValue }
+            }
+            return text.isEmpty ? "the plan" : text
+        }
+        switch error {
+        case let .keyNotFound(key, context):
+            let where_ = path(context.codingPath + [key])
+            return MigrationError(.invalidPlan, "\(where_) is missing", file: file)
+        case let .typeMismatch(_, context), let .valueNotFound(_, context):
+            return MigrationError(.invalidPlan, "\(path(context.codingPath)): \(context.debugDescription)", file: file)
+        case let .dataCorrupted(context):
+            let detail = (context.underlyingError.map { "\($0)" } ?? context.debugDescription)
+            return MigrationError(.invalidPlan, "\(path(context.codingPath)): \(detail)", file: file)
+        @unknown default:
+            return MigrationError(.invalidPlan, "\(error)", file: file)
+        }
+    }
+
+    static func from(_ error: JournalError) -> MigrationError {
+        MigrationError(.journal, error.message, file: error.file)
+    }
+
+    static func from(_ error: SQLiteError, entity: String? = nil, batch: UInt64? = nil, sourceKey: Int64? = nil,
+                     column: String? = nil) -> MigrationError {
+        MigrationError(error.isDiskFull ? .diskFull : .store, error.message, entity: entity, batch: batch,
+                       sourceKey: sourceKey, column: column, file: error.file, sql: error.sql)
+    }
+}

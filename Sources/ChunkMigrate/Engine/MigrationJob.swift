@@ -1,0 +1,348 @@
+import Foundation
+import Logging
+import MigrationJournal
+import Synchronization
+
+/// A migration job: one run of a plan from a source store to a destination store, recorded in a
+/// journal directory so that it can stop at any instant and continue where it stopped.
+///
+/// From an app's startup path:
+///
+/// ```swift
+/// if let job = try MigrationJob.resume(at: journalURL, options: options, logger: logger) {
+///     let outcome = try await job.run(for: .seconds(10))   // .complete or .paused
+/// }
+/// ```
+///
+/// Starting a job:
+///
+/// ```swift
+/// let job = try MigrationJob.start(plan: plan, source: old, destination: new, journal: journalURL,
+///                                  schema: newSchemaSQL, logger: logger)
+/// for await step in job.progressUpdates() { print(step.entity, step.rowsDone, step.rowsTotal) }
+/// try await job.run()
+/// ```
+public final class MigrationJob: Sendable {
+    /// The journal directory.
+    public let journalURL: URL
+    /// The job's identifier, recorded in the journal and the destination.
+    public let jobID: String
+    /// The plan, as frozen in the journal.
+    public let plan: MigrationPlan
+    public let sourceURL: URL
+    public let destinationURL: URL
+    /// Rows done and total, for a progress bar or a `ProgressView`.
+    public let progress: Progress
+
+    private let options: MigrationOptions
+    private let logger: Logger
+    private let control: Mutex<Control>
+
+    private struct Control {
+        var pauseRequested = false
+        var running = false
+        var complete = false
+        var observers: [Int: AsyncStream<MigrationProgress>.Continuation] = [:]
+        var nextObserver = 0
+    }
+
+    private init(journalURL: URL, header: JournalHeader, plan: MigrationPlan, source: URL, destination: URL,
+                 options: MigrationOptions, logger: Logger, complete: Bool) {
+        self.journalURL = journalURL
+        self.jobID = header.jobID
+        self.plan = plan
+        self.sourceURL = source
+        self.destinationURL = destination
+        self.options = options
+        self.logger = logger
+        self.progress = Progress(totalUnitCount: 0)
+        self.control = Mutex(Control(complete: complete))
+    }
+
+    /// Whether every entity and fix-up is done.
+    public var isComplete: Bool { control.withLock { $0.complete } }
+
+    // MARK: Starting and resuming
+
+    /// Starts a new job: validates the plan against both stores (every statement is prepared
+    /// before anything is written), creates the journal and records the job in the destination.
+    ///
+    /// - Parameters:
+    ///   - schema: SQL that creates the destination when it does not exist.
+    /// - Throws: ``MigrationError`` naming the plan path, entity, table or file at fault; nothing
+    ///   is left behind when it throws.
+    public static func start(plan: MigrationPlan, source: URL, destination: URL, journal: URL, schema: String? = nil,
+                             options: MigrationOptions = MigrationOptions(),
+                             logger: Logger = Logger(label: "chunkmigrate")) throws -> MigrationJob {
+        try plan.validate()
+        let layout = JournalLayout(directory: journal.path)
+        if FileManager.default.fileExists(atPath: layout.header) {
+            throw MigrationError(.journal, "a journal already exists here; resume it, or choose another directory", file: journal.path)
+        }
+        let planBytes: [UInt8]
+        do { planBytes = Array(try plan.encodedJSON()) } catch {
+            throw MigrationError(.invalidPlan, "the plan cannot be encoded: \(error)")
+        }
+        let journalExisted = FileManager.default.fileExists(atPath: journal.path)
+        let destinationExisted = FileManager.default.fileExists(atPath: destination.path)
+        var writer: JournalWriter?
+        do {
+            let database = try Engine.openStores(source: source.path, destination: destination.path, schema: schema, options: options)
+            let others = try CheckpointStore.jobIDs(in: database)
+            if let other = others.first {
+                throw MigrationError(.mismatch,
+                    "the destination already holds the checkpoint of job \(other); resume that job's journal, or use a fresh destination",
+                    file: destination.path)
+            }
+            let jobID = UUID().uuidString.lowercased()
+            let header = JournalHeader(
+                jobID: jobID, createdAt: ISO8601DateFormatter().string(from: Date()),
+                writer: "chunkmigrate \(ChunkMigrateVersion.string)", planFingerprint: SHA256.hex(planBytes),
+                sourceFingerprint: try Engine.sourceFingerprint(database, plan: plan),
+                destinationFingerprint: "job:\(jobID)",
+                sourcePath: source.standardizedFileURL.path, destinationPath: destination.standardizedFileURL.path,
+                entities: plan.entities.map { entity in
+                    JournalHeader.Entity(
+                        name: entity.name, sourceTable: entity.source.table, destinationTable: entity.destination.table,
+                        keys: entity.keyPolicy == .allocate ? .allocate : .preserve,
+                        relationships: (entity.relationships ?? [:]).mapValues(\.to))
+                })
+            let created = try JournalWriter.create(directory: journal.path, header: header, plan: planBytes)
+            writer = created
+            try database.execute("BEGIN IMMEDIATE")
+            try CheckpointStore.create(in: database, jobID: jobID, planFingerprint: header.planFingerprint)
+            let engine = try Engine(plan: plan, options: options, logger: logger, database: database, journal: created,
+                                    idMap: IDMap(layout: layout, entityCount: plan.entities.count))
+            try engine.prepare()
+            try database.execute("COMMIT")
+            created.close()
+            logger.info("started job", metadata: ["job": "\(jobID)", "journal": "\(journal.path)"])
+            return MigrationJob(journalURL: journal, header: header, plan: plan, source: source, destination: destination,
+                                options: options, logger: logger, complete: false)
+        } catch {
+            // Leave nothing behind: the journal this call created, and a destination it created.
+            writer?.close()
+            if writer != nil {
+                if journalExisted {
+                    for name in ["header", "plan.json", "log", "lock", "segments"] {
+                        try? FileManager.default.removeItem(atPath: journal.path + "/" + name)
+                    }
+                } else {
+                    try? FileManager.default.removeItem(at: journal)
+                }
+            }
+            if !destinationExisted {
+                for suffix in ["", "-wal", "-shm", "-journal"] {
+                    try? FileManager.default.removeItem(atPath: destination.path + suffix)
+                }
+            }
+            throw Self.wrap(error)
+        }
+    }
+
+    /// Opens the job recorded in a journal: cheap when the job is complete (it reads the journal
+    /// only), and otherwise checks that the plan, the source and the destination are those the job
+    /// started with.
+    ///
+    /// - Parameters:
+    ///   - source, destination: where the stores are now, when they moved since the start.
+    ///   - plan: the plan the caller expects; refused when it differs from the journal's.
+    /// - Throws: ``MigrationError`` with code `.mismatch` when a fingerprint differs, `.journal`
+    ///   when the journal cannot be read.
+    public static func resume(at journal: URL, source: URL? = nil, destination: URL? = nil, plan expected: MigrationPlan? = nil,
+                              options: MigrationOptions = MigrationOptions(),
+                              logger: Logger = Logger(label: "chunkmigrate")) throws -> MigrationJob {
+        let reader: JournalReader
+        do { reader = try JournalReader(directory: journal.path) } catch {
+            throw MigrationError(.journal, "cannot read the journal: \(error.message)", file: error.file ?? journal.path)
+        }
+        guard SHA256.hex(reader.plan) == reader.header.planFingerprint else {
+            throw MigrationError(.journal, "plan.json does not match the plan fingerprint in the journal header", file: reader.layout.plan)
+        }
+        let plan = try MigrationPlan.decode(json: Data(reader.plan), file: reader.layout.plan)
+        if let expected {
+            let bytes = (try? expected.encodedJSON()).map(Array.init) ?? []
+            guard bytes == reader.plan else {
+                throw MigrationError(.mismatch,
+                    "the plan differs from the one this job started with (see \(reader.layout.plan)); finish or discard this job, or use its plan",
+                    file: journal.path)
+            }
+        }
+        let sourceURL = source ?? URL(fileURLWithPath: reader.header.sourcePath)
+        let destinationURL = destination ?? URL(fileURLWithPath: reader.header.destinationPath)
+        let job = MigrationJob(journalURL: journal, header: reader.header, plan: plan, source: sourceURL,
+                               destination: destinationURL, options: options, logger: logger,
+                               complete: reader.state == .complete)
+        if !job.isComplete {
+            // Check the stores now, so a mismatch is refused at startup rather than at run.
+            let database = try Engine.openStores(source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
+            try job.checkStores(database, header: reader.header, records: reader.records)
+        }
+        return job
+    }
+
+    /// Where the job recorded in a journal stands, from the journal alone.
+    public static func status(at journal: URL) throws -> JobStatus {
+        do { return JobStatus(reader: try JournalReader(directory: journal.path)) } catch {
+            throw MigrationError(.journal, "cannot read the journal: \(error.message)", file: error.file ?? journal.path)
+        }
+    }
+
+    // MARK: Running
+
+    /// Runs the job until it is complete, or until `budget` has passed, ``pause()`` is called or
+    /// the task is cancelled, whichever comes first; it stops only at a batch boundary.
+    ///
+    /// The work runs on a thread of its own; progress is published to ``progressUpdates()`` and
+    /// ``progress`` after every batch.
+    public func run(for budget: Duration? = nil) async throws -> RunOutcome {
+        let alreadyRunning = control.withLock { control in
+            defer { control.running = true; control.pauseRequested = false }
+            return control.running
+        }
+        guard !alreadyRunning else {
+            throw MigrationError(.busy, "this job is already running", file: journalURL.path)
+        }
+        let deadline = budget.map { ContinuousClock.now + $0 }
+        defer { control.withLock { $0.running = false } }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<RunOutcome, any Error>) in
+                let thread = Thread { [self] in
+                    do {
+                        continuation.resume(returning: try runHere(deadline: deadline))
+                    } catch {
+                        continuation.resume(throwing: error)
+                    }
+                }
+                thread.name = "chunkmigrate \(jobID.prefix(8))"
+                thread.stackSize = 4 << 20
+                thread.start()
+            }
+        } onCancel: {
+            pause()
+        }
+    }
+
+    /// Runs the job on the calling thread (for command-line tools and tests that have no
+    /// concurrency of their own); the same as ``run(for:)`` otherwise.
+    public func runBlocking(for budget: Duration? = nil) throws -> RunOutcome {
+        control.withLock { $0.pauseRequested = false }
+        return try runHere(deadline: budget.map { ContinuousClock.now + $0 })
+    }
+
+    /// Asks a running job to stop at the next batch boundary. Safe from any thread.
+    public func pause() {
+        control.withLock { $0.pauseRequested = true }
+    }
+
+    /// A stream of progress reports, one after each batch, finished when the job completes.
+    public func progressUpdates() -> AsyncStream<MigrationProgress> {
+        let (stream, continuation) = AsyncStream<MigrationProgress>.makeStream(bufferingPolicy: .bufferingNewest(16))
+        let finished = control.withLock { control in
+            if control.complete { return true }
+            let id = control.nextObserver
+            control.nextObserver += 1
+            control.observers[id] = continuation
+            continuation.onTermination = { [weak self] _ in
+                _ = self?.control.withLock { $0.observers.removeValue(forKey: id) }
+            }
+            return false
+        }
+        if finished { continuation.finish() }
+        return stream
+    }
+
+    private func runHere(deadline: ContinuousClock.Instant?) throws -> RunOutcome {
+        if isComplete { return .complete }
+        do {
+            let outcome = try withEngine { engine in
+                try engine.run(
+                    deadline: deadline,
+                    shouldStop: { control.withLock { $0.pauseRequested } },
+                    report: publish)
+            }
+            if outcome == .complete {
+                let observers = control.withLock { control in
+                    control.complete = true
+                    defer { control.observers = [:] }
+                    return Array(control.observers.values)
+                }
+                for observer in observers { observer.finish() }
+            }
+            return outcome
+        } catch {
+            throw Self.wrap(error)
+        }
+    }
+
+    private func publish(_ step: MigrationProgress) {
+        progress.totalUnitCount = step.jobRowsTotal
+        progress.completedUnitCount = step.jobRowsDone
+        let observers = control.withLock { Array($0.observers.values) }
+        for observer in observers { observer.yield(step) }
+        logger.debug("batch committed", metadata: [
+            "entity": "\(step.entity)", "phase": "\(step.phase)", "batch": "\(step.batch)",
+            "rows": "\(step.rowsDone)/\(step.rowsTotal)",
+        ])
+    }
+
+    /// Checks that the destination and the source are this job's: the destination holds this
+    /// job's checkpoint (or, when the job never committed a batch, none at all), and the source's
+    /// fingerprint is the one recorded at the start.
+    private func checkStores(_ database: Database, header: JournalHeader, records: [LogRecord]) throws {
+        let complete = records.contains { if case .complete = $0 { true } else { false } }
+        let jobs = try CheckpointStore.jobIDs(in: database)
+        if jobs.isEmpty && !complete {
+            let started = records.contains { if case .batch = $0 { true } else { false } }
+            guard !started else {
+                throw MigrationError(.mismatch,
+                    "the destination has no checkpoint of job \(jobID), but the journal records batches: this is not the destination the job wrote",
+                    file: destinationURL.path)
+            }
+        } else if !jobs.isEmpty && !jobs.contains(jobID) {
+            throw MigrationError(.mismatch,
+                "the destination belongs to job \(jobs[0]), not to this journal's job \(jobID)", file: destinationURL.path)
+        }
+        let fingerprint = try Engine.sourceFingerprint(database, plan: plan)
+        guard fingerprint == header.sourceFingerprint else {
+            throw MigrationError(.mismatch,
+                "the source is not the store this job started with (its schema or key range changed, or it is another file)",
+                file: sourceURL.path)
+        }
+    }
+
+    /// Opens the journal (taking its lock), the destination and the source, checks that they are
+    /// this job's, repairs the journal from the checkpoint, and hands the engine to `body`.
+    private func withEngine<T>(_ body: (Engine) throws -> T) throws -> T {
+        let writer: JournalWriter
+        do { writer = try JournalWriter.open(directory: journalURL.path) } catch {
+            throw MigrationError(error.code == .locked ? .busy : .journal, error.message, file: error.file ?? journalURL.path)
+        }
+        defer { writer.close() }
+        let database = try Engine.openStores(source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
+        try checkStores(database, header: writer.header, records: writer.records)
+        if try CheckpointStore.jobIDs(in: database).isEmpty {
+            // Created, but stopped before its checkpoint tables were (or complete and dropped).
+            try CheckpointStore.create(in: database, jobID: jobID, planFingerprint: writer.header.planFingerprint)
+        }
+        let idMap = IDMap(layout: writer.layout, entityCount: plan.entities.count, cacheBudget: options.idMapCacheBytes)
+        let engine = try Engine(plan: plan, options: options, logger: logger, database: database, journal: writer, idMap: idMap)
+        try engine.prepare()
+        try engine.reconcile()
+        return try body(engine)
+    }
+
+    static func wrap(_ error: any Error) -> MigrationError {
+        switch error {
+        case let error as MigrationError: return error
+        case let error as SQLiteError: return MigrationError.from(error)
+        case let error as JournalError: return MigrationError.from(error)
+        default: return MigrationError(.store, "\(error)")
+        }
+    }
+}
+
+/// The library's version.
+public enum ChunkMigrateVersion {
+    public static let string = "0.1.0"
+}

@@ -1,0 +1,150 @@
+import Foundation
+
+/// What to migrate: entity mappings from source tables to destination tables.
+///
+/// The same structure is a Swift value and a JSON file (`chunkmigrate run --plan PLAN.json`):
+///
+/// ```json
+/// { "entities": [
+///     { "name": "Conversation",
+///       "source": { "table": "conversation", "key": "id", "where": "archived = 0" },
+///       "destination": { "table": "conversation", "key": "id" },
+///       "columns": { "title": "title", "created_at": "created" } },
+///     { "name": "Message",
+///       "source": { "table": "message", "key": "id" },
+///       "destination": { "table": "message", "key": "id" },
+///       "columns": { "text": "body" },
+///       "relationships": {
+///         "conversation_id": { "from": "conversation_id", "to": "Conversation", "missing": "fail" } } } ] }
+/// ```
+public struct MigrationPlan: Codable, Sendable, Equatable {
+    /// The entities, in the order the plan names them; the engine runs them in dependency order.
+    public var entities: [EntityMapping]
+
+    /// Creates a plan.
+    public init(entities: [EntityMapping]) {
+        self.entities = entities
+    }
+
+    /// Decodes a plan from JSON, with errors that name the plan path of what is wrong
+    /// (`entities[1].relationships.conversation_id.to`).
+    public static func decode(json data: Data, file: String? = nil) throws(MigrationError) -> MigrationPlan {
+        do {
+            return try JSONDecoder().decode(MigrationPlan.self, from: data)
+        } catch let error as DecodingError {
+            throw MigrationError.plan(error, file: file)
+        } catch {
+            throw MigrationError(.invalidPlan, "the plan is not valid JSON: \(error)", file: file)
+        }
+    }
+
+    /// The plan as JSON, with sorted keys so that the same plan always gives the same bytes.
+    public func encodedJSON() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        return try encoder.encode(self)
+    }
+}
+
+/// How one entity's rows are copied: from which table, to which, with which columns and
+/// relationships.
+public struct EntityMapping: Codable, Sendable, Equatable {
+    /// The source side.
+    public struct Source: Codable, Sendable, Equatable {
+        /// The source table.
+        public var table: String
+        /// The integer key column; the rowid when omitted.
+        public var key: String?
+        /// An SQL condition over the source row; rows that do not match are not migrated.
+        public var `where`: String?
+
+        public init(table: String, key: String? = nil, where condition: String? = nil) {
+            self.table = table
+            self.key = key
+            self.where = condition
+        }
+    }
+
+    /// The destination side.
+    public struct Destination: Codable, Sendable, Equatable {
+        /// The destination table.
+        public var table: String
+        /// The integer key column; the rowid when omitted.
+        public var key: String?
+
+        public init(table: String, key: String? = nil) {
+            self.table = table
+            self.key = key
+        }
+    }
+
+    /// How destination keys are chosen.
+    public enum KeyPolicy: String, Codable, Sendable {
+        /// New keys after the destination table's largest key, in source-key order.
+        case allocate
+        /// The source key, unchanged.
+        case preserve
+    }
+
+    /// What happens to a row whose non-null foreign key has no mapping in the target's ID map.
+    public enum MissingPolicy: String, Codable, Sendable {
+        /// The batch fails and the error names the row.
+        case fail
+        /// The foreign key is written as NULL.
+        case null
+        /// The row is not copied, and is counted.
+        case skip
+    }
+
+    /// A destination foreign-key column filled from a source foreign-key column through the
+    /// target entity's ID map.
+    public struct Relationship: Codable, Sendable, Equatable {
+        /// The source column holding the target's source key.
+        public var from: String
+        /// The target entity's name.
+        public var to: String
+        /// What to do when the target key has no mapping; `fail` when omitted.
+        public var missing: MissingPolicy?
+
+        public init(from: String, to: String, missing: MissingPolicy? = nil) {
+            self.from = from
+            self.to = to
+            self.missing = missing
+        }
+
+        /// The policy in force.
+        public var missingPolicy: MissingPolicy { missing ?? .fail }
+    }
+
+    /// The entity's name, used by relationships, the journal and every message.
+    public var name: String
+    public var source: Source
+    public var destination: Destination
+    /// `allocate` when omitted.
+    public var keys: KeyPolicy?
+    /// Destination column -> SQL expression over the source row. Columns not named take their default.
+    public var columns: [String: String]?
+    /// Destination column -> relationship.
+    public var relationships: [String: Relationship]?
+
+    public init(name: String, source: Source, destination: Destination, keys: KeyPolicy? = nil,
+                columns: [String: String] = [:], relationships: [String: Relationship] = [:]) {
+        self.name = name
+        self.source = source
+        self.destination = destination
+        self.keys = keys
+        self.columns = columns
+        self.relationships = relationships
+    }
+
+    /// The key policy in force.
+    public var keyPolicy: KeyPolicy { keys ?? .allocate }
+    /// The column mappings, sorted by destination column.
+    public var sortedColumns: [(column: String, expression: String)] {
+        (columns ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+    /// The relationships, sorted by destination column.
+    public var sortedRelationships: [(column: String, relationship: Relationship)] {
+        (relationships ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+}

@@ -1,0 +1,71 @@
+import CSQLite
+
+/// The arguments of one call of an application-defined SQL function, and its result.
+struct FunctionCall {
+    let context: OpaquePointer
+    let arguments: UnsafeMutablePointer<OpaquePointer?>
+    let count: Int
+
+    @inline(__always) func isNull(_ index: Int) -> Bool { sqlite3_value_type(arguments[index]) == SQLITE_NULL }
+    @inline(__always) func int64(_ index: Int) -> Int64 { sqlite3_value_int64(arguments[index]) }
+
+    func value(_ index: Int) -> SQLiteValue {
+        let value = arguments[index]
+        switch sqlite3_value_type(value) {
+        case SQLITE_INTEGER: return .integer(sqlite3_value_int64(value))
+        case SQLITE_FLOAT: return .real(sqlite3_value_double(value))
+        case SQLITE_TEXT: return .text(String(cString: sqlite3_value_text(value)))
+        case SQLITE_BLOB:
+            let bytes = Int(sqlite3_value_bytes(value))
+            guard bytes > 0, let pointer = sqlite3_value_blob(value) else { return .blob([]) }
+            return .blob(Array(UnsafeRawBufferPointer(start: pointer, count: bytes)))
+        default: return .null
+        }
+    }
+
+    @inline(__always) func result(_ integer: Int64) { sqlite3_result_int64(context, integer) }
+    @inline(__always) func resultNull() { sqlite3_result_null(context) }
+
+    func result(_ value: SQLiteValue) {
+        switch value {
+        case .null: sqlite3_result_null(context)
+        case let .integer(integer): sqlite3_result_int64(context, integer)
+        case let .real(real): sqlite3_result_double(context, real)
+        case let .text(text): sqlite3_result_text(context, text, -1, csqlite_transient())
+        case let .blob(bytes):
+            bytes.withUnsafeBytes { sqlite3_result_blob(context, $0.baseAddress, Int32($0.count), csqlite_transient()) }
+        }
+    }
+
+    func fail(_ message: String) { sqlite3_result_error(context, message, -1) }
+}
+
+/// Holds a Swift closure for SQLite's `pUserData`.
+private final class FunctionBox {
+    let body: (FunctionCall) throws -> Void
+    init(_ body: @escaping (FunctionCall) throws -> Void) { self.body = body }
+}
+
+extension Database {
+    /// Registers a scalar SQL function implemented by `body`. An error thrown by `body` becomes
+    /// the SQL error of the statement, with the error's description as its message.
+    func createFunction(_ name: String, argumentCount: Int, deterministic: Bool,
+                        _ body: @escaping (FunctionCall) throws -> Void) throws(SQLiteError) {
+        let box = FunctionBox(body)
+        retain(box)
+        var flags = SQLITE_UTF8
+        if deterministic { flags |= SQLITE_DETERMINISTIC }
+        let result = sqlite3_create_function_v2(
+            handle, name, Int32(argumentCount), flags, Unmanaged.passUnretained(box).toOpaque(),
+            { context, count, arguments in
+                guard let context, let arguments else { return }
+                let box = Unmanaged<FunctionBox>.fromOpaque(sqlite3_user_data(context)).takeUnretainedValue()
+                do {
+                    try box.body(FunctionCall(context: context, arguments: arguments, count: Int(count)))
+                } catch {
+                    sqlite3_result_error(context, "\(error)", -1)
+                }
+            }, nil, nil, nil)
+        guard result == SQLITE_OK else { throw self.error(result, sql: "create function \(name)") }
+    }
+}

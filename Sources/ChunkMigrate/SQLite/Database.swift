@@ -1,0 +1,118 @@
+import CSQLite
+
+/// One SQLite connection. Every `sqlite3_*` call of the library is in this folder.
+///
+/// Not `Sendable`: a connection is used by one thread at a time, the engine's.
+final class Database {
+    /// How to open a connection.
+    enum Mode {
+        /// Read and write, creating the file if it does not exist.
+        case readWriteCreate
+        /// Read and write an existing file.
+        case readWrite
+        /// Read only; the file is never written.
+        case readOnly
+    }
+
+    let handle: OpaquePointer
+    /// The file this connection opened.
+    let path: String
+    private var functionBoxes: [AnyObject] = []
+
+    init(path: String, mode: Mode) throws(SQLiteError) {
+        var flags = SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX
+        switch mode {
+        case .readWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        case .readWrite: flags |= SQLITE_OPEN_READWRITE
+        case .readOnly: flags |= SQLITE_OPEN_READONLY
+        }
+        var connection: OpaquePointer?
+        let uri = mode == .readOnly ? Database.readOnlyURI(path) : path
+        let result = sqlite3_open_v2(uri, &connection, flags, nil)
+        guard result == SQLITE_OK, let connection else {
+            let message = connection.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            if let connection { sqlite3_close_v2(connection) }
+            throw SQLiteError(extendedCode: result, message: message, sql: nil, file: path)
+        }
+        handle = connection
+        self.path = path
+        sqlite3_extended_result_codes(handle, 1)
+        sqlite3_busy_timeout(handle, 5_000)
+    }
+
+    deinit {
+        sqlite3_close_v2(handle)
+    }
+
+    /// A `file:` URI that opens `path` read-only, percent-encoding what a URI reserves.
+    static func readOnlyURI(_ path: String) -> String {
+        var encoded = ""
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "%"), UInt8(ascii: "?"), UInt8(ascii: "#"), UInt8(ascii: " "):
+                encoded += "%" + String(byte, radix: 16, uppercase: true)
+            default:
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            }
+        }
+        return "file:\(encoded)?mode=ro"
+    }
+
+    func error(_ result: Int32, sql: String? = nil) -> SQLiteError {
+        SQLiteError(extendedCode: sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)),
+                    sql: sql, file: path)
+    }
+
+    /// Runs one or more statements that return no rows.
+    func execute(_ sql: String) throws(SQLiteError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let result = sqlite3_exec(handle, sql, nil, nil, &message)
+        if result != SQLITE_OK {
+            let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+            sqlite3_free(message)
+            throw SQLiteError(extendedCode: sqlite3_extended_errcode(handle), message: text, sql: sql, file: path)
+        }
+    }
+
+    /// Prepares one statement.
+    func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+        var statement: OpaquePointer?
+        let result = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard result == SQLITE_OK, let statement else { throw error(result, sql: sql) }
+        return Statement(handle: statement, database: self, sql: sql)
+    }
+
+    /// The first column of the first row of a query, or `.null` when it returns no row.
+    func scalar(_ sql: String, _ arguments: SQLiteValue...) throws(SQLiteError) -> SQLiteValue {
+        let statement = try prepare(sql)
+        try statement.bind(arguments)
+        guard try statement.step() else { return .null }
+        return statement.value(at: 0)
+    }
+
+    /// Every row of a query, as values.
+    func rows(_ sql: String, _ arguments: SQLiteValue...) throws(SQLiteError) -> [[SQLiteValue]] {
+        let statement = try prepare(sql)
+        try statement.bind(arguments)
+        var rows: [[SQLiteValue]] = []
+        while try statement.step() {
+            rows.append((0..<statement.columnCount).map { statement.value(at: $0) })
+        }
+        return rows
+    }
+
+    /// Rows changed by the last INSERT, UPDATE or DELETE.
+    var changes: Int { Int(sqlite3_changes64(handle)) }
+
+    /// Whether a transaction is open.
+    var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    /// Makes the running statement return `SQLITE_INTERRUPT` as soon as it can. Safe from any thread.
+    func interrupt() { sqlite3_interrupt(handle) }
+
+    /// The version of the SQLite library in use.
+    static var libraryVersion: String { String(cString: sqlite3_libversion()) }
+
+    /// Keeps an object alive as long as the connection (function boxes registered with SQLite).
+    func retain(_ object: AnyObject) { functionBoxes.append(object) }
+}

@@ -1,0 +1,30 @@
+import CSQLite
+
+/// An error SQLite returned, with its result code, its message and the SQL that failed.
+public struct SQLiteError: Error, CustomStringConvertible, Sendable {
+    /// The extended result code (`SQLITE_CONSTRAINT_NOTNULL`, ...).
+    public var extendedCode: Int32
+    /// SQLite's message (`sqlite3_errmsg`).
+    public var message: String
+    /// The SQL being prepared or run, when there is one.
+    public var sql: String?
+    /// The database file, when known.
+    public var file: String?
+
+    /// The primary result code (`SQLITE_CONSTRAINT`, ...).
+    public var code: Int32 { extendedCode & 0xFF }
+
+    /// Whether the error is a constraint violation (NOT NULL, UNIQUE, CHECK, FOREIGN KEY, ...).
+    public var isConstraint: Bool { code == SQLITE_CONSTRAINT }
+    /// Whether the disk or the file system is full.
+    public var isDiskFull: Bool { code == SQLITE_FULL }
+    /// Whether the statement was interrupted.
+    public var isInterrupt: Bool { code == SQLITE_INTERRUPT }
+
+    public var description: String {
+        var text = message
+        if let file { text = "\(file): " + text }
+        if let sql { text += " (in: \(sql.count > 400 ? String(sql.prefix(400)) + "..." : sql))" }
+        return text
+    }
+}

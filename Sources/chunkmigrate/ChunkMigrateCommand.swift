@@ -1,0 +1,25 @@
+import ArgumentParser
+import ChunkMigrate
+
+@main
+struct ChunkMigrateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "chunkmigrate",
+        abstract: "Migrate a large SQLite store to a new schema in small, checkpointed, resumable batches.",
+        discussion: """
+            A job is recorded in a journal directory. Kill it at any moment and run the same command \
+            again (or `chunkmigrate resume DIR`): it continues where it stopped.
+
+            Exit codes:
+              0    the job is complete
+              1    a batch failed (validation, a constraint, a missing mapping); it was rolled back
+              2    usage error or invalid plan
+              3    a store or the journal cannot be used (missing, not SQLite, damaged, not this job's)
+              4    the disk is full or an I/O error occurred
+              5    another process is running this job
+              130  stopped by SIGINT, 143 by SIGTERM, at a batch boundary; run again to continue
+            """,
+        version: ChunkMigrateVersion.string,
+        subcommands: [RunCommand.self, ResumeCommand.self, StatusCommand.self, DemoCommand.self, GenerateCommand.self]
+    )
+}

@@ -1,0 +1,33 @@
+import ArgumentParser
+import ChunkMigrate
+
+/// Options shared by the commands that run a job.
+struct JobOptions: ParsableArguments {
+    @Option(name: .long, help: "Rows per batch (fixed). By default the size adapts so a batch takes about --batch-seconds.")
+    var batchSize: Int?
+
+    @Option(name: .long, help: "Target duration of one batch, in seconds, when the batch size adapts.")
+    var batchSeconds: Double = 0.5
+
+    @Option(name: .long, help: "Stop at the first batch boundary after this many seconds; run again to continue.")
+    var budget: Double?
+
+    @Flag(name: .long, help: "Print the final status as JSON on stdout.")
+    var json = false
+
+    @Flag(name: .long, help: "Print no progress.")
+    var quiet = false
+
+    func validate() throws {
+        if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
+        if batchSeconds <= 0 { throw ValidationError("--batch-seconds must be positive") }
+    }
+
+    var migrationOptions: MigrationOptions {
+        var options = MigrationOptions(batchSize: batchSize)
+        options.batchTimeTarget = .milliseconds(Int64(batchSeconds * 1000))
+        return options
+    }
+
+    var budgetDuration: Duration? { budget.map { .milliseconds(Int64($0 * 1000)) } }
+}

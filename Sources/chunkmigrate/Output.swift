@@ -1,0 +1,90 @@
+import ArgumentParser
+import ChunkMigrate
+import Foundation
+
+/// Text and JSON output, and the exit codes of errors.
+enum Output {
+    static func json<T: Encodable>(_ value: T) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    static func describe(_ status: JobStatus) -> String {
+        var lines = ["job \(status.jobID): \(status.state)"]
+        for entity in status.entities {
+            var line = "  \(entity.name): \(entity.rowsWritten) rows written"
+            if entity.rowsSkipped > 0 { line += ", \(entity.rowsSkipped) skipped" }
+            line += " in \(entity.batches) batches"
+            line += entity.complete ? ", complete" : (entity.cursor.map { ", next after source key \($0)" } ?? ", not started")
+            lines.append(line)
+        }
+        if let failure = status.lastFailure { lines.append("  last error: \(failure)") }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The exit code of a job error; see the root command's help.
+    static func exitCode(for error: MigrationError) -> Int32 {
+        switch error.code {
+        case .batch, .missingMapping: 1
+        case .invalidPlan: 2
+        case .diskFull: 4
+        case .busy: 5
+        default: 3
+        }
+    }
+
+    /// Prints `chunkmigrate: error: ...` on stderr and exits with the error's code.
+    static func fail(_ error: MigrationError) -> Never {
+        FileHandle.standardError.write(Data("chunkmigrate: error: \(error)\n".utf8))
+        exit(exitCode(for: error))
+    }
+}
+
+/// A progress bar on a terminal, a plain line every few seconds otherwise.
+final class ProgressDisplay {
+    private let isTerminal = isatty(2) == 1
+    private var lastLine = ContinuousClock.now - .seconds(10)
+    private var lastEntity = ""
+    private var drewBar = false
+
+    func show(_ step: MigrationProgress) {
+        let now = ContinuousClock.now
+        let fraction = step.jobRowsTotal > 0 ? min(1, Double(step.jobRowsDone) / Double(step.jobRowsTotal)) : 0
+        let rate = Self.count(Int64(step.rowsPerSecond))
+        let eta = step.estimatedRemaining.map { " ETA " + Self.clock($0) } ?? ""
+        if isTerminal {
+            guard now - lastLine >= .milliseconds(100) || step.entity != lastEntity else { return }
+            let width = 30
+            let filled = Int(fraction * Double(width))
+            let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+            let text = "\r[\(bar)] \(Int(fraction * 100))% \(step.entity) \(step.phase) \(Self.count(step.rowsDone))/\(Self.count(step.rowsTotal)) rows, \(rate) rows/s\(eta)\u{1B}[K"
+            FileHandle.standardError.write(Data(text.utf8))
+            drewBar = true
+        } else {
+            guard now - lastLine >= .seconds(2) || step.entity != lastEntity else { return }
+            let text = "\(step.entity) \(step.phase): \(step.rowsDone)/\(step.rowsTotal) rows, batch \(step.batch), job \(Int(fraction * 100))%, \(rate) rows/s\(eta)\n"
+            FileHandle.standardError.write(Data(text.utf8))
+        }
+        lastLine = now
+        lastEntity = step.entity
+    }
+
+    func finish() {
+        if drewBar { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+
+    static func count(_ value: Int64) -> String {
+        switch value {
+        case 10_000_000...: String(format: "%.1fM", Double(value) / 1e6)
+        case 10_000...: String(format: "%.0fk", Double(value) / 1e3)
+        default: String(value)
+        }
+    }
+
+    static func clock(_ duration: Duration) -> String {
+        let seconds = Int(duration.components.seconds)
+        return seconds >= 3600 ? String(format: "%d:%02d:%02d", seconds / 3600, seconds / 60 % 60, seconds % 60)
+            : String(format: "%d:%02d", seconds / 60, seconds % 60)
+    }
+}

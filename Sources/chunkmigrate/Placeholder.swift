@@ -1,1 +1,0 @@
-struct M { static func main() {} }

@@ -1,0 +1,28 @@
+import ArgumentParser
+import ChunkMigrate
+import Foundation
+
+struct ResumeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resume",
+        abstract: "Continue the job recorded in a journal.")
+
+    @Argument(help: "The journal directory.")
+    var journal: String
+
+    @Option(name: .long, help: "Where the source is now, if it moved since the job started.")
+    var source: String?
+
+    @Option(name: .long, help: "Where the destination is now, if it moved since the job started.")
+    var destination: String?
+
+    @OptionGroup var options: JobOptions
+
+    func run() async throws {
+        try await Runner.execute(options: options) { migrationOptions, logger in
+            try MigrationJob.resume(
+                at: URL(fileURLWithPath: journal), source: source.map(URL.init(fileURLWithPath:)),
+                destination: destination.map(URL.init(fileURLWithPath:)), options: migrationOptions, logger: logger)
+        }
+    }
+}
