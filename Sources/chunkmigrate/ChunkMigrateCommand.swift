@@ -20,6 +20,7 @@ struct ChunkMigrateCommand: AsyncParsableCommand {
               130  stopped by SIGINT, 143 by SIGTERM, at a batch boundary; run again to continue
             """,
         version: ChunkMigrateVersion.string,
-        subcommands: [RunCommand.self, ResumeCommand.self, StatusCommand.self, DemoCommand.self, GenerateCommand.self]
+        subcommands: [RunCommand.self, ResumeCommand.self, StatusCommand.self, DemoCommand.self, GenerateCommand.self,
+                      CheckDemoCommand.self]
     )
 }
