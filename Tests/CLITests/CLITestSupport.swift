@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+
+/// What one run of a built executable printed and how it exited.
+struct CommandResult: Sendable, CustomStringConvertible {
+    var stdout: String
+    var stderr: String
+    var exitCode: Int32
+
+    var description: String {
+        "exit \(exitCode)\n--- stdout\n\(stdout)--- stderr\n\(stderr)"
+    }
+}
+
+/// Runs the package's built executables, as a user would from a shell.
+///
+/// ```swift
+/// let result = try BuiltProduct.run("chunkjournal", ["info", directory])
+/// #expect(result.exitCode == 0)
+/// ```
+enum BuiltProduct {
+    /// The directory that holds the built products: the one of the running test bundle.
+    static var directory: URL {
+        #if os(macOS)
+        if let bundle = Bundle.allBundles.first(where: { $0.bundlePath.hasSuffix(".xctest") }) {
+            return bundle.bundleURL.deletingLastPathComponent()
+        }
+        #endif
+        if let executable = Bundle.main.executableURL {
+            return executable.resolvingSymlinksInPath().deletingLastPathComponent()
+        }
+        return URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+    }
+
+    /// Runs the product `name` with `arguments`, no standard input, and waits for it to exit.
+    static func run(_ name: String, _ arguments: [String]) throws -> CommandResult {
+        let executable = directory.appendingPathComponent(name)
+        guard FileManager.default.isExecutableFile(atPath: executable.path) else {
+            throw CLITestError("no built product '\(name)' in \(directory.path); build the package first")
+        }
+        // Output goes to files, not pipes, so a large output cannot fill a pipe and block the child.
+        return try withTemporaryDirectory { outputs in
+            let stdoutURL = URL(fileURLWithPath: outputs + "/stdout")
+            let stderrURL = URL(fileURLWithPath: outputs + "/stderr")
+            try Data().write(to: stdoutURL)
+            try Data().write(to: stderrURL)
+            let stdout = try FileHandle(forWritingTo: stdoutURL)
+            let stderr = try FileHandle(forWritingTo: stderrURL)
+
+            let process = Process()
+            process.executableURL = executable
+            process.arguments = arguments
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = stdout
+            process.standardError = stderr
+            try process.run()
+            process.waitUntilExit()
+            try stdout.close()
+            try stderr.close()
+            return CommandResult(
+                stdout: String(decoding: try Data(contentsOf: stdoutURL), as: UTF8.self),
+                stderr: String(decoding: try Data(contentsOf: stderrURL), as: UTF8.self),
+                exitCode: process.terminationStatus)
+        }
+    }
+}
+
+/// Runs `body` with the path of a fresh directory under the system's temporary folder, and
+/// removes the directory afterwards.
+func withTemporaryDirectory<Value>(_ body: (String) throws -> Value) throws -> Value {
+    let url = FileManager.default.temporaryDirectory
+        .appendingPathComponent("chunkmigrate-cli-tests-\(UUID().uuidString)", isDirectory: true)
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: url) }
+    return try body(url.path)
+}
+
+/// A test setup that could not be done.
+struct CLITestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

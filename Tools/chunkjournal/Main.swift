@@ -1,2 +1,0 @@
-@main
-struct Main2 { static func main() {} }
