@@ -68,6 +68,11 @@ public final class JournalWriter {
         let log = try FileIO.AppendFile(path: layout.log)
         if case .torn = reader.log.tail {
             try log.truncate(to: reader.log.validLength)
+            if reader.log.validLength < LogFile.fileHeaderLength {
+                // Only the file header itself was cut: write it again so the log stays readable.
+                try log.truncate(to: 0)
+                try log.append(LogFile.fileHeader(), sync: true)
+            }
         }
         return JournalWriter(layout: layout, header: reader.header, records: reader.records,
                              tail: reader.log.tail, log: log, lock: lock)

@@ -35,11 +35,36 @@ enum FileIO {
         if mkdir(path, 0o755) != 0 && errno != EEXIST { throw failure("mkdir", path) }
     }
 
-    /// The whole file.
+    /// The whole file, read into one buffer sized by `fstat` (and grown if the file grew).
     static func read(_ path: String) throws(JournalError) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw failure("open", path) }
         defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw failure("fstat", path) }
+        // One byte more than the size, so that a full buffer says the file grew meanwhile.
+        let capacity = max(Int(info.st_size), 0) + 1
+        var failed = false
+        let bytes = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+            initialized = 0
+            while initialized < buffer.count {
+                let count = Glibc_read(fd, buffer.baseAddress! + initialized, buffer.count - initialized)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    failed = true
+                    return
+                }
+                if count == 0 { return }
+                initialized += count
+            }
+        }
+        if failed { throw failure("read", path) }
+        guard bytes.count == capacity else { return bytes }
+        return bytes + (try read(fd: fd, path: path))
+    }
+
+    /// The rest of an open file, in chunks.
+    private static func read(fd: Int32, path: String) throws(JournalError) -> [UInt8] {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {

@@ -62,7 +62,7 @@ public struct BatchRecord: Sendable, Equatable, Codable {
 
     /// The destination key of the last written row.
     public var destinationLast: Int64 {
-        mapping == .preserve ? segmentLastKey : destinationBase + Int64(rowsWritten) - 1
+        mapping == .preserve ? segmentLastKey : destinationBase &+ Int64(rowsWritten) &- 1
     }
 }
 

@@ -88,8 +88,11 @@ public struct JournalHeader: Codable, Sendable, Equatable {
     /// Reads a header file: the magic, then the version (a newer one is refused before anything
     /// else is read), then the checksum and the JSON body.
     public static func decode(_ bytes: [UInt8], file: String) throws(JournalError) -> JournalHeader {
-        guard bytes.count >= 12, Array(bytes[0..<8]) == magic else {
+        guard bytes.count >= 8, Array(bytes[0..<8]) == magic else {
             throw JournalError(.notAJournal, "not a chunkmigrate journal header (bad magic)", file: file)
+        }
+        guard bytes.count >= 12 else {
+            throw JournalError(.damagedHeader, "header cut short at \(bytes.count) bytes", file: file)
         }
         var reader = ByteReader(bytes, from: 8)
         let version = try! reader.u32()

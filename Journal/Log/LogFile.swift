@@ -57,8 +57,10 @@ public enum LogFile {
         public var validLength: Int
     }
 
-    /// Reads every frame. A damaged frame that is the last thing in the file is a torn tail; a
-    /// damaged frame followed by more bytes is damage, and throws naming the record and offset.
+    /// Reads every frame. A frame that is cut short or fails its checksum is a torn tail when no
+    /// valid frame starts anywhere after it (a kill mid-append, or a tail the file system filled
+    /// with zeros); when a valid frame does follow, the log is damaged in the middle, and this
+    /// throws ``JournalError/Code/damagedRecord`` naming the record and its offset.
     public static func scan(_ bytes: [UInt8], file: String) throws(JournalError) -> Scan {
         guard bytes.count >= 4, Array(bytes[0..<4]) == magic else {
             throw JournalError(.notAJournal, "not a chunkmigrate log (bad magic)", file: file)
@@ -76,39 +78,67 @@ public enum LogFile {
         var offset = fileHeaderLength
         while offset < bytes.count {
             let index = entries.count
-            func torn(_ reason: String) -> Scan {
-                Scan(entries: entries, tail: .torn(recordIndex: index, offset: offset, reason: reason), validLength: offset)
+            // A bad frame: torn when nothing valid follows it, damage otherwise.
+            func bad(_ reason: String) throws(JournalError) -> Scan {
+                if let next = firstValidFrame(in: bytes, after: offset) {
+                    throw JournalError(.damagedRecord,
+                        "record \(index) at offset \(offset): \(reason), and a valid record follows at offset \(next)",
+                        file: file)
+                }
+                return Scan(entries: entries, tail: .torn(recordIndex: index, offset: offset, reason: reason), validLength: offset)
             }
             let remaining = bytes.count - offset
-            guard remaining >= frameHeaderLength else { return torn("frame header cut short (\(remaining) of 8 bytes)") }
-            var reader = ByteReader(bytes, from: offset)
-            let length = Int(try! reader.u32())
-            let stored = try! reader.u32()
+            guard remaining >= frameHeaderLength else { return try bad("frame header cut short (\(remaining) of 8 bytes)") }
+            let length = Int(readU32(bytes, at: offset))
+            let stored = readU32(bytes, at: offset + 4)
+            guard length <= maximumPayload else { return try bad("length field \(length) is implausible") }
             let end = offset + frameHeaderLength + length
-            guard length <= maximumPayload else {
-                if end >= bytes.count || length > remaining { return torn("length field \(length) runs past the end of the file") }
-                throw JournalError(.damagedRecord, "record \(index) at offset \(offset): length field \(length) is implausible", file: file)
-            }
             guard end <= bytes.count else {
-                return torn("frame cut short (\(remaining - frameHeaderLength) of \(length) payload bytes)")
+                return try bad("frame cut short (\(remaining - frameHeaderLength) of \(length) payload bytes)")
             }
-            var crc = CRC32C.Checksum()
-            crc.update(bytes[offset..<(offset + 4)])
-            crc.update(bytes[(offset + frameHeaderLength)..<end])
-            guard crc.value == stored else {
-                if end == bytes.count { return torn("checksum mismatch in the last frame") }
-                throw JournalError(.damagedRecord,
-                    "record \(index) at offset \(offset): checksum mismatch (stored \(hex32(stored)), computed \(hex32(crc.value)))",
-                    file: file)
+            let computed = frameChecksum(bytes, at: offset, length: length)
+            guard computed == stored else {
+                return try bad("checksum mismatch (stored \(hex32(stored)), computed \(hex32(computed)))")
             }
             guard let record = LogRecord.decode(bytes, from: offset + frameHeaderLength, to: end) else {
+                let kind = length > 0 ? "\(bytes[offset + frameHeaderLength])" : "none"
                 throw JournalError(.damagedRecord,
-                    "record \(index) at offset \(offset): unknown kind \(bytes[offset + frameHeaderLength]) or wrong length \(length)",
+                    "record \(index) at offset \(offset): unknown kind \(kind) or wrong length \(length) (written by a newer chunkmigrate?)",
                     file: file)
             }
             entries.append(Entry(index: index, offset: offset, record: record))
             offset = end
         }
         return Scan(entries: entries, tail: .clean, validLength: offset)
+    }
+
+    /// The offset of the first frame after `offset` that passes its checksum and decodes, if any.
+    /// Cheap checks come first (the length fits the file, the payload parses), so a tail of
+    /// garbage or zeros costs little more than one pass over it.
+    static func firstValidFrame(in bytes: [UInt8], after offset: Int) -> Int? {
+        var candidate = offset + 1
+        while bytes.count - candidate > frameHeaderLength {
+            defer { candidate += 1 }
+            let length = Int(readU32(bytes, at: candidate))
+            guard length >= 1, length <= bytes.count - candidate - frameHeaderLength else { continue }
+            let end = candidate + frameHeaderLength + length
+            guard LogRecord.decode(bytes, from: candidate + frameHeaderLength, to: end) != nil,
+                  frameChecksum(bytes, at: candidate, length: length) == readU32(bytes, at: candidate + 4)
+            else { continue }
+            return candidate
+        }
+        return nil
+    }
+
+    /// The CRC-32C of a frame's length field followed by its payload.
+    private static func frameChecksum(_ bytes: [UInt8], at offset: Int, length: Int) -> UInt32 {
+        var crc = CRC32C.Checksum()
+        crc.update(bytes[offset..<(offset + 4)])
+        crc.update(bytes[(offset + frameHeaderLength)..<(offset + frameHeaderLength + length)])
+        return crc.value
+    }
+
+    private static func readU32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
+        UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16 | UInt32(bytes[offset + 3]) << 24
     }
 }

@@ -127,7 +127,8 @@ public struct IDMapSegment: Sendable, Equatable {
         return IDMapSegment(header: header, keys: keys)
     }
 
-    private init(header: SegmentHeader, keys: [Int64]) {
+    /// A segment from a header already checked and the keys it decoded.
+    init(header: SegmentHeader, keys: [Int64]) {
         entity = header.entity
         batch = header.batch
         mapping = header.mapping
@@ -194,51 +195,82 @@ struct SegmentHeader {
         }
         let dense = IDMapSegment.isDense(first: firstKey, last: lastKey, count: count)
         guard (encoding == .dense) == dense else { throw damaged("encoding disagrees with the key range") }
+        switch encoding {
+        case .dense:
+            guard rawLength == 0, payloadLength == 0 else { throw damaged("a dense segment has a payload") }
+        case .varint:
+            guard rawLength == payloadLength else { throw damaged("raw length \(rawLength) disagrees with the payload length \(payloadLength)") }
+        case .varintLZ4:
+            // An LZ4 block expands at most about 255 times.
+            guard payloadLength > 0, rawLength > 0, rawLength <= 255 * payloadLength else {
+                throw damaged("an LZ4 payload of \(payloadLength) bytes cannot expand to \(rawLength)")
+            }
+        }
+        // Every key after the first takes at least one byte of raw varints, at most ten.
+        guard encoding == .dense || (rawLength >= count - 1 && rawLength <= 10 * (count - 1)) else {
+            throw damaged("raw length \(rawLength) cannot hold \(count - 1) varints")
+        }
     }
 
     /// The source keys, checked against the header.
     func decodeKeys(_ bytes: [UInt8], file: String) throws(JournalError) -> [Int64] {
         func damaged(_ why: String) -> JournalError { JournalError(.damagedSegment, why, file: file) }
         if encoding == .dense {
-            var keys = [Int64]()
-            keys.reserveCapacity(count)
-            for offset in 0..<count { keys.append(Int64(bitPattern: UInt64(bitPattern: firstKey) &+ UInt64(offset))) }
-            return keys
+            let first = UInt64(bitPattern: firstKey)
+            return Array(unsafeUninitializedCapacity: count) { keys, initialized in
+                for offset in 0..<count { keys[offset] = Int64(bitPattern: first &+ UInt64(offset)) }
+                initialized = count
+            }
         }
-        let payload = bytes[IDMapSegment.headerLength..<(IDMapSegment.headerLength + payloadLength)]
-        let raw: [UInt8]
+        let payloadStart = IDMapSegment.headerLength
+        let decoded: [Int64]?
         if encoding == .varintLZ4 {
-            guard let expanded = LZ4Block.decompress(payload, rawLength: rawLength) else {
+            guard let raw = LZ4Block.decompress(bytes[payloadStart..<(payloadStart + payloadLength)], rawLength: rawLength) else {
                 throw damaged("LZ4 block does not expand to \(rawLength) bytes")
             }
-            raw = expanded
+            decoded = raw.withUnsafeBufferPointer { Self.keys(fromVarints: $0, first: firstKey, last: lastKey, count: count) }
         } else {
-            guard payload.count == rawLength else { throw damaged("raw length disagrees with the payload") }
-            raw = Array(payload)
-        }
-        var keys = [Int64]()
-        keys.reserveCapacity(count)
-        keys.append(firstKey)
-        var previous = UInt64(bitPattern: firstKey)
-        let ok: Bool = raw.withUnsafeBufferPointer { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                guard let gap = Varint.decode(buffer, at: &offset) else { return false }
-                let (step, overflowA) = gap.addingReportingOverflow(1)
-                let (next, overflowB) = previous.addingReportingOverflow(step)
-                guard !overflowA, !overflowB || Int64(bitPattern: previous) < 0 else { return false }
-                let key = Int64(bitPattern: next)
-                guard key > Int64(bitPattern: previous) else { return false }
-                keys.append(key)
-                previous = next
-                if keys.count > count { return false }
+            decoded = bytes.withUnsafeBufferPointer { buffer in
+                Self.keys(fromVarints: UnsafeBufferPointer(rebasing: buffer[payloadStart..<(payloadStart + rawLength)]),
+                          first: firstKey, last: lastKey, count: count)
             }
-            return true
         }
-        guard ok, keys.count == count, keys[keys.count - 1] == lastKey else {
+        guard let decoded else {
             throw damaged("keys do not decode to the \(count) keys from \(firstKey) to \(lastKey) the header promises")
         }
-        return keys
+        return decoded
+    }
+
+    /// `first`, then one key per varint of `delta - 1`; `nil` unless that makes exactly `count`
+    /// strictly increasing keys ending at `last`.
+    static func keys(fromVarints raw: UnsafeBufferPointer<UInt8>, first: Int64, last: Int64, count: Int) -> [Int64]? {
+        var valid = false
+        let keys = [Int64](unsafeUninitializedCapacity: count) { keys, initialized in
+            keys[0] = first
+            var produced = 1
+            var previous = UInt64(bitPattern: first)
+            var offset = 0
+            defer { initialized = produced }
+            while offset < raw.count {
+                guard produced < count else { return }
+                var gap = UInt64(raw[offset])
+                if gap < 0x80 {
+                    offset += 1
+                } else {
+                    guard let long = Varint.decode(raw, at: &offset) else { return }
+                    gap = long
+                }
+                // Unsigned wrapping arithmetic; the key must still be greater as a signed value,
+                // which also rejects a gap of 2^64 - 1 (a step of 2^64 wraps to the same key).
+                let next = previous &+ gap &+ 1
+                guard Int64(bitPattern: next) > Int64(bitPattern: previous) else { return }
+                keys[produced] = Int64(bitPattern: next)
+                produced += 1
+                previous = next
+            }
+            valid = produced == count && Int64(bitPattern: previous) == last
+        }
+        return valid ? keys : nil
     }
 }
 
