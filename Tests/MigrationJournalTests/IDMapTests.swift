@@ -202,6 +202,27 @@ struct IDMapTests {
         #expect(try map.destinations(of: [Int64.min, Int64.max], entity: 2) == [Int64.min, Int64.max])
     }
 
+    @Test("Skewed segments, where interpolation guesses badly, still find every key")
+    func skewedSegments() throws {
+        // Clusters far apart inside one segment, and geometric gaps.
+        let clustered = Array(stride(from: Int64(1), through: 7_999, by: 2)) + [1_000_000_000_000, 1_000_000_000_001]
+            + Array(stride(from: Int64(1) << 61, to: (Int64(1) << 61) + 3_000, by: 3)) + [Int64.max - 1]
+        var geometric: [Int64] = [Int64.min + 1]
+        while geometric.count < 62 { geometric.append(geometric[geometric.count - 1] + (Int64(1) << Int64(geometric.count))) }
+        let entity = ExpectedEntity(entity: 1, mapping: .allocate, batches: [(geometric, 1), (clustered, 100)])
+        let directory = try TemporaryDirectory()
+        let map = try JournalReader(directory: try makeJournal(directory, entities: [entity])).idMap()
+        try check(map, entity)
+        var probes: [Int64] = []
+        for key in geometric + clustered {
+            for delta: Int64 in -1...1 where !(key == Int64.max && delta == 1) { probes.append(key + delta) }
+        }
+        probes.sort()
+        let forward = entity.forward
+        #expect(try map.destinations(of: probes, entity: 1) == probes.map { forward[$0] })
+        for key in probes { #expect(try map.destination(of: key, entity: 1) == forward[key], "key \(key)") }
+    }
+
     @Test("Keys handed to add() serve lookups without reading the segment, and truncate() forgets batches")
     func addAndTruncate() throws {
         let directory = try TemporaryDirectory()
