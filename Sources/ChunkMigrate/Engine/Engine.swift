@@ -187,9 +187,12 @@ final class Engine {
         try countTotals()
         let runStart = clock.now
         var rowsThisRun: Int64 = 0
+        // A run always commits at least one batch before its budget can stop it, so that a
+        // caller that runs with a short budget again and again still gets to the end.
+        var batchesThisRun = 0
         func stop() -> Bool {
             if shouldStop() { return true }
-            if let deadline, clock.now >= deadline { return true }
+            if let deadline, batchesThisRun > 0, clock.now >= deadline { return true }
             return false
         }
         func progress(entity: Int, phase: String, batch: UInt64) {
@@ -212,6 +215,7 @@ final class Engine {
                     if stop() { return .paused }
                     guard let read = try copyBatch(entity: entity) else { break }
                     rowsThisRun += Int64(read)
+                    batchesThisRun += 1
                     progress(entity: entity, phase: "copy", batch: states[entity].batch)
                 }
                 try journal.append(.entityComplete(
@@ -224,6 +228,7 @@ final class Engine {
                     while Int(states[entity].fixupBatch[column] ?? 0) < refs.count {
                         if stop() { return .paused }
                         try fixupBatch(entity: entity, column: column, ref: refs[Int(states[entity].fixupBatch[column] ?? 0)])
+                        batchesThisRun += 1
                         progress(entity: entity, phase: "fixup \(column)", batch: states[entity].fixupBatch[column] ?? 0)
                     }
                 }

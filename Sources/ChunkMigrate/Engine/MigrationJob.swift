@@ -235,7 +235,8 @@ public final class MigrationJob: Sendable {
         control.withLock { $0.pauseRequested = true }
     }
 
-    /// A stream of progress reports, one after each batch, finished when the job completes.
+    /// A stream of progress reports, one after each batch. It finishes when the run that follows
+    /// ends: complete, paused or failed. Ask for a new stream before each run.
     public func progressUpdates() -> AsyncStream<MigrationProgress> {
         let (stream, continuation) = AsyncStream<MigrationProgress>.makeStream(bufferingPolicy: .bufferingNewest(16))
         let finished = control.withLock { control in
@@ -261,18 +262,22 @@ public final class MigrationJob: Sendable {
                     shouldStop: { control.withLock { $0.pauseRequested } },
                     report: publish)
             }
-            if outcome == .complete {
-                let observers = control.withLock { control in
-                    control.complete = true
-                    defer { control.observers = [:] }
-                    return Array(control.observers.values)
-                }
-                for observer in observers { observer.finish() }
-            }
+            finishObservers(complete: outcome == .complete)
             return outcome
         } catch {
+            finishObservers(complete: false)
             throw Self.wrap(error)
         }
+    }
+
+    /// Ends every progress stream: a run is over (complete, paused or failed).
+    private func finishObservers(complete: Bool) {
+        let observers = control.withLock { control in
+            if complete { control.complete = true }
+            defer { control.observers = [:] }
+            return Array(control.observers.values)
+        }
+        for observer in observers { observer.finish() }
     }
 
     private func publish(_ step: MigrationProgress) {

@@ -1,0 +1,120 @@
+import Foundation
+import MigrationJournal
+import Testing
+@testable import ChunkMigrate
+
+@Suite("Migrating the demo store")
+struct DemoMigrationTests {
+    @Test("every kept row arrives once and every relationship points where it did in the source")
+    func migratesDemoStore() throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("store"), messages: 5_000)
+        let sourceHash = try sha256(of: files.source)
+        let destination = folder.path("new.sqlite")
+        try migrateDemo(files, into: destination, journal: folder.path("journal"), batchSize: 300)
+
+        #expect(try DemoStore.check(source: files.source, destination: destination) == [])
+        // The where filter: archived conversations (one in ten) stay behind.
+        #expect(try scalar("SELECT count(*) FROM conversation", on: destination) == .integer(45))
+        // skip: messages of archived conversations are not copied.
+        let kept = try scalar("SELECT count(*) FROM message", on: destination).integer ?? 0
+        #expect(kept > 0 && kept < 5_000)
+        // Columns not named take their default; a constant expression is written as given.
+        #expect(try scalar("SELECT count(*) FROM message WHERE is_read <> 0", on: destination) == .integer(0))
+        // preserve: label keys are the source's.
+        #expect(try scalar("SELECT group_concat(id) FROM (SELECT id FROM label ORDER BY id LIMIT 3)", on: destination) == .text("10,20,30"))
+        // allocate: destination keys are dense, in source-key order.
+        #expect(try scalar("SELECT min(id) || '-' || max(id) || '-' || count(*) FROM message", on: destination)
+                == .text("1-\(kept)-\(kept)"))
+        // The self-reference with forward references went through the fix-up pass.
+        let journal = try JournalReader(directory: folder.path("journal").path)
+        #expect(!journal.fixups.isEmpty)
+        #expect(journal.fixups.reduce(0) { $0 + Int($1.rowsUpdated) } > 0)
+        // The checkpoint tables are gone once the job is complete.
+        #expect(try scalar("SELECT count(*) FROM sqlite_schema WHERE name LIKE '_chunkmigrate%'", on: destination) == .integer(0))
+        // The source is never written.
+        #expect(try sha256(of: files.source) == sourceHash)
+        #expect(!FileManager.default.fileExists(atPath: files.source.path + "-wal"))
+        #expect(journal.state == .complete)
+        #expect(JournalReader.verify(directory: folder.path("journal").path).isIntact)
+    }
+
+    @Test("the destination is the same whatever the batch size", arguments: [1, 7, 250, 100_000])
+    func deterministicAcrossBatchSizes(batchSize: Int) throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("store"), messages: 1_500)
+        try migrateDemo(files, into: folder.path("reference.sqlite"), journal: folder.path("reference.journal"), batchSize: 100)
+        try migrateDemo(files, into: folder.path("other.sqlite"), journal: folder.path("other.journal"), batchSize: batchSize)
+        let reference = try dump(folder.path("reference.sqlite"))
+        let other = try dump(folder.path("other.sqlite"))
+        #expect(reference.keys.sorted() == ["conversation", "label", "message", "message_label"])
+        #expect(reference == other)
+    }
+
+    @Test("a complete job resumes instantly and changes nothing")
+    func resumingCompleteJobIsNoOp() throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("store"), messages: 1_000)
+        let destination = folder.path("new.sqlite")
+        try migrateDemo(files, into: destination, journal: folder.path("journal"))
+        let before = try dump(destination)
+        let job = try MigrationJob.resume(at: folder.path("journal"), logger: quietLogger)
+        #expect(job.isComplete)
+        #expect(try job.runBlocking() == .complete)
+        #expect(try dump(destination) == before)
+    }
+
+    @Test("a time budget stops at a batch boundary and the job resumes to the same result")
+    func budgetAndResume() async throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("store"), messages: 3_000)
+        try migrateDemo(files, into: folder.path("reference.sqlite"), journal: folder.path("reference.journal"))
+
+        let destination = folder.path("new.sqlite")
+        let journal = folder.path("journal")
+        var job = try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: destination, journal: journal,
+                                         schema: DemoStore.destinationSchema, options: MigrationOptions(batchSize: 50),
+                                         logger: quietLogger)
+        var runs = 0
+        var outcome = RunOutcome.paused
+        while outcome == .paused && runs < 1_000 {
+            outcome = try await job.run(for: .zero)
+            runs += 1
+            job = try MigrationJob.resume(at: journal, options: MigrationOptions(batchSize: 50), logger: quietLogger)
+        }
+        #expect(outcome == .complete)
+        #expect(runs > 10, "a zero budget runs one batch per call")
+        #expect(try dump(destination) == dump(folder.path("reference.sqlite")))
+    }
+
+    @Test("cancelling the task stops the job at a batch boundary; it resumes to the same result")
+    func cancellation() async throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("store"), messages: 20_000)
+        try migrateDemo(files, into: folder.path("reference.sqlite"), journal: folder.path("reference.journal"))
+        let destination = folder.path("new.sqlite")
+        let journal = folder.path("journal")
+        let job = try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: destination, journal: journal,
+                                         schema: DemoStore.destinationSchema, options: MigrationOptions(batchSize: 20),
+                                         logger: quietLogger)
+        let updates = job.progressUpdates()
+        let task = Task { try await job.run() }
+        var seen = 0
+        for await step in updates {
+            seen += 1
+            #expect(step.rowsDone <= step.rowsTotal)
+            if seen == 3 { task.cancel() }
+        }
+        // The stream ends when the run stops.
+        let outcome = try await task.value
+        #expect(outcome == .paused)
+        let status = try MigrationJob.status(at: journal)
+        #expect(status.state == "interrupted")
+        let batches = status.entities.reduce(0) { $0 + $1.batches }
+        #expect(batches >= 3)
+        let resumed = try MigrationJob.resume(at: journal, logger: quietLogger)
+        #expect(try resumed.runBlocking() == .complete)
+        #expect(try dump(destination) == dump(folder.path("reference.sqlite")))
+        #expect(job.progress.completedUnitCount > 0)
+    }
+}
