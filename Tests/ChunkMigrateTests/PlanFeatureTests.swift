@@ -1,0 +1,315 @@
+import Foundation
+import MigrationJournal
+import Testing
+@testable import ChunkMigrate
+
+/// A small source with authors, posts that belong to an author, and a post that points at an
+/// author that does not exist (key 99).
+private func makeBlogSource(at url: URL, danglingAuthor: Bool = true) throws {
+    try execute("""
+        CREATE TABLE author (id INTEGER PRIMARY KEY, name TEXT NOT NULL, partner INTEGER);
+        CREATE TABLE post (id INTEGER PRIMARY KEY, author INTEGER, title TEXT NOT NULL);
+        INSERT INTO author VALUES (5, 'ada', 9), (7, 'bob', NULL), (9, 'cy', 5);
+        INSERT INTO post VALUES (-3, 7, 'negative keys work'), (1, 5, 'first'), (2, 5, 'second'), (4, 9, 'third'),
+                                (6, \(danglingAuthor ? 99 : 7), 'dangling'), (8, NULL, 'anonymous'), (10, 7, 'last');
+        """, on: url)
+}
+
+private let blogSchema = """
+    CREATE TABLE writer (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, partner_id INTEGER);
+    CREATE TABLE article (id INTEGER PRIMARY KEY, writer_id INTEGER, headline TEXT NOT NULL);
+    """
+
+private func blogPlan(missing: EntityMapping.MissingPolicy?, headline: String = "title") -> MigrationPlan {
+    MigrationPlan(entities: [
+        EntityMapping(name: "Article", source: .init(table: "post", key: "id"), destination: .init(table: "article", key: "id"),
+                      columns: ["headline": headline],
+                      relationships: ["writer_id": .init(from: "author", to: "Writer", missing: missing)]),
+        EntityMapping(name: "Writer", source: .init(table: "author", key: "id"), destination: .init(table: "writer", key: "id"),
+                      columns: ["name": "name"]),
+    ])
+}
+
+@Suite("Plan features")
+struct PlanFeatureTests {
+    @Test("missing: fail stops the batch, names entity, batch, source key and column, and the job resumes once the row is fixed")
+    func missingFail() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try makeBlogSource(at: source)
+        let destination = folder.path("new.sqlite")
+        let journal = folder.path("journal")
+        let options = MigrationOptions(batchSize: 2)
+        let job = try MigrationJob.start(plan: blogPlan(missing: nil), source: source, destination: destination,
+                                         journal: journal, schema: blogSchema, options: options, logger: quietLogger)
+        let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
+        #expect(error.code == .missingMapping)
+        #expect(error.entity == "Article")
+        #expect(error.batch == 3)
+        #expect(error.sourceKey == 6)
+        #expect(error.column == "writer_id")
+        #expect(error.description.contains("99"))
+        // The batches before it are committed; the failed one is not.
+        #expect(try scalar("SELECT group_concat(headline, '|') FROM article", on: destination) == .text("negative keys work|first|second|third"))
+        let status = try MigrationJob.status(at: journal)
+        #expect(status.state == "failed")
+        #expect(status.lastFailure?.contains("source key 6") == true)
+
+        // Fix the row in the source (a fix that keeps the source's schema and key range), then resume.
+        try execute("UPDATE post SET author = 7 WHERE id = 6", on: source)
+        let resumed = try MigrationJob.resume(at: journal, options: options, logger: quietLogger)
+        #expect(try resumed.runBlocking() == .complete)
+        #expect(try scalar("SELECT count(*) FROM article", on: destination) == .integer(7))
+        #expect(try scalar("""
+            SELECT w.name FROM article a JOIN writer w ON w.id = a.writer_id WHERE a.headline = 'dangling'
+            """, on: destination) == .text("bob"))
+    }
+
+    @Test("missing: null writes NULL and counts it; missing: skip leaves the row out and counts it")
+    func missingNullAndSkip() throws {
+        for policy in [EntityMapping.MissingPolicy.null, .skip] {
+            let folder = try TemporaryFolder()
+            let source = folder.path("source.sqlite")
+            try makeBlogSource(at: source)
+            let destination = folder.path("new.sqlite")
+            let journal = folder.path("journal")
+            let job = try MigrationJob.start(plan: blogPlan(missing: policy), source: source, destination: destination,
+                                             journal: journal, schema: blogSchema, options: MigrationOptions(batchSize: 3),
+                                             logger: quietLogger)
+            #expect(try job.runBlocking() == .complete)
+            let reader = try JournalReader(directory: journal.path)
+            let articles = reader.batches(entity: 0)
+            let written = try scalar("SELECT count(*) FROM article", on: destination).integer
+            let dangling = try scalar("SELECT count(*) FROM article WHERE headline = 'dangling'", on: destination).integer
+            if policy == .null {
+                #expect(written == 7)
+                #expect(dangling == 1)
+                #expect(try scalar("SELECT writer_id IS NULL FROM article WHERE headline = 'dangling'", on: destination) == .integer(1))
+                #expect(articles.reduce(0) { $0 + $1.relationshipsNulled } == 1)
+            } else {
+                #expect(written == 6)
+                #expect(dangling == 0)
+                #expect(articles.reduce(0) { $0 + $1.rowsSkipped } == 1)
+                // A skipped row has no mapping.
+                #expect(try reader.idMap().destination(of: 6, entity: 0) == nil)
+            }
+            // A NULL foreign key in the source stays NULL, whatever the policy.
+            #expect(try scalar("SELECT writer_id IS NULL FROM article WHERE headline = 'anonymous'", on: destination) == .integer(1))
+        }
+    }
+
+    @Test("relationships point where they pointed; targets run first whatever the plan order")
+    func relationshipsResolveThroughIDMap() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try makeBlogSource(at: source, danglingAuthor: false)
+        let destination = folder.path("new.sqlite")
+        // Existing rows: allocated keys start after them.
+        try execute(blogSchema + "INSERT INTO writer VALUES (100, 'existing', NULL);", on: destination)
+        let journal = folder.path("journal")
+        let job = try MigrationJob.start(plan: blogPlan(missing: nil), source: source, destination: destination, journal: journal,
+                                         options: MigrationOptions(batchSize: 2), logger: quietLogger)
+        #expect(try job.runBlocking() == .complete)
+        let writers = try scalar("SELECT group_concat(id || ':' || name, ' ') FROM (SELECT * FROM writer ORDER BY id)", on: destination)
+        #expect(writers == .text("100:existing 101:ada 102:bob 103:cy"))
+        #expect(try scalar("""
+            SELECT group_concat(a.headline || '=' || ifnull(w.name, '-'), ' ') FROM article a LEFT JOIN writer w ON w.id = a.writer_id
+            """, on: destination) == .text("negative keys work=bob first=ada second=ada third=cy dangling=bob anonymous=- last=bob"))
+        let map = try JournalReader(directory: journal.path).idMap()
+        #expect(try map.destination(of: -3, entity: 0) == 1)
+        #expect(try map.source(ofDestination: 103, entity: 1) == 9)
+    }
+
+    @Test("a cycle between two entities is broken and set by the fix-up pass")
+    func cycle() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try execute("""
+            CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT, team INTEGER);
+            CREATE TABLE team (id INTEGER PRIMARY KEY, name TEXT, captain INTEGER);
+            INSERT INTO team VALUES (1, 'red', 12), (2, 'blue', 11), (3, 'none', NULL);
+            INSERT INTO person VALUES (10, 'ann', 1), (11, 'ben', 2), (12, 'cat', 1), (13, 'dan', NULL);
+            """, on: source)
+        let plan = MigrationPlan(entities: [
+            EntityMapping(name: "Person", source: .init(table: "person"), destination: .init(table: "person"),
+                          columns: ["name": "name"], relationships: ["team_id": .init(from: "team", to: "Team")]),
+            EntityMapping(name: "Team", source: .init(table: "team"), destination: .init(table: "team"),
+                          columns: ["name": "name"], relationships: ["captain_id": .init(from: "captain", to: "Person")]),
+        ])
+        let destination = folder.path("new.sqlite")
+        let job = try MigrationJob.start(
+            plan: plan, source: source, destination: destination, journal: folder.path("journal"),
+            schema: "CREATE TABLE person (name TEXT, team_id INTEGER); CREATE TABLE team (name TEXT, captain_id INTEGER);",
+            options: MigrationOptions(batchSize: 2), logger: quietLogger)
+        #expect(try job.runBlocking() == .complete)
+        #expect(try scalar("""
+            SELECT group_concat(p.name || '>' || ifnull(t.name, '-') || '>' || ifnull(c.name, '-'), ' ')
+            FROM person p LEFT JOIN team t ON t.rowid = p.team_id LEFT JOIN person c ON c.rowid = t.captain_id
+            """, on: destination) == .text("ann>red>cat ben>blue>ben cat>red>cat dan>->-"))
+        #expect(try !JournalReader(directory: folder.path("journal").path).fixups.isEmpty)
+    }
+
+    @Test("a function registered from Swift transforms a column")
+    func swiftFunction() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try makeBlogSource(at: source, danglingAuthor: false)
+        let shout = SQLFunction(name: "shout", argumentCount: 1) { arguments in
+            guard case let .text(text) = arguments[0] else { return .null }
+            return .text(text.uppercased() + "!")
+        }
+        var options = MigrationOptions(batchSize: 4)
+        options.functions = [shout]
+        let destination = folder.path("new.sqlite")
+        let job = try MigrationJob.start(plan: blogPlan(missing: nil, headline: "shout(title)"), source: source,
+                                         destination: destination, journal: folder.path("journal"), schema: blogSchema,
+                                         options: options, logger: quietLogger)
+        #expect(try job.runBlocking() == .complete)
+        #expect(try scalar("SELECT headline FROM article WHERE id = 2", on: destination) == .text("FIRST!"))
+
+        // Resuming without registering the function the plan calls is refused before any batch.
+        let other = try TemporaryFolder()
+        let otherDestination = other.path("new.sqlite")
+        _ = try MigrationJob.start(plan: blogPlan(missing: nil, headline: "shout(title)"), source: source,
+                                   destination: otherDestination, journal: other.path("journal"), schema: blogSchema,
+                                   options: options, logger: quietLogger)
+        let resumed = try MigrationJob.resume(at: other.path("journal"), logger: quietLogger)
+        let error = try #require(throws: MigrationError.self) { try resumed.runBlocking() }
+        #expect(error.code == .invalidPlan)
+        #expect(error.description.contains("shout"))
+        #expect(try scalar("SELECT count(*) FROM article", on: otherDestination) == .integer(0))
+    }
+
+    @Test("preserve: a key that collides with a destination row fails naming the source key and column, and resumes once the row is gone")
+    func preserveCollision() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try makeBlogSource(at: source, danglingAuthor: false)
+        let destination = folder.path("new.sqlite")
+        try execute(blogSchema + "INSERT INTO writer VALUES (7, 'squatter', NULL);", on: destination)
+        var plan = blogPlan(missing: nil)
+        plan.entities[1].keys = .preserve
+        let journal = folder.path("journal")
+        let job = try MigrationJob.start(plan: plan, source: source, destination: destination, journal: journal,
+                                         options: MigrationOptions(batchSize: 10), logger: quietLogger)
+        let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
+        #expect(error.code == .batch)
+        #expect(error.entity == "Writer")
+        #expect(error.sourceKey == 7)
+        #expect(error.column == "id")
+        #expect(error.description.contains("UNIQUE"))
+        #expect(try scalar("SELECT count(*) FROM writer", on: destination) == .integer(1))
+
+        try execute("DELETE FROM writer WHERE id = 7", on: destination)
+        let resumed = try MigrationJob.resume(at: journal, options: MigrationOptions(batchSize: 10), logger: quietLogger)
+        #expect(try resumed.runBlocking() == .complete)
+        #expect(try scalar("SELECT group_concat(id || ':' || name, ' ') FROM (SELECT * FROM writer ORDER BY id)", on: destination) == .text("5:ada 7:bob 9:cy"))
+    }
+
+    @Test("a NOT NULL violation names the source row and the column")
+    func notNullViolation() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try makeBlogSource(at: source, danglingAuthor: false)
+        let job = try MigrationJob.start(plan: blogPlan(missing: nil, headline: "CASE WHEN id = 4 THEN NULL ELSE title END"),
+                                         source: source, destination: folder.path("new.sqlite"), journal: folder.path("journal"),
+                                         schema: blogSchema, options: MigrationOptions(batchSize: 100), logger: quietLogger)
+        let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
+        #expect(error.entity == "Article")
+        #expect(error.sourceKey == 4)
+        #expect(error.column == "headline")
+        #expect(error.description.contains("NOT NULL"))
+    }
+}
+
+@Suite("Refusals")
+struct RefusalTests {
+    @Test("a plan naming an unknown entity is refused with its path and the near name")
+    func unknownTarget() throws {
+        var plan = blogPlan(missing: nil)
+        plan.entities[0].relationships?["writer_id"]?.to = "Writr"
+        let error = try #require(throws: MigrationError.self) { try plan.validate() }
+        #expect(error.code == .invalidPlan)
+        #expect(error.message.contains("entities[0].relationships.writer_id.to"))
+        #expect(error.message.contains("did you mean \"Writer\""))
+    }
+
+    @Test("malformed plan JSON names the path of what is wrong")
+    func malformedJSON() throws {
+        let json = #"{"entities": [{"name": "A", "source": {"table": "a"}, "destination": {"table": "b"}, "keys": "shuffle"}]}"#
+        let error = try #require(throws: MigrationError.self) { try MigrationPlan.decode(json: Data(json.utf8), file: "plan.json") }
+        #expect(error.code == .invalidPlan)
+        #expect(error.description.contains("entities[0].keys"))
+        #expect(error.description.contains("plan.json"))
+    }
+
+    @Test("an expression SQLite rejects is refused before anything is written, and nothing is left behind")
+    func badExpression() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try makeBlogSource(at: source)
+        let destination = folder.path("new.sqlite")
+        let journal = folder.path("journal")
+        let error = try #require(throws: MigrationError.self) {
+            try MigrationJob.start(plan: blogPlan(missing: nil, headline: "titel"), source: source, destination: destination,
+                                   journal: journal, schema: blogSchema, logger: quietLogger)
+        }
+        #expect(error.code == .invalidPlan)
+        #expect(error.entity == "Article")
+        #expect(error.description.contains("titel"))
+        #expect(!FileManager.default.fileExists(atPath: journal.path))
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+    }
+
+    @Test("resume refuses another source, another plan, and a destination of another job")
+    func mismatches() throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("store"), messages: 2_000)
+        let other = try DemoStore.generate(in: folder.path("other"), messages: 3_000)
+        let destination = folder.path("new.sqlite")
+        let journal = folder.path("journal")
+        let job = try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: destination, journal: journal,
+                                         schema: DemoStore.destinationSchema, options: MigrationOptions(batchSize: 100),
+                                         logger: quietLogger)
+        #expect(try job.runBlocking(for: .zero) == .paused)
+
+        let wrongSource = try #require(throws: MigrationError.self) {
+            try MigrationJob.resume(at: journal, source: other.source, logger: quietLogger)
+        }
+        #expect(wrongSource.code == .mismatch)
+        #expect(wrongSource.file == other.source.path)
+
+        var changed = DemoStore.plan
+        changed.entities[0].columns?["title"] = "upper(title)"
+        let wrongPlan = try #require(throws: MigrationError.self) {
+            try MigrationJob.resume(at: journal, plan: changed, logger: quietLogger)
+        }
+        #expect(wrongPlan.code == .mismatch)
+        #expect(wrongPlan.message.contains("plan differs"))
+
+        // A second job cannot start on a destination that holds the first job's checkpoint.
+        let second = try #require(throws: MigrationError.self) {
+            try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: destination,
+                                   journal: folder.path("journal2"), logger: quietLogger)
+        }
+        #expect(second.code == .mismatch)
+        #expect(!FileManager.default.fileExists(atPath: folder.path("journal2").path))
+
+        // The job itself still resumes to the end.
+        let resumed = try MigrationJob.resume(at: journal, logger: quietLogger)
+        #expect(try resumed.runBlocking() == .complete)
+        #expect(try DemoStore.check(source: files.source, destination: destination) == [])
+    }
+
+    @Test("the demo check notices a wrong relationship")
+    func checkCatchesDamage() throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("store"), messages: 1_000)
+        let destination = folder.path("new.sqlite")
+        try migrateDemo(files, into: destination, journal: folder.path("journal"))
+        try execute("UPDATE message SET reply_to_id = 3 WHERE id = (SELECT max(id) FROM message WHERE reply_to_id IS NOT NULL)", on: destination)
+        try execute("UPDATE message SET conversation_id = conversation_id + 1 WHERE id = 5", on: destination)
+        let problems = try DemoStore.check(source: files.source, destination: destination)
+        #expect(problems.count == 2)
+    }
+}
