@@ -1,5 +1,6 @@
 import ArgumentParser
 import ChunkMigrate
+import Foundation
 
 @main
 struct ChunkMigrateCommand: AsyncParsableCommand {
@@ -23,4 +24,24 @@ struct ChunkMigrateCommand: AsyncParsableCommand {
         subcommands: [RunCommand.self, ResumeCommand.self, StatusCommand.self, DemoCommand.self, GenerateCommand.self,
                       CheckDemoCommand.self]
     )
+
+    /// Parses the arguments and runs the subcommand. A usage error (a missing or malformed
+    /// argument, an unknown subcommand) exits with 2, as the exit codes above say, instead of
+    /// ArgumentParser's 64; everything else goes the parser's way.
+    static func main() async {
+        do {
+            var command = try await asyncParseAsRoot()
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if !(error is ExitCode) && exitCode(for: error) == .validationFailure {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                Foundation.exit(2)
+            }
+            exit(withError: error)
+        }
+    }
 }

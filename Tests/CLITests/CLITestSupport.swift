@@ -5,10 +5,16 @@ import Testing
 struct CommandResult: Sendable, CustomStringConvertible {
     var stdout: String
     var stderr: String
+    /// The exit code; when ``killedBySignal`` is true, the number of the signal instead.
     var exitCode: Int32
+    /// Whether a signal ended the process (then it has no exit code of its own).
+    var killedBySignal = false
+
+    /// The signal that ended the process, if one did.
+    var signal: Int32? { killedBySignal ? exitCode : nil }
 
     var description: String {
-        "exit \(exitCode)\n--- stdout\n\(stdout)--- stderr\n\(stderr)"
+        (killedBySignal ? "killed by signal \(exitCode)" : "exit \(exitCode)") + "\n--- stdout\n\(stdout)--- stderr\n\(stderr)"
     }
 }
 
@@ -33,35 +39,48 @@ enum BuiltProduct {
     }
 
     /// Runs the product `name` with `arguments`, no standard input, and waits for it to exit.
-    static func run(_ name: String, _ arguments: [String]) throws -> CommandResult {
+    ///
+    /// - Parameters:
+    ///   - environment: variables set for the child on top of this process's environment.
+    static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
         let executable = directory.appendingPathComponent(name)
         guard FileManager.default.isExecutableFile(atPath: executable.path) else {
             throw CLITestError("no built product '\(name)' in \(directory.path); build the package first")
         }
-        // Output goes to files, not pipes, so a large output cannot fill a pipe and block the child.
-        return try withTemporaryDirectory { outputs in
-            let stdoutURL = URL(fileURLWithPath: outputs + "/stdout")
-            let stderrURL = URL(fileURLWithPath: outputs + "/stderr")
-            try Data().write(to: stdoutURL)
-            try Data().write(to: stderrURL)
-            let stdout = try FileHandle(forWritingTo: stdoutURL)
-            let stderr = try FileHandle(forWritingTo: stderrURL)
+        return try runExecutable(executable, arguments, environment: environment)
+    }
+}
 
-            let process = Process()
-            process.executableURL = executable
-            process.arguments = arguments
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = stdout
-            process.standardError = stderr
-            try process.run()
-            process.waitUntilExit()
-            try stdout.close()
-            try stderr.close()
-            return CommandResult(
-                stdout: String(decoding: try Data(contentsOf: stdoutURL), as: UTF8.self),
-                stderr: String(decoding: try Data(contentsOf: stderrURL), as: UTF8.self),
-                exitCode: process.terminationStatus)
+/// Runs the executable at `executable` with `arguments`, no standard input, the variables of
+/// `environment` set on top of this process's environment, and waits for it to exit.
+func runExecutable(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
+    // Output goes to files, not pipes, so a large output cannot fill a pipe and block the child.
+    return try withTemporaryDirectory { outputs in
+        let stdoutURL = URL(fileURLWithPath: outputs + "/stdout")
+        let stderrURL = URL(fileURLWithPath: outputs + "/stderr")
+        try Data().write(to: stdoutURL)
+        try Data().write(to: stderrURL)
+        let stdout = try FileHandle(forWritingTo: stdoutURL)
+        let stderr = try FileHandle(forWritingTo: stderrURL)
+
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        process.waitUntilExit()
+        try stdout.close()
+        try stderr.close()
+        return CommandResult(
+            stdout: String(decoding: try Data(contentsOf: stdoutURL), as: UTF8.self),
+            stderr: String(decoding: try Data(contentsOf: stderrURL), as: UTF8.self),
+            exitCode: process.terminationStatus,
+            killedBySignal: process.terminationReason == .uncaughtSignal)
     }
 }
 
