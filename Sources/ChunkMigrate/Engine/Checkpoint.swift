@@ -11,9 +11,10 @@ struct CheckpointStore {
     private let upsert: Statement
     private let select: Statement
 
-    static func create(in database: Database, jobID: String, planFingerprint: String) throws(SQLiteError) {
+    static func create(in database: Database, jobID: String, planFingerprint: String, journalMode: String) throws(SQLiteError) {
         try database.execute("""
-            CREATE TABLE IF NOT EXISTS main.\(jobTable) (job TEXT PRIMARY KEY, plan_fingerprint TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS main.\(jobTable) (job TEXT PRIMARY KEY, plan_fingerprint TEXT NOT NULL,
+                                                            journal_mode TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS main.\(checkpointTable) (
                 entity INTEGER NOT NULL, phase TEXT NOT NULL, batch INTEGER NOT NULL,
                 first_key INTEGER NOT NULL, last_key INTEGER NOT NULL,
@@ -23,8 +24,9 @@ struct CheckpointStore {
                 segment_crc INTEGER NOT NULL, duration_us INTEGER NOT NULL, committed_ms INTEGER NOT NULL,
                 PRIMARY KEY (entity, phase));
             """)
-        let insert = try database.prepare("INSERT OR IGNORE INTO main.\(jobTable)(job, plan_fingerprint) VALUES (?1, ?2)")
-        try insert.bind([.text(jobID), .text(planFingerprint)])
+        let insert = try database.prepare(
+            "INSERT OR IGNORE INTO main.\(jobTable)(job, plan_fingerprint, journal_mode) VALUES (?1, ?2, ?3)")
+        try insert.bind([.text(jobID), .text(planFingerprint), .text(journalMode)])
         try insert.step()
     }
 
@@ -36,8 +38,14 @@ struct CheckpointStore {
         return try database.rows("SELECT job FROM main.\(jobTable) ORDER BY job").compactMap { $0[0].text }
     }
 
+    /// Removes the checkpoint tables and gives the destination back the journal mode it had
+    /// before the job started.
     static func drop(in database: Database) throws(SQLiteError) {
+        guard try !jobIDs(in: database).isEmpty else { return }
+        let mode = try database.scalar("SELECT journal_mode FROM main.\(jobTable) LIMIT 1").text ?? "delete"
         try database.execute("DROP TABLE IF EXISTS main.\(checkpointTable); DROP TABLE IF EXISTS main.\(jobTable);")
+        let allowed = ["delete", "truncate", "persist", "memory", "wal", "off"]
+        try database.execute("PRAGMA main.journal_mode = \(allowed.contains(mode.lowercased()) ? mode : "delete")")
     }
 
     init(database: Database) throws(SQLiteError) {

@@ -5,10 +5,20 @@ extension Engine {
     /// Opens the destination read-write (creating it from `schema` when it does not exist and a
     /// schema is given), sets the pragmas a job relies on, and attaches the source read-only as `src`.
     ///
-    /// The destination runs in WAL mode with `synchronous=FULL`: every commit (a batch and its
-    /// checkpoint) is durable against power loss once `COMMIT` returns, which the journal's
-    /// "the checkpoint is the truth" rule needs.
+    /// While a job runs, the destination uses a rollback journal (`journal_mode=TRUNCATE`) with
+    /// `synchronous=FULL`: every commit (a batch and its checkpoint) is durable against power loss
+    /// once `COMMIT` returns, which the journal's "the checkpoint is the truth" rule needs. A
+    /// rollback journal holds only the pages a batch changes that existed before it (a batch mostly
+    /// appends new pages), so each row is written once, where WAL writes it twice. The store's
+    /// own journal mode is recorded in the checkpoint and restored when the job completes.
     static func openStores(source: String, destination: String, schema: String?, options: MigrationOptions) throws -> Database {
+        try openStoresReportingJournalMode(source: source, destination: destination, schema: schema, options: options).database
+    }
+
+    /// ``openStores(source:destination:schema:options:)``, also returning the destination's journal
+    /// mode as it was before the job changed it.
+    static func openStoresReportingJournalMode(source: String, destination: String, schema: String?,
+                                               options: MigrationOptions) throws -> (database: Database, journalMode: String) {
         try checkSource(source)
         let exists = FileManager.default.fileExists(atPath: destination)
         if !exists && schema == nil {
@@ -16,6 +26,7 @@ extension Engine {
                                  file: destination)
         }
         let database: Database
+        var journalMode = "delete"
         do {
             database = try Database(path: destination, mode: exists ? .readWrite : .readWriteCreate)
             try database.execute("SELECT count(*) FROM sqlite_schema")
@@ -28,8 +39,9 @@ extension Engine {
                 try database.execute(schema)
                 try database.execute("COMMIT")
             }
+            journalMode = try database.scalar("PRAGMA main.journal_mode").text ?? "delete"
             try database.execute("""
-                PRAGMA journal_mode = WAL;
+                PRAGMA journal_mode = TRUNCATE;
                 PRAGMA synchronous = FULL;
                 PRAGMA cache_size = -\(options.sqliteCacheKiB);
                 PRAGMA foreign_keys = \(options.checkForeignKeys ? "ON" : "OFF");
@@ -44,7 +56,7 @@ extension Engine {
                 ? "cannot attach the source read-only: \(error.message)" : "cannot prepare the destination: \(error.message)",
                 file: error.sql?.hasPrefix("ATTACH") == true ? source : destination, sql: error.sql)
         }
-        return database
+        return (database, journalMode)
     }
 
     /// Fails with a clear message when `source` is missing or not an SQLite database.

@@ -34,6 +34,8 @@ final class Engine {
     private var relationshipIndexes: [[String: Int]] = []
     private(set) var states: [EntityState]
     private(set) var batchSize: Int
+    /// Whether some relationship refers to the entity, by entity index.
+    private var isRelationshipTarget: [Bool] = []
     private let clock = ContinuousClock()
 
     init(plan: MigrationPlan, options: MigrationOptions, logger: Logger, database: Database,
@@ -63,6 +65,9 @@ final class Engine {
                     deferred: order.isDeferred(entity: entityIndex, column: column)))
             }
             relationshipIndexes.append(indexes)
+        }
+        isRelationshipTarget = plan.entities.indices.map { entity in
+            resolver.relationships.contains { Int($0.target) == entity }
         }
         try resolver.register(on: database)
         for function in options.functions {
@@ -296,7 +301,8 @@ final class Engine {
                 rowsRead: UInt32(selected.count), rowsWritten: UInt32(kept.count),
                 rowsSkipped: UInt32(selected.count - kept.count), mapping: copier.mapping, destinationBase: base,
                 segmentFirstKey: kept.first ?? first, segmentLastKey: kept.last ?? last, segmentCRC: crc)
-            try idMap.add(record, keys: kept)
+            // Keep the keys in the cache only when a relationship will look them up.
+            try idMap.add(record, keys: isRelationshipTarget[index] ? kept : nil)
             resolver.beginBatch(keys: kept, base: base, mapping: copier.mapping)
             if !kept.isEmpty {
                 do {

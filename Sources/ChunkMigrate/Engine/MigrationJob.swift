@@ -87,7 +87,8 @@ public final class MigrationJob: Sendable {
         let destinationExisted = FileManager.default.fileExists(atPath: destination.path)
         var writer: JournalWriter?
         do {
-            let database = try Engine.openStores(source: source.path, destination: destination.path, schema: schema, options: options)
+            let (database, journalMode) = try Engine.openStoresReportingJournalMode(
+                source: source.path, destination: destination.path, schema: schema, options: options)
             let others = try CheckpointStore.jobIDs(in: database)
             if let other = others.first {
                 throw MigrationError(.mismatch,
@@ -110,7 +111,8 @@ public final class MigrationJob: Sendable {
             let created = try JournalWriter.create(directory: journal.path, header: header, plan: planBytes)
             writer = created
             try database.execute("BEGIN IMMEDIATE")
-            try CheckpointStore.create(in: database, jobID: jobID, planFingerprint: header.planFingerprint)
+            try CheckpointStore.create(in: database, jobID: jobID, planFingerprint: header.planFingerprint,
+                                       journalMode: journalMode)
             let engine = try Engine(plan: plan, options: options, logger: logger, database: database, journal: created,
                                     idMap: IDMap(layout: layout, entityCount: plan.entities.count))
             try engine.prepare()
@@ -324,11 +326,14 @@ public final class MigrationJob: Sendable {
             throw MigrationError(error.code == .locked ? .busy : .journal, error.message, file: error.file ?? journalURL.path)
         }
         defer { writer.close() }
-        let database = try Engine.openStores(source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
+        let (database, journalMode) = try Engine.openStoresReportingJournalMode(
+            source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
         try checkStores(database, header: writer.header, records: writer.records)
-        if try CheckpointStore.jobIDs(in: database).isEmpty {
-            // Created, but stopped before its checkpoint tables were (or complete and dropped).
-            try CheckpointStore.create(in: database, jobID: jobID, planFingerprint: writer.header.planFingerprint)
+        let complete = writer.records.contains { if case .complete = $0 { true } else { false } }
+        if !complete, try CheckpointStore.jobIDs(in: database).isEmpty {
+            // Created, but stopped before its checkpoint tables were.
+            try CheckpointStore.create(in: database, jobID: jobID, planFingerprint: writer.header.planFingerprint,
+                                       journalMode: journalMode)
         }
         let idMap = IDMap(layout: writer.layout, entityCount: plan.entities.count, cacheBudget: options.idMapCacheBytes)
         let engine = try Engine(plan: plan, options: options, logger: logger, database: database, journal: writer, idMap: idMap)
