@@ -109,7 +109,9 @@ struct ChunkMigrateKillResumeTests {
             }
         case "after-fixup-commit":
             // Every copy batch is logged; the first fix-up batch is committed but not logged.
-            #expect(logged == Array(1...15))
+            let all = try JournalReader(directory: demo.journal("reference")).batches(entity: 1).map(\.batch)
+            #expect(all.count > 3)
+            #expect(logged == all)
             #expect(try checkpoint("fixup:reply_to_id") == ["1"])
             #expect(journal.fixups.isEmpty)
             #expect(journal.log.tail == .clean)

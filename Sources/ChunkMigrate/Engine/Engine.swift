@@ -16,7 +16,19 @@ final class Engine {
         var rowsWritten: Int64 = 0
         var rowsSkipped: Int64 = 0
         var complete = false
-        var total: Int64 = 0
+        /// The source's smallest and largest key, when it has rows.
+        var keyRange: ClosedRange<Int64>?
+        /// Rows of the entity in all: exact once it is complete, estimated from the key range and
+        /// the density of keys read so far before that.
+        var estimatedTotal: Int64 {
+            if complete { return rowsRead }
+            guard let keyRange else { return rowsRead }
+            let span = Double(keyRange.upperBound) - Double(keyRange.lowerBound) + 1
+            guard let cursor, rowsRead > 0 else { return Int64(min(span, Double(Int64.max / 2))) }
+            let done = Double(cursor) - Double(keyRange.lowerBound) + 1
+            let left = Double(keyRange.upperBound) - Double(cursor)
+            return rowsRead + Int64(max(0, left * Double(rowsRead) / max(1, done)))
+        }
         /// Fix-ups: column -> last fix-up batch.
         var fixupBatch: [String: UInt64] = [:]
     }
@@ -189,7 +201,7 @@ final class Engine {
             return .complete
         }
         try journal.append(.started(atMillis: Self.nowMillis(), processID: ProcessInfo.processInfo.processIdentifier))
-        try countTotals()
+        try readKeyRanges()
         let runStart = clock.now
         var rowsThisRun: Int64 = 0
         // A run always commits at least one batch before its budget can stop it, so that a
@@ -205,11 +217,11 @@ final class Engine {
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             let rate = seconds > 0 ? Double(rowsThisRun) / seconds : 0
             let done = states.reduce(0) { $0 + $1.rowsRead }
-            let total = states.reduce(0) { $0 + max($1.total, $1.rowsRead) }
+            let total = states.reduce(0) { $0 + $1.estimatedTotal }
             let remaining = rate > 0 ? Duration.seconds(Double(max(0, total - done)) / rate) : nil
             report(MigrationProgress(
                 entity: plan.entities[entity].name, phase: phase, batch: batch,
-                rowsDone: states[entity].rowsRead, rowsTotal: max(states[entity].total, states[entity].rowsRead),
+                rowsDone: states[entity].rowsRead, rowsTotal: states[entity].estimatedTotal,
                 jobRowsDone: done, jobRowsTotal: total, rowsPerSecond: rate,
                 estimatedRemaining: remaining, batchSize: batchSize))
         }
@@ -247,16 +259,26 @@ final class Engine {
         }
     }
 
-    private func countTotals() throws {
+    /// Reads each unfinished entity's key range, from which the totals progress reports are
+    /// estimated: counting rows would read the whole table before the first batch.
+    private func readKeyRanges() throws {
         for (index, entity) in plan.entities.enumerated() where !states[index].complete {
-            let filter = entity.source.where.map { " WHERE (\($0))" } ?? ""
-            let count = try database.scalar("SELECT count(*) FROM src.\(SQL.quote(entity.source.table)) AS s\(filter)")
-            states[index].total = count.integer ?? 0
+            let key = SQL.key(entity.source.key)
+            let range = try database.rows("SELECT min(\(key)), max(\(key)) FROM src.\(SQL.quote(entity.source.table))")
+            states[index].keyRange = range.first.flatMap { row in
+                guard let low = row[0].integer, let high = row[1].integer else { return nil }
+                return low...high
+            }
         }
     }
 
     /// Copies the next batch of an entity; returns the rows read, or `nil` when the entity has no
     /// rows left.
+    ///
+    /// One transaction: the `INSERT ... SELECT` writes the next rows after the cursor (recording
+    /// their source keys as they pass), the batch is validated, its ID-map segment is written and
+    /// made durable, the checkpoint is updated, and the transaction commits. The log record follows
+    /// the commit.
     private func copyBatch(entity index: Int) throws -> Int? {
         guard let copier = copiers[index] else { throw MigrationError(.invalidPlan, "entity \(index) was not prepared") }
         let entity = plan.entities[index]
@@ -268,57 +290,44 @@ final class Engine {
         try database.execute("BEGIN IMMEDIATE")
         var record: BatchRecord
         do {
-            let (selected, foreignKeys) = try copier.selectKeys(after: state.cursor, limit: batchSize)
-            guard let first = selected.first, let last = selected.last else {
+            let base = copier.mapping == .allocate ? try copier.nextDestinationKey() : 0
+            resolver.beginBatch(entity: entityIndex, base: base, mapping: copier.mapping, capacity: batchSize)
+            do {
+                try copier.copy(after: state.cursor, limit: batchSize)
+            } catch {
+                throw diagnose(error, copier: copier, batch: batch)
+            }
+            let kept = resolver.batchKeys
+            let read = copier.hasSkipRelationships ? resolver.scanned : kept.count
+            guard read > 0 else {
                 try database.execute("ROLLBACK")
                 return nil
             }
-            var kept = selected
-            if !copier.skipRelationships.isEmpty {
-                kept = []
-                kept.reserveCapacity(selected.count)
-                for (row, key) in selected.enumerated() {
-                    var keep = true
-                    for (position, relationshipIndex) in copier.skipRelationships.enumerated() {
-                        if let foreignKey = foreignKeys[position][row],
-                           try idMap.destination(of: foreignKey, entity: resolver.relationships[relationshipIndex].target) == nil {
-                            keep = false
-                        }
-                    }
-                    if keep { kept.append(key) }
-                }
+            let written = database.changes
+            let skipped = copier.hasSkipRelationships ? resolver.skipped : 0
+            guard written == kept.count, read == kept.count + skipped else {
+                throw MigrationError(.batch,
+                    "validation failed: \(read) rows read and \(skipped) skipped, so \(read - skipped) should be written, but \(written) were",
+                    entity: entity.name, batch: batch, sourceKey: kept.first)
             }
-            let base = copier.mapping == .allocate ? try copier.nextDestinationKey() : (kept.first ?? 0)
+            let first = copier.hasSkipRelationships ? resolver.firstScanned! : kept[0]
+            let last = copier.hasSkipRelationships ? resolver.lastScanned! : kept[kept.count - 1]
             var crc: UInt32 = 0
             if !kept.isEmpty {
                 let segment = try IDMapSegment(entity: entityIndex, batch: batch, mapping: copier.mapping,
-                                               destinationBase: base, sourceKeys: kept)
+                                               destinationBase: kept.isEmpty || copier.mapping == .allocate ? base : kept[0],
+                                               sourceKeys: kept)
                 crc = try journal.write(segment)
             }
             CrashPoint.check(.afterSegment, entity: entity.name, batch: batch)
             record = BatchRecord(
                 entity: entityIndex, batch: batch, firstSourceKey: first, lastSourceKey: last,
-                rowsRead: UInt32(selected.count), rowsWritten: UInt32(kept.count),
-                rowsSkipped: UInt32(selected.count - kept.count), mapping: copier.mapping, destinationBase: base,
+                rowsRead: UInt32(read), rowsWritten: UInt32(kept.count), rowsSkipped: UInt32(skipped),
+                relationshipsNulled: UInt32(resolver.nulled), relationshipsDeferred: UInt32(resolver.deferred),
+                mapping: copier.mapping, destinationBase: copier.mapping == .allocate ? base : (kept.first ?? first),
                 segmentFirstKey: kept.first ?? first, segmentLastKey: kept.last ?? last, segmentCRC: crc)
             // Keep the keys in the cache only when a relationship will look them up.
             try idMap.add(record, keys: isRelationshipTarget[index] ? kept : nil)
-            resolver.beginBatch(keys: kept, base: base, mapping: copier.mapping)
-            if !kept.isEmpty {
-                do {
-                    try copier.copy(first: first, last: last)
-                } catch {
-                    throw diagnose(error, copier: copier, batch: batch, keys: kept, first: first, last: last)
-                }
-                let written = database.changes
-                guard written == kept.count else {
-                    throw MigrationError(.batch,
-                        "validation failed: \(selected.count) rows read, \(selected.count - kept.count) skipped, so \(kept.count) should be written, but \(written) were",
-                        entity: entity.name, batch: batch, sourceKey: first)
-                }
-            }
-            record.relationshipsNulled = UInt32(resolver.nulled)
-            record.relationshipsDeferred = UInt32(resolver.deferred)
             record.durationMicros = UInt64(max(0, (clock.now - started).microseconds))
             record.committedAtMillis = Self.nowMillis()
             try checkpoints.save(record)
@@ -376,36 +385,21 @@ final class Engine {
         }
     }
 
-    /// Finds the row behind a failed batch insert: re-runs it one source key at a time inside the
-    /// still-open transaction until a row fails, and names that row and the column SQLite names.
-    private func diagnose(_ error: SQLiteError, copier: EntityCopier, batch: UInt64, keys: [Int64],
-                          first: Int64, last: Int64) -> MigrationError {
+    /// Names the row behind a failed batch insert. Rows flow through the INSERT in key order and
+    /// `cm_take` records a row just before SQLite writes it, so the row a constraint rejected is the
+    /// last one taken.
+    private func diagnose(_ error: SQLiteError, copier: EntityCopier, batch: UInt64) -> MigrationError {
         if var failure = resolver.failure {
             failure.batch = batch
             return failure
         }
         let entity = copier.entity.name
-        guard error.isConstraint || error.message.contains("was not selected") else {
-            return MigrationError.from(error, entity: entity, batch: batch)
-        }
-        let base = resolver.batchBase
-        for (position, key) in keys.prefix(200_000).enumerated() {
-            resolver.beginBatch(keys: [key], base: base + Int64(position), mapping: copier.mapping)
-            do {
-                try database.execute("SAVEPOINT cm_diagnose")
-                try copier.copy(first: key, last: key)
-                try database.execute("ROLLBACK TO cm_diagnose")
-                try database.execute("RELEASE cm_diagnose")
-            } catch let rowError {
-                try? database.execute("ROLLBACK TO cm_diagnose")
-                try? database.execute("RELEASE cm_diagnose")
-                return MigrationError(.batch, "validation failed: \(rowError.message)", entity: entity, batch: batch,
-                                      sourceKey: key, column: Self.column(fromConstraintMessage: rowError.message),
-                                      file: rowError.file)
-            }
+        guard error.isConstraint else {
+            return MigrationError.from(error, entity: entity, batch: batch, sourceKey: resolver.batchKeys.last)
         }
         return MigrationError(.batch, "validation failed: \(error.message)", entity: entity, batch: batch,
-                              sourceKey: first, column: Self.column(fromConstraintMessage: error.message), file: error.file)
+                              sourceKey: resolver.batchKeys.last,
+                              column: Self.column(fromConstraintMessage: error.message), file: error.file)
     }
 
     /// `message.text` from "NOT NULL constraint failed: message.text".

@@ -6,18 +6,19 @@ final class EntityCopier {
     let index: UInt32
     let entity: EntityMapping
     let mapping: IDMapSegment.Mapping
-    /// Relationships with policy `skip`: their position among the columns `selectKeys` returns
-    /// after the key, and their resolver index.
-    let skipRelationships: [Int]
+    /// Whether some relationship has policy `skip`, so the batch's filter calls `cm_keep`.
+    let hasSkipRelationships: Bool
     /// Deferred relationships: destination column -> (resolver index, UPDATE statement).
     private(set) var fixups: [String: (relationship: Int, statement: Statement)] = [:]
 
-    private let selectFirst: Statement
-    private let selectNext: Statement
     private let maxDestination: Statement?
-    private let insert: Statement
+    private let insertFirst: Statement
+    private let insertNext: Statement
     let insertSQL: String
 
+    /// Prepares the batch statement: one `INSERT ... SELECT` that reads the next rows after the
+    /// cursor in source-key order, up to the batch size, and writes them; `cm_take` records each
+    /// row's source key as it is written and gives its destination key.
     init(database: Database, entity: EntityMapping, index: UInt32, relationshipIndexes: [String: Int],
          resolver: Resolver) throws(SQLiteError) {
         self.index = index
@@ -29,22 +30,17 @@ final class EntityCopier {
         let destinationKey = SQL.key(entity.destination.key)
         let filter = entity.source.where.map { " AND (\($0))" } ?? ""
 
-        var skip: [Int] = []
-        var skipColumns = ""
+        var keepArguments = ""
         for (column, relationship) in entity.sortedRelationships where relationship.missingPolicy == .skip {
-            skip.append(relationshipIndexes[column]!)
-            skipColumns += ", s." + SQL.quote(relationship.from)
+            keepArguments += ", \(relationshipIndexes[column]!), s.\(SQL.quote(relationship.from))"
         }
-        skipRelationships = skip
-        selectFirst = try database.prepare(
-            "SELECT \(sourceKey)\(skipColumns) FROM \(sourceTable) AS s WHERE 1\(filter) ORDER BY \(sourceKey) LIMIT ?1")
-        selectNext = try database.prepare(
-            "SELECT \(sourceKey)\(skipColumns) FROM \(sourceTable) AS s WHERE \(sourceKey) > ?2\(filter) ORDER BY \(sourceKey) LIMIT ?1")
+        hasSkipRelationships = !keepArguments.isEmpty
+        let keep = hasSkipRelationships ? " AND cm_keep(\(sourceKey)\(keepArguments))" : ""
         maxDestination = mapping == .allocate
             ? try database.prepare("SELECT max(\(destinationKey)) FROM \(destinationTable)") : nil
 
         var columns = [destinationKey]
-        var values = ["cm_batch_key(\(sourceKey))"]
+        var values = ["cm_take(\(sourceKey))"]
         for (column, expression) in entity.sortedColumns {
             columns.append(SQL.quote(column))
             values.append("(\(expression))")
@@ -53,13 +49,16 @@ final class EntityCopier {
             columns.append(SQL.quote(column))
             values.append("cm_ref(\(relationshipIndexes[column]!), s.\(SQL.quote(relationship.from)), \(sourceKey))")
         }
-        let keep = skip.isEmpty ? "" : " AND cm_keep(\(sourceKey))"
-        insertSQL = """
+        func insert(after cursor: Bool) -> String {
+            """
             INSERT INTO \(destinationTable) (\(columns.joined(separator: ", ")))
             SELECT \(values.joined(separator: ", ")) FROM \(sourceTable) AS s
-            WHERE \(sourceKey) BETWEEN ?1 AND ?2\(filter)\(keep) ORDER BY \(sourceKey)
+            WHERE \(cursor ? "\(sourceKey) > ?1" : "1")\(filter)\(keep) ORDER BY \(sourceKey) LIMIT ?2
             """
-        insert = try database.prepare(insertSQL)
+        }
+        insertSQL = insert(after: true)
+        insertFirst = try database.prepare(insert(after: false))
+        insertNext = try database.prepare(insertSQL)
     }
 
     /// Prepares the fix-up statements of the deferred relationships.
@@ -81,25 +80,6 @@ final class EntityCopier {
         }
     }
 
-    /// The next source keys after `cursor` (from the start when `nil`), with the foreign keys of
-    /// `skip` relationships.
-    func selectKeys(after cursor: Int64?, limit: Int) throws(SQLiteError) -> (keys: [Int64], foreignKeys: [[Int64?]]) {
-        let statement = cursor == nil ? selectFirst : selectNext
-        try statement.bind(.integer(Int64(limit)), at: 1)
-        if let cursor { try statement.bind(.integer(cursor), at: 2) }
-        defer { statement.reset() }
-        var keys: [Int64] = []
-        keys.reserveCapacity(limit)
-        var foreignKeys = [[Int64?]](repeating: [], count: skipRelationships.count)
-        while try statement.step() {
-            keys.append(statement.int64(at: 0))
-            for position in skipRelationships.indices {
-                foreignKeys[position].append(statement.isNull(at: position + 1) ? nil : statement.int64(at: position + 1))
-            }
-        }
-        return (keys, foreignKeys)
-    }
-
     /// The first destination key an allocating batch may use: one past the table's largest.
     func nextDestinationKey() throws(SQLiteError) -> Int64 {
         guard let maxDestination else { return 0 }
@@ -109,11 +89,13 @@ final class EntityCopier {
         return maxDestination.int64(at: 0) + 1
     }
 
-    /// Copies the selected rows between `first` and `last` (inclusive) that the resolver's batch keeps.
-    func copy(first: Int64, last: Int64) throws(SQLiteError) {
-        try insert.bind([.integer(first), .integer(last)])
-        defer { insert.reset() }
-        try insert.step()
+    /// Copies up to `limit` rows after `cursor` (from the start when `nil`), in source-key order.
+    func copy(after cursor: Int64?, limit: Int) throws(SQLiteError) {
+        let statement = cursor == nil ? insertFirst : insertNext
+        try statement.bind(.integer(Int64(limit)), at: 2)
+        if let cursor { try statement.bind(.integer(cursor), at: 1) }
+        defer { statement.reset() }
+        try statement.step()
     }
 
     /// Sets one deferred column on the destination rows between `first` and `last`.

@@ -76,7 +76,9 @@ public struct MigrationProgress: Sendable, Equatable {
     public var phase: String
     /// The entity's batch number.
     public var batch: UInt64
-    /// Source rows of the entity read so far, and in all.
+    /// Source rows of the entity read so far, and in all. The total is estimated from the
+    /// source's key range and the density of the keys read so far (counting would read the whole
+    /// table first); it is exact once the entity is complete.
     public var rowsDone: Int64
     public var rowsTotal: Int64
     /// Rows of every entity read so far, and in all.

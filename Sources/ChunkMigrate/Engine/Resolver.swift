@@ -17,11 +17,17 @@ final class Resolver {
     let idMap: IDMap
     var relationships: [Relationship] = []
 
-    /// The batch being written: its kept source keys, in order, and where their destination keys start.
+    /// The batch being written: its entity, the source keys taken so far (ascending, as rows flow
+    /// through the INSERT in key order), and where their destination keys start.
+    var batchEntity: UInt32 = .max
     var batchKeys: [Int64] = []
     var batchBase: Int64 = 0
     var batchMapping: IDMapSegment.Mapping = .allocate
-    private var batchCursor = 0
+    /// Rows the batch's filter looked at (kept or skipped), and the first and last of their keys.
+    var scanned = 0
+    var skipped = 0
+    var firstScanned: Int64?
+    var lastScanned: Int64?
 
     /// Counters of the running statement.
     var nulled = 0
@@ -34,11 +40,16 @@ final class Resolver {
         self.idMap = idMap
     }
 
-    func beginBatch(keys: [Int64], base: Int64, mapping: IDMapSegment.Mapping) {
-        batchKeys = keys
+    func beginBatch(entity: UInt32, base: Int64, mapping: IDMapSegment.Mapping, capacity: Int) {
+        batchEntity = entity
+        batchKeys = []
+        batchKeys.reserveCapacity(capacity)
         batchBase = base
         batchMapping = mapping
-        batchCursor = 0
+        scanned = 0
+        skipped = 0
+        firstScanned = nil
+        lastScanned = nil
         resetCounters()
     }
 
@@ -49,13 +60,9 @@ final class Resolver {
         failure = nil
     }
 
-    /// The position of `key` among the batch's keys. Rows arrive in key order, so the next
-    /// position is tried first.
-    func batchPosition(of key: Int64) -> Int? {
-        if batchCursor < batchKeys.count && batchKeys[batchCursor] == key {
-            batchCursor += 1
-            return batchCursor - 1
-        }
+    /// The destination key of `key` if the running batch has already taken it.
+    private func takenInBatch(_ key: Int64, entity: UInt32) -> Int64? {
+        guard entity == batchEntity, let last = batchKeys.last, key <= last else { return nil }
         var low = 0
         var high = batchKeys.count
         while low < high {
@@ -63,32 +70,56 @@ final class Resolver {
             if batchKeys[middle] < key { low = middle + 1 } else { high = middle }
         }
         guard low < batchKeys.count, batchKeys[low] == key else { return nil }
-        batchCursor = low + 1
-        return low
+        return batchMapping == .allocate ? batchBase + Int64(low) : key
+    }
+
+    /// The destination key of a target's source key: from the ID map of committed batches, or
+    /// from the keys the running batch has taken (a self-reference to an earlier row).
+    func resolve(_ key: Int64, entity: UInt32) throws(JournalError) -> Int64? {
+        if let mapped = try idMap.destination(of: key, entity: entity) { return mapped }
+        return takenInBatch(key, entity: entity)
     }
 
     struct Failure: Error, CustomStringConvertible {
         var description: String
     }
 
-    /// Registers the engine's functions on the destination connection:
-    /// `cm_batch_key(k)`, `cm_keep(k)`, `cm_ref(rel, fk, k)`, `cm_source_of(entity, d)`, `cm_fix(rel, fk, d)`.
+    /// Registers the engine's functions on the destination connection: `cm_take(k)`,
+    /// `cm_keep(k, rel, fk, ...)`, `cm_ref(rel, fk, k)`, `cm_source_of(entity, d)`, `cm_fix(rel, fk, d)`.
+    /// They capture the resolver strongly: the connection owns them, and the resolver does not
+    /// own the connection.
     func register(on database: Database) throws(SQLiteError) {
-        try database.createFunction("cm_batch_key", argumentCount: 1, deterministic: false) { [unowned self] call in
+        // The row with source key k is written: record it and return its destination key.
+        try database.createFunction("cm_take", argumentCount: 1, deterministic: false) { [self] call in
             let key = call.int64(0)
-            guard let position = batchPosition(of: key) else {
-                throw Failure(description: "source key \(key) was not selected for this batch")
+            batchKeys.append(key)
+            call.result(batchMapping == .allocate ? batchBase + Int64(batchKeys.count - 1) : key)
+        }
+        // The batch's filter saw the row with source key k: keep it unless a `skip` relationship
+        // (given as pairs of relationship index and foreign key) has no mapping.
+        try database.createFunction("cm_keep", argumentCount: -1, deterministic: false) { [self] call in
+            let key = call.int64(0)
+            scanned += 1
+            if firstScanned == nil { firstScanned = key }
+            lastScanned = key
+            var argument = 1
+            while argument + 1 < call.count {
+                if !call.isNull(argument + 1) {
+                    let relationship = relationships[Int(call.int64(argument))]
+                    if try resolve(call.int64(argument + 1), entity: relationship.target) == nil {
+                        skipped += 1
+                        return call.result(0)
+                    }
+                }
+                argument += 2
             }
-            call.result(batchMapping == .allocate ? batchBase + Int64(position) : key)
+            call.result(1)
         }
-        try database.createFunction("cm_keep", argumentCount: 1, deterministic: false) { [unowned self] call in
-            call.result(batchPosition(of: call.int64(0)) == nil ? 0 : 1)
-        }
-        try database.createFunction("cm_ref", argumentCount: 3, deterministic: false) { [unowned self] call in
+        try database.createFunction("cm_ref", argumentCount: 3, deterministic: false) { [self] call in
             guard !call.isNull(1) else { return call.resultNull() }
             let relationship = relationships[Int(call.int64(0))]
             let foreignKey = call.int64(1)
-            if let mapped = try idMap.destination(of: foreignKey, entity: relationship.target) {
+            if let mapped = try resolve(foreignKey, entity: relationship.target) {
                 return call.result(mapped)
             }
             if relationship.deferred {
@@ -108,14 +139,14 @@ final class Resolver {
                 throw Failure(description: error.description)
             }
         }
-        try database.createFunction("cm_source_of", argumentCount: 2, deterministic: false) { [unowned self] call in
+        try database.createFunction("cm_source_of", argumentCount: 2, deterministic: false) { [self] call in
             if let source = try idMap.source(ofDestination: call.int64(1), entity: UInt32(call.int64(0))) {
                 call.result(source)
             } else {
                 call.resultNull()
             }
         }
-        try database.createFunction("cm_fix", argumentCount: 3, deterministic: false) { [unowned self] call in
+        try database.createFunction("cm_fix", argumentCount: 3, deterministic: false) { [self] call in
             guard !call.isNull(1) else { return call.resultNull() }
             let relationship = relationships[Int(call.int64(0))]
             let foreignKey = call.int64(1)
