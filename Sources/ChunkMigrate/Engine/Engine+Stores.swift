@@ -82,7 +82,10 @@ extension Engine {
             hash.update(field: table)
             let sql = try database.scalar("SELECT sql FROM src.sqlite_schema WHERE type = 'table' AND name = ?1", .text(table))
             hash.update(field: sql.text ?? "-")
-            if let range = try? database.rows("SELECT min(rowid), max(rowid) FROM src.\(SQL.quote(table))").first {
+            // Two subqueries: SQLite answers a lone min() or max() from the b-tree's edge, but
+            // scans the whole table for both in one SELECT.
+            let quoted = "src." + SQL.quote(table)
+            if let range = try? database.rows("SELECT (SELECT min(rowid) FROM \(quoted)), (SELECT max(rowid) FROM \(quoted))").first {
                 hash.update(field: "\(range[0]) \(range[1])")
             }
         }

@@ -264,7 +264,9 @@ final class Engine {
     private func readKeyRanges() throws {
         for (index, entity) in plan.entities.enumerated() where !states[index].complete {
             let key = SQL.key(entity.source.key)
-            let range = try database.rows("SELECT min(\(key)), max(\(key)) FROM src.\(SQL.quote(entity.source.table))")
+            let table = "src." + SQL.quote(entity.source.table)
+            // Two subqueries, each answered from the edge of the b-tree (one SELECT with both scans).
+            let range = try database.rows("SELECT (SELECT min(\(key)) FROM \(table)), (SELECT max(\(key)) FROM \(table))")
             states[index].keyRange = range.first.flatMap { row in
                 guard let low = row[0].integer, let high = row[1].integer else { return nil }
                 return low...high
