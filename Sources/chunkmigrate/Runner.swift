@@ -23,12 +23,20 @@ enum Runner {
         } catch let error as MigrationError {
             Output.fail(error)
         }
+        let started = ContinuousClock.now
+        let before = (try? MigrationJob.status(at: job.journalURL))?.entities.reduce(0) { $0 + $1.rowsRead } ?? 0
         let outcome = try await run(job, options: options)
+        let elapsed = ContinuousClock.now - started
         let status = try? MigrationJob.status(at: job.journalURL)
         if options.json, let status {
             print(try Output.json(status))
         } else if !options.quiet, let status {
-            FileHandle.standardError.write(Data((Output.describe(status) + "\n").utf8))
+            let rows = status.entities.reduce(0) { $0 + $1.rowsRead } - before
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let rate = seconds > 0 ? " (\(ProgressDisplay.count(Int64(Double(rows) / seconds))) rows/s)" : ""
+            let summary = Output.describe(status)
+                + String(format: "\n  this run: %lld source rows in %.2f s", rows, seconds) + rate
+            FileHandle.standardError.write(Data((summary + "\n").utf8))
         }
         switch outcome {
         case .complete: return
