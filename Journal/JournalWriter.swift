@@ -32,7 +32,8 @@ public final class JournalWriter {
         let layout = JournalLayout(directory: directory)
         if FileIO.exists(layout.directory) {
             let entries = try FileIO.list(layout.directory)
-            guard entries.isEmpty || !entries.contains("header") && Set(entries).isSubset(of: ["plan.json", "plan.json.tmp", "log", "log.tmp", "lock", "segments"]) else {
+            let leftovers: Set<String> = ["plan.json", "log", "lock", "segments"]
+            guard entries.isEmpty || !entries.contains("header") && entries.allSatisfy({ leftovers.contains($0) || $0.hasSuffix(".tmp") }) else {
                 throw JournalError(.invalidArgument, "a journal or other files are already here; resume it or choose an empty directory", file: layout.directory)
             }
         } else {

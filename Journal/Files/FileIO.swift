@@ -149,22 +149,35 @@ enum FileIO {
     final class AppendFile {
         let path: String
         private var fd: Int32
+        /// The file's length after the last append that succeeded.
+        private var goodLength: off_t
 
         init(path: String) throws(JournalError) {
             self.path = path
             fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
             guard fd >= 0 else { throw FileIO.failure("open", path) }
+            var info = stat()
+            goodLength = fstat(fd, &info) == 0 ? info.st_size : 0
         }
 
-        /// Appends `bytes` with one `write` call where the kernel allows, then fsyncs.
+        /// Appends `bytes` with one `write` call where the kernel allows, then fsyncs. When the
+        /// write or the sync fails (a full disk, say), the file is cut back to where it was, so a
+        /// partial frame never sits in front of a later record.
         func append(_ bytes: [UInt8], sync: Bool) throws(JournalError) {
-            try FileIO.writeAll(fd, bytes, path: path)
-            if sync { guard fdatasync(fd) == 0 else { throw FileIO.failure("fdatasync", path) } }
+            do throws(JournalError) {
+                try FileIO.writeAll(fd, bytes, path: path)
+                if sync { guard fdatasync(fd) == 0 else { throw FileIO.failure("fdatasync", path) } }
+                goodLength += off_t(bytes.count)
+            } catch {
+                _ = ftruncate(fd, goodLength)
+                throw error
+            }
         }
 
         func truncate(to length: Int) throws(JournalError) {
             guard ftruncate(fd, off_t(length)) == 0 else { throw FileIO.failure("ftruncate", path) }
             guard fsync(fd) == 0 else { throw FileIO.failure("fsync", path) }
+            goodLength = off_t(length)
         }
 
         func close() {

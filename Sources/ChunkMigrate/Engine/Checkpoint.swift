@@ -38,14 +38,21 @@ struct CheckpointStore {
         return try database.rows("SELECT job FROM main.\(jobTable) ORDER BY job").compactMap { $0[0].text }
     }
 
-    /// Removes the checkpoint tables and gives the destination back the journal mode it had
-    /// before the job started.
-    static func drop(in database: Database) throws(SQLiteError) {
+    /// Ends the job in the destination: gives it back the journal mode it had before the job,
+    /// then removes the checkpoint tables in one transaction (unless `keepTables`). Safe to repeat
+    /// after a kill at any point: the mode stays recorded until the tables are gone.
+    static func finish(in database: Database, keepTables: Bool) throws(SQLiteError) {
         guard try !jobIDs(in: database).isEmpty else { return }
         let mode = try database.scalar("SELECT journal_mode FROM main.\(jobTable) LIMIT 1").text ?? "delete"
-        try database.execute("DROP TABLE IF EXISTS main.\(checkpointTable); DROP TABLE IF EXISTS main.\(jobTable);")
         let allowed = ["delete", "truncate", "persist", "memory", "wal", "off"]
         try database.execute("PRAGMA main.journal_mode = \(allowed.contains(mode.lowercased()) ? mode : "delete")")
+        guard !keepTables else { return }
+        try database.execute("""
+            BEGIN IMMEDIATE;
+            DROP TABLE IF EXISTS main.\(checkpointTable);
+            DROP TABLE IF EXISTS main.\(jobTable);
+            COMMIT;
+            """)
     }
 
     init(database: Database) throws(SQLiteError) {

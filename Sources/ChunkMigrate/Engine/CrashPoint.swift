@@ -18,6 +18,9 @@ enum CrashPoint: String, CaseIterable {
     case midRecord = "mid-record"
     /// A fix-up batch is committed, its log record not yet written.
     case afterFixupCommit = "after-fixup-commit"
+    /// The log records the job as complete; the destination still has its checkpoint tables and
+    /// the job's journal mode (`after-complete:job:0`).
+    case afterComplete = "after-complete"
 
     private struct Target {
         var point: CrashPoint

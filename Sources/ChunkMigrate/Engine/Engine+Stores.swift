@@ -2,23 +2,11 @@ import Foundation
 import MigrationJournal
 
 extension Engine {
-    /// Opens the destination read-write (creating it from `schema` when it does not exist and a
-    /// schema is given), sets the pragmas a job relies on, and attaches the source read-only as `src`.
-    ///
-    /// While a job runs, the destination uses a rollback journal (`journal_mode=TRUNCATE`) with
-    /// `synchronous=FULL`: every commit (a batch and its checkpoint) is durable against power loss
-    /// once `COMMIT` returns, which the journal's "the checkpoint is the truth" rule needs. A
-    /// rollback journal holds only the pages a batch changes that existed before it (a batch mostly
-    /// appends new pages), so each row is written once, where WAL writes it twice. The store's
-    /// own journal mode is recorded in the checkpoint and restored when the job completes.
+    /// Opens the destination read-write (creating it from `schema` when it does not exist, or
+    /// exists with no table because a creation was interrupted), sets the pragmas a job relies on,
+    /// and attaches the source read-only as `src`. The destination's journal mode is left as it is:
+    /// ``useRollbackJournal(_:)`` changes it once the original is recorded.
     static func openStores(source: String, destination: String, schema: String?, options: MigrationOptions) throws -> Database {
-        try openStoresReportingJournalMode(source: source, destination: destination, schema: schema, options: options).database
-    }
-
-    /// ``openStores(source:destination:schema:options:)``, also returning the destination's journal
-    /// mode as it was before the job changed it.
-    static func openStoresReportingJournalMode(source: String, destination: String, schema: String?,
-                                               options: MigrationOptions) throws -> (database: Database, journalMode: String) {
         try checkSource(source)
         let exists = FileManager.default.fileExists(atPath: destination)
         if !exists && schema == nil {
@@ -26,22 +14,21 @@ extension Engine {
                                  file: destination)
         }
         let database: Database
-        var journalMode = "delete"
+        var isEmpty = !exists
         do {
             database = try Database(path: destination, mode: exists ? .readWrite : .readWriteCreate)
-            try database.execute("SELECT count(*) FROM sqlite_schema")
+            let tables = try database.scalar("SELECT count(*) FROM sqlite_schema WHERE type = 'table'")
+            isEmpty = tables.integer == 0
         } catch {
             throw MigrationError(.store, "cannot open the destination: \(error.message)", file: destination)
         }
         do {
-            if !exists, let schema {
+            if isEmpty, let schema {
                 try database.execute("BEGIN")
                 try database.execute(schema)
                 try database.execute("COMMIT")
             }
-            journalMode = try database.scalar("PRAGMA main.journal_mode").text ?? "delete"
             try database.execute("""
-                PRAGMA journal_mode = TRUNCATE;
                 PRAGMA synchronous = FULL;
                 PRAGMA cache_size = -\(options.sqliteCacheKiB);
                 PRAGMA foreign_keys = \(options.checkForeignKeys ? "ON" : "OFF");
@@ -56,7 +43,22 @@ extension Engine {
                 ? "cannot attach the source read-only: \(error.message)" : "cannot prepare the destination: \(error.message)",
                 file: error.sql?.hasPrefix("ATTACH") == true ? source : destination, sql: error.sql)
         }
-        return (database, journalMode)
+        return database
+    }
+
+    /// The destination's journal mode (`delete`, `wal`, ...).
+    static func journalMode(of database: Database) throws -> String {
+        try database.scalar("PRAGMA main.journal_mode").text ?? "delete"
+    }
+
+    /// Switches the destination to a rollback journal (`journal_mode=TRUNCATE`) with
+    /// `synchronous=FULL` for the run: every commit (a batch and its checkpoint) is durable against
+    /// power loss once `COMMIT` returns, which the "checkpoint is the truth" rule needs. A rollback
+    /// journal holds only the pages a batch changes that existed before it (a batch mostly appends
+    /// new pages), so each row is written once, where WAL writes it twice. The store's own mode is
+    /// recorded in the checkpoint before this is called, and restored when the job completes.
+    static func useRollbackJournal(_ database: Database) throws {
+        try database.execute("PRAGMA main.journal_mode = TRUNCATE")
     }
 
     /// Fails with a clear message when `source` is missing or not an SQLite database.

@@ -24,10 +24,11 @@ final class Engine {
             if complete { return rowsRead }
             guard let keyRange else { return rowsRead }
             let span = Double(keyRange.upperBound) - Double(keyRange.lowerBound) + 1
-            guard let cursor, rowsRead > 0 else { return Int64(min(span, Double(Int64.max / 2))) }
+            let ceiling = Double(Int64.max / 1024)
+            guard let cursor, rowsRead > 0 else { return Int64(min(span, ceiling)) }
             let done = Double(cursor) - Double(keyRange.lowerBound) + 1
             let left = Double(keyRange.upperBound) - Double(cursor)
-            return rowsRead + Int64(max(0, left * Double(rowsRead) / max(1, done)))
+            return rowsRead + Int64(min(ceiling, max(0, left * Double(rowsRead) / max(1, done))))
         }
         /// Fix-ups: column -> last fix-up batch.
         var fixupBatch: [String: UInt64] = [:]
@@ -95,13 +96,23 @@ final class Engine {
     /// SQLite rejects, a missing function) surfaces here, before any batch is written.
     func prepare() throws {
         for (index, entity) in plan.entities.enumerated() {
+            let path = "entities[\(index)]"
+            let sourceAccess = try KeyAccess.find(database: database, schema: "src", table: entity.source.table,
+                                                  column: entity.source.key, planPath: path + ".source", entity: entity.name)
+            _ = try KeyAccess.find(database: database, schema: "main", table: entity.destination.table,
+                                   column: entity.destination.key, planPath: path + ".destination", entity: entity.name)
             do {
                 let copier = try EntityCopier(database: database, entity: entity, index: UInt32(index),
-                                              relationshipIndexes: relationshipIndexes[index], resolver: resolver)
+                                              relationshipIndexes: relationshipIndexes[index], sourceAccess: sourceAccess)
                 try copier.prepareFixups(database: database, deferred: order.deferred[index] ?? [],
                                          relationshipIndexes: relationshipIndexes[index])
+                guard try copier.walksInKeyOrder(database: database) else {
+                    throw MigrationError(.invalidPlan,
+                        "SQLite would sort the rows of \(entity.source.table) instead of reading them in key order; batches need the key's own order",
+                        entity: entity.name, sql: copier.insertSQL)
+                }
                 copiers[index] = copier
-            } catch {
+            } catch let error as SQLiteError {
                 throw MigrationError(.invalidPlan, "SQLite rejects the statements of this entity: \(error.message)",
                                      entity: entity.name, file: nil, sql: error.sql)
             }
@@ -197,7 +208,7 @@ final class Engine {
     func run(deadline: ContinuousClock.Instant?, shouldStop: () -> Bool,
              report: (MigrationProgress) -> Void) throws -> RunOutcome {
         if journal.records.contains(where: { if case .complete = $0 { true } else { false } }) {
-            if !options.keepCheckpointTables { try CheckpointStore.drop(in: database) }
+            try CheckpointStore.finish(in: database, keepTables: options.keepCheckpointTables)
             return .complete
         }
         try journal.append(.started(atMillis: Self.nowMillis(), processID: ProcessInfo.processInfo.processIdentifier))
@@ -217,7 +228,7 @@ final class Engine {
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             let rate = seconds > 0 ? Double(rowsThisRun) / seconds : 0
             let done = states.reduce(0) { $0 + $1.rowsRead }
-            let total = states.reduce(0) { $0 + $1.estimatedTotal }
+            let total = states.reduce(Int64(0)) { $0.addingReportingOverflow($1.estimatedTotal).overflow ? .max : $0 + $1.estimatedTotal }
             let remaining = rate > 0 ? Duration.seconds(Double(max(0, total - done)) / rate) : nil
             report(MigrationProgress(
                 entity: plan.entities[entity].name, phase: phase, batch: batch,
@@ -251,7 +262,8 @@ final class Engine {
                 }
             }
             try journal.append(.complete(atMillis: Self.nowMillis()))
-            if !options.keepCheckpointTables { try CheckpointStore.drop(in: database) }
+            CrashPoint.check(.afterComplete, entity: "job", batch: 0)
+            try CheckpointStore.finish(in: database, keepTables: options.keepCheckpointTables)
             return .complete
         } catch {
             try? journal.append(.failed(atMillis: Self.nowMillis(), message: "\(error)"))
@@ -294,14 +306,26 @@ final class Engine {
         do {
             let base = copier.mapping == .allocate ? try copier.nextDestinationKey() : 0
             resolver.beginBatch(entity: entityIndex, base: base, mapping: copier.mapping, capacity: batchSize)
+            var range: ClosedRange<Int64>?
+            if copier.isBounded {
+                range = try copier.nextRange(after: state.cursor, limit: batchSize)
+                guard range != nil else {
+                    try database.execute("ROLLBACK")
+                    return nil
+                }
+            }
             do {
-                try copier.copy(after: state.cursor, limit: batchSize)
+                if let range {
+                    try copier.copy(range: range)
+                } else {
+                    try copier.copy(after: state.cursor, limit: batchSize)
+                }
             } catch {
                 throw diagnose(error, copier: copier, batch: batch)
             }
             let kept = resolver.batchKeys
             let read = copier.hasSkipRelationships ? resolver.scanned : kept.count
-            guard read > 0 else {
+            guard read > 0 || range != nil else {
                 try database.execute("ROLLBACK")
                 return nil
             }
@@ -312,8 +336,9 @@ final class Engine {
                     "validation failed: \(read) rows read and \(skipped) skipped, so \(read - skipped) should be written, but \(written) were",
                     entity: entity.name, batch: batch, sourceKey: kept.first)
             }
-            let first = copier.hasSkipRelationships ? resolver.firstScanned! : kept[0]
-            let last = copier.hasSkipRelationships ? resolver.lastScanned! : kept[kept.count - 1]
+            // A bounded batch covers its whole key range, rows left out included.
+            let first = range?.lowerBound ?? kept[0]
+            let last = range?.upperBound ?? kept[kept.count - 1]
             var crc: UInt32 = 0
             if !kept.isEmpty {
                 let segment = try IDMapSegment(entity: entityIndex, batch: batch, mapping: copier.mapping,

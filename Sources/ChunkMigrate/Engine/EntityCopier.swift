@@ -8,34 +8,48 @@ final class EntityCopier {
     let mapping: IDMapSegment.Mapping
     /// Whether some relationship has policy `skip`, so the batch's filter calls `cm_keep`.
     let hasSkipRelationships: Bool
+    /// Whether a batch is bounded by a key range read first: when rows can be left out (a `where`
+    /// filter, a `skip` relationship), a batch covers the next `batchSize` source keys whatever
+    /// is left out of them, so a long run of left-out rows cannot make one batch unbounded.
+    let isBounded: Bool
     /// Deferred relationships: destination column -> (resolver index, UPDATE statement).
     private(set) var fixups: [String: (relationship: Int, statement: Statement)] = [:]
 
     private let maxDestination: Statement?
     private let insertFirst: Statement
     private let insertNext: Statement
+    private let rangeFirst: Statement?
+    private let rangeNext: Statement?
     let insertSQL: String
 
     /// Prepares the batch statement: one `INSERT ... SELECT` that reads the next rows after the
-    /// cursor in source-key order, up to the batch size, and writes them; `cm_take` records each
-    /// row's source key as it is written and gives its destination key.
+    /// cursor in source-key order and writes them; `cm_take` records each row's source key as it
+    /// is written and gives its destination key. `sourceAccess` forces the walk in key order.
     init(database: Database, entity: EntityMapping, index: UInt32, relationshipIndexes: [String: Int],
-         resolver: Resolver) throws(SQLiteError) {
+         sourceAccess: KeyAccess) throws(SQLiteError) {
         self.index = index
         self.entity = entity
         mapping = entity.keyPolicy == .allocate ? .allocate : .preserve
-        let sourceTable = "src." + SQL.quote(entity.source.table)
+        let sourceTable = "src." + SQL.quote(entity.source.table) + " AS s " + sourceAccess.hint
         let sourceKey = "s." + SQL.key(entity.source.key)
         let destinationTable = "main." + SQL.quote(entity.destination.table)
         let destinationKey = SQL.key(entity.destination.key)
-        let filter = entity.source.where.map { " AND (\($0))" } ?? ""
 
         var keepArguments = ""
         for (column, relationship) in entity.sortedRelationships where relationship.missingPolicy == .skip {
             keepArguments += ", \(relationshipIndexes[column]!), s.\(SQL.quote(relationship.from))"
         }
         hasSkipRelationships = !keepArguments.isEmpty
-        let keep = hasSkipRelationships ? " AND cm_keep(\(sourceKey)\(keepArguments))" : ""
+        isBounded = hasSkipRelationships || entity.source.where != nil
+        // The filter decides before cm_keep counts the row: SQLite does not promise the order of
+        // the terms of a WHERE clause, but it does evaluate CASE in order.
+        var condition = ""
+        switch (entity.source.where, hasSkipRelationships) {
+        case let (filter?, true): condition = " AND CASE WHEN (\(filter)) THEN cm_keep(\(sourceKey)\(keepArguments)) ELSE 0 END"
+        case (nil, true): condition = " AND cm_keep(\(sourceKey)\(keepArguments))"
+        case let (filter?, false): condition = " AND (\(filter))"
+        case (nil, false): break
+        }
         maxDestination = mapping == .allocate
             ? try database.prepare("SELECT max(\(destinationKey)) FROM \(destinationTable)") : nil
 
@@ -49,16 +63,49 @@ final class EntityCopier {
             columns.append(SQL.quote(column))
             values.append("cm_ref(\(relationshipIndexes[column]!), s.\(SQL.quote(relationship.from)), \(sourceKey))")
         }
-        func insert(after cursor: Bool) -> String {
+        // OR ABORT: the statement's conflict clause overrides a table's ON CONFLICT REPLACE, which
+        // would delete rows without counting them.
+        func insert(_ range: String) -> String {
             """
-            INSERT INTO \(destinationTable) (\(columns.joined(separator: ", ")))
-            SELECT \(values.joined(separator: ", ")) FROM \(sourceTable) AS s
-            WHERE \(cursor ? "\(sourceKey) > ?1" : "1")\(filter)\(keep) ORDER BY \(sourceKey) LIMIT ?2
+            INSERT OR ABORT INTO \(destinationTable) (\(columns.joined(separator: ", ")))
+            SELECT \(values.joined(separator: ", ")) FROM \(sourceTable)
+            WHERE \(range)\(condition) ORDER BY \(sourceKey) LIMIT ?2
             """
         }
-        insertSQL = insert(after: true)
-        insertFirst = try database.prepare(insert(after: false))
-        insertNext = try database.prepare(insertSQL)
+        if isBounded {
+            insertSQL = insert("\(sourceKey) BETWEEN ?1 AND ?3")
+            insertFirst = try database.prepare(insertSQL)
+            insertNext = insertFirst
+            func range(_ after: String) -> String {
+                "SELECT min(k), max(k) FROM (SELECT \(sourceKey) AS k FROM \(sourceTable) WHERE \(after) ORDER BY \(sourceKey) LIMIT ?2)"
+            }
+            rangeFirst = try database.prepare(range("1"))
+            rangeNext = try database.prepare(range("\(sourceKey) > ?1"))
+        } else {
+            insertSQL = insert("\(sourceKey) > ?1")
+            insertFirst = try database.prepare(insert("1"))
+            insertNext = try database.prepare(insertSQL)
+            rangeFirst = nil
+            rangeNext = nil
+        }
+    }
+
+    /// For a bounded entity: the first and last of the next `limit` source keys after `cursor`
+    /// (from the start when `nil`), or `nil` when there are none.
+    func nextRange(after cursor: Int64?, limit: Int) throws(SQLiteError) -> ClosedRange<Int64>? {
+        guard let statement = cursor == nil ? rangeFirst : rangeNext else { return nil }
+        try statement.bind(.integer(Int64(limit)), at: 2)
+        if let cursor { try statement.bind(.integer(cursor), at: 1) }
+        defer { statement.reset() }
+        guard try statement.step(), !statement.isNull(at: 0) else { return nil }
+        return statement.int64(at: 0)...statement.int64(at: 1)
+    }
+
+    /// Whether the batch statements walk the source in key order without sorting, as the
+    /// engine's functions require (`EXPLAIN QUERY PLAN` shows no temporary b-tree).
+    func walksInKeyOrder(database: Database) throws(SQLiteError) -> Bool {
+        let plan = try database.rows("EXPLAIN QUERY PLAN " + insertSQL)
+        return !plan.contains { row in row.contains { $0.text?.contains("TEMP B-TREE") == true } }
     }
 
     /// Prepares the fix-up statements of the deferred relationships.
@@ -96,6 +143,13 @@ final class EntityCopier {
         if let cursor { try statement.bind(.integer(cursor), at: 1) }
         defer { statement.reset() }
         try statement.step()
+    }
+
+    /// For a bounded entity: copies the rows with source keys in `range` that its filter keeps.
+    func copy(range: ClosedRange<Int64>) throws(SQLiteError) {
+        try insertFirst.bind([.integer(range.lowerBound), .integer(Int64.max), .integer(range.upperBound)])
+        defer { insertFirst.reset() }
+        try insertFirst.step()
     }
 
     /// Sets one deferred column on the destination rows between `first` and `last`.

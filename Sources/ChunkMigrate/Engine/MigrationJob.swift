@@ -87,8 +87,8 @@ public final class MigrationJob: Sendable {
         let destinationExisted = FileManager.default.fileExists(atPath: destination.path)
         var writer: JournalWriter?
         do {
-            let (database, journalMode) = try Engine.openStoresReportingJournalMode(
-                source: source.path, destination: destination.path, schema: schema, options: options)
+            let database = try Engine.openStores(source: source.path, destination: destination.path, schema: schema, options: options)
+            let journalMode = try Engine.journalMode(of: database)
             let others = try CheckpointStore.jobIDs(in: database)
             if let other = others.first {
                 throw MigrationError(.mismatch,
@@ -175,6 +175,7 @@ public final class MigrationJob: Sendable {
         let job = MigrationJob(journalURL: journal, header: reader.header, plan: plan, source: sourceURL,
                                destination: destinationURL, options: options, logger: logger,
                                complete: reader.state == .complete)
+        if job.isComplete { job.finishDestination() }
         if !job.isComplete {
             // Check the stores now, so a mismatch is refused at startup rather than at run.
             let database = try Engine.openStores(source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
@@ -256,7 +257,10 @@ public final class MigrationJob: Sendable {
     }
 
     private func runHere(deadline: ContinuousClock.Instant?) throws -> RunOutcome {
-        if isComplete { return .complete }
+        if isComplete {
+            finishDestination()
+            return .complete
+        }
         do {
             let outcome = try withEngine { engine in
                 try engine.run(
@@ -269,6 +273,22 @@ public final class MigrationJob: Sendable {
         } catch {
             finishObservers(complete: false)
             throw Self.wrap(error)
+        }
+    }
+
+    /// When the job completed but was stopped before it removed its checkpoint tables from the
+    /// destination (or gave the destination back its journal mode), does it now. A destination that
+    /// is gone or belongs to no job is left alone.
+    private func finishDestination() {
+        guard !options.keepCheckpointTables, FileManager.default.fileExists(atPath: destinationURL.path) else { return }
+        do {
+            let database = try Database(path: destinationURL.path, mode: .readWrite)
+            guard try CheckpointStore.jobIDs(in: database).contains(jobID) else { return }
+            try CheckpointStore.finish(in: database, keepTables: false)
+        } catch {
+            logger.warning("cannot remove the checkpoint tables of a completed job", metadata: [
+                "destination": "\(destinationURL.path)", "error": "\(error)",
+            ])
         }
     }
 
@@ -326,14 +346,17 @@ public final class MigrationJob: Sendable {
             throw MigrationError(error.code == .locked ? .busy : .journal, error.message, file: error.file ?? journalURL.path)
         }
         defer { writer.close() }
-        let (database, journalMode) = try Engine.openStoresReportingJournalMode(
-            source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
+        let database = try Engine.openStores(source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
         try checkStores(database, header: writer.header, records: writer.records)
         let complete = writer.records.contains { if case .complete = $0 { true } else { false } }
-        if !complete, try CheckpointStore.jobIDs(in: database).isEmpty {
-            // Created, but stopped before its checkpoint tables were.
-            try CheckpointStore.create(in: database, jobID: jobID, planFingerprint: writer.header.planFingerprint,
-                                       journalMode: journalMode)
+        if !complete {
+            if try CheckpointStore.jobIDs(in: database).isEmpty {
+                // Created, but stopped before its checkpoint tables were: the journal mode is still
+                // the store's own.
+                try CheckpointStore.create(in: database, jobID: jobID, planFingerprint: writer.header.planFingerprint,
+                                           journalMode: try Engine.journalMode(of: database))
+            }
+            try Engine.useRollbackJournal(database)
         }
         let idMap = IDMap(layout: writer.layout, entityCount: plan.entities.count, cacheBudget: options.idMapCacheBytes)
         let engine = try Engine(plan: plan, options: options, logger: logger, database: database, journal: writer, idMap: idMap)

@@ -49,8 +49,8 @@ final class Database {
         var encoded = ""
         for byte in path.utf8 {
             switch byte {
-            case UInt8(ascii: "%"), UInt8(ascii: "?"), UInt8(ascii: "#"), UInt8(ascii: " "):
-                encoded += "%" + String(byte, radix: 16, uppercase: true)
+            case UInt8(ascii: "%"), UInt8(ascii: "?"), UInt8(ascii: "#"), UInt8(ascii: " "), 0x80...0xFF, 0..<0x20:
+                encoded += "%" + (byte < 0x10 ? "0" : "") + String(byte, radix: 16, uppercase: true)
             default:
                 encoded.unicodeScalars.append(Unicode.Scalar(byte))
             }
