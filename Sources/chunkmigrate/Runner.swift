@@ -66,7 +66,6 @@ enum Runner {
         }
         do {
             let outcome = try await job.run(for: options.budgetDuration)
-            job.pause()
             printer.cancel()
             _ = await printer.result
             if outcome == .complete { return .complete }
@@ -91,7 +90,6 @@ final class SignalWatch: @unchecked Sendable {
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { [weak self] in
                 self?.lock.withLock { self?.signal = self?.signal ?? number }
-                job.pause()
             }
             source.resume()
             sources.append(source)

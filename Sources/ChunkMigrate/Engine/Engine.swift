@@ -383,7 +383,7 @@ final class Engine {
     }
 
     private func fixupBatch(entity index: Int, column: String, ref: IDMap.SegmentRef) throws {
-        guard let copier = copiers[index] else { return }
+        guard let copier = copiers[index] else { throw MigrationError(.invalidPlan, "entity \(index) was not prepared") }
         let entity = plan.entities[index]
         let batch = (states[index].fixupBatch[column] ?? 0) + 1
         let first = ref.mapping == .allocate ? ref.destinationBase : ref.firstKey
@@ -424,6 +424,13 @@ final class Engine {
         guard error.isConstraint else {
             return MigrationError.from(error, entity: entity, batch: batch, sourceKey: resolver.batchKeys.last)
         }
+        // SQLite checks immediate foreign keys at the end of the statement, not at the row, so the
+        // last row taken is not the culprit: name the batch's key range instead.
+        if error.extendedCode == 787 /* SQLITE_CONSTRAINT_FOREIGNKEY */ {
+            let range = resolver.batchKeys.first.map { "rows with source keys \($0) to \(resolver.batchKeys.last ?? $0)" } ?? "the batch"
+            return MigrationError(.batch, "validation failed: \(error.message) for one of the \(range); a foreign key points at a row that does not exist in the destination",
+                                  entity: entity, batch: batch, file: error.file)
+        }
         return MigrationError(.batch, "validation failed: \(error.message)", entity: entity, batch: batch,
                               sourceKey: resolver.batchKeys.last,
                               column: Self.column(fromConstraintMessage: error.message), file: error.file)
@@ -447,6 +454,8 @@ final class Engine {
         case let error as JournalError:
             return MigrationError(error.code == .io && error.message.contains("No space") ? .diskFull : .journal,
                                   error.message, entity: entity, batch: batch, file: error.file)
+        case let error as Resolver.Failure:
+            return MigrationError(.batch, error.description, entity: entity, batch: batch)
         default:
             return MigrationError(.batch, "\(error)", entity: entity, batch: batch)
         }

@@ -14,12 +14,13 @@ import Synchronization
 /// }
 /// ```
 ///
-/// Starting a job:
+/// Starting a job, and following its progress:
 ///
 /// ```swift
 /// let job = try MigrationJob.start(plan: plan, source: old, destination: new, journal: journalURL,
 ///                                  schema: newSchemaSQL, logger: logger)
-/// for await step in job.progressUpdates() { print(step.entity, step.rowsDone, step.rowsTotal) }
+/// let updates = job.progressUpdates()              // ends when the run below ends
+/// Task { for await step in updates { print(step.entity, step.rowsDone, step.rowsTotal) } }
 /// try await job.run()
 /// ```
 public final class MigrationJob: Sendable {
@@ -200,7 +201,7 @@ public final class MigrationJob: Sendable {
     /// ``progress`` after every batch.
     public func run(for budget: Duration? = nil) async throws -> RunOutcome {
         let alreadyRunning = control.withLock { control in
-            defer { control.running = true; control.pauseRequested = false }
+            defer { control.running = true }
             return control.running
         }
         guard !alreadyRunning else {
@@ -229,11 +230,20 @@ public final class MigrationJob: Sendable {
     /// Runs the job on the calling thread (for command-line tools and tests that have no
     /// concurrency of their own); the same as ``run(for:)`` otherwise.
     public func runBlocking(for budget: Duration? = nil) throws -> RunOutcome {
-        control.withLock { $0.pauseRequested = false }
+        let alreadyRunning = control.withLock { control in
+            defer { control.running = true }
+            return control.running
+        }
+        guard !alreadyRunning else {
+            throw MigrationError(.busy, "this job is already running", file: journalURL.path)
+        }
+        defer { control.withLock { $0.running = false } }
         return try runHere(deadline: budget.map { ContinuousClock.now + $0 })
     }
 
-    /// Asks a running job to stop at the next batch boundary. Safe from any thread.
+    /// Asks the job to stop at the next batch boundary: a running run stops there, and a run
+    /// that has not started yet returns ``RunOutcome/paused`` before its first batch. Each run
+    /// clears the request when it ends. Safe from any thread.
     public func pause() {
         control.withLock { $0.pauseRequested = true }
     }
@@ -296,6 +306,7 @@ public final class MigrationJob: Sendable {
     private func finishObservers(complete: Bool) {
         let observers = control.withLock { control in
             if complete { control.complete = true }
+            control.pauseRequested = false
             defer { control.observers = [:] }
             return Array(control.observers.values)
         }

@@ -1,0 +1,134 @@
+import Foundation
+import MigrationJournal
+import Testing
+@testable import ChunkMigrate
+
+/// Stores whose shape could make a batch lose, double or misplace rows: the engine either
+/// migrates them right or refuses them before the first batch.
+@Suite("Store shapes")
+struct StoreShapeTests {
+    private func plan(source: EntityMapping.Source, destination: EntityMapping.Destination = .init(table: "person"),
+                      columns: [String: String] = ["email": "email"]) -> MigrationPlan {
+        MigrationPlan(entities: [EntityMapping(name: "Person", source: source, destination: destination, columns: columns)])
+    }
+
+    @Test("a destination table with ON CONFLICT REPLACE fails on the duplicate instead of deleting a row")
+    func onConflictReplace() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try execute("CREATE TABLE person (id INTEGER PRIMARY KEY, email TEXT); INSERT INTO person VALUES (1, 'a'), (2, 'b'), (3, 'a');", on: source)
+        let job = try MigrationJob.start(plan: plan(source: .init(table: "person", key: "id")), source: source,
+                                         destination: folder.path("new.sqlite"), journal: folder.path("journal"),
+                                         schema: "CREATE TABLE person (email TEXT UNIQUE ON CONFLICT REPLACE);",
+                                         options: MigrationOptions(batchSize: 2), logger: quietLogger)
+        let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
+        #expect(error.sourceKey == 3)
+        #expect(error.column == "email")
+        #expect(try scalar("SELECT group_concat(email) FROM person", on: folder.path("new.sqlite")) == .text("a,b"))
+    }
+
+    @Test("a source key that is neither the rowid nor unique is refused, naming the plan path", arguments: [
+        "CREATE TABLE person (id INTEGER, email TEXT); CREATE INDEX person_id ON person (id);",
+        "CREATE TABLE person (id INTEGER UNIQUE, email TEXT);",
+    ])
+    func nonUniqueKey(schema: String) throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try execute(schema + "INSERT INTO person VALUES (1, 'a'), (2, 'b');", on: source)
+        let error = try #require(throws: MigrationError.self) {
+            try MigrationJob.start(plan: plan(source: .init(table: "person", key: "id")), source: source,
+                                   destination: folder.path("new.sqlite"), journal: folder.path("journal"),
+                                   schema: "CREATE TABLE person (email TEXT);", logger: quietLogger)
+        }
+        #expect(error.code == .invalidPlan)
+        #expect(error.message.contains("entities[0].source.key"))
+        #expect(!FileManager.default.fileExists(atPath: folder.path("journal").path))
+    }
+
+    @Test("a unique key and a filter on an indexed column are still read in key order")
+    func indexedFilter() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try execute("""
+            CREATE TABLE person (pk INTEGER PRIMARY KEY, code INTEGER NOT NULL UNIQUE, kind INTEGER, email TEXT);
+            CREATE INDEX person_kind ON person (kind);
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+            INSERT INTO person SELECT i, 10000 - i, i % 3, 'p' || i FROM n;
+            ANALYZE;
+            """, on: source)
+        let destination = folder.path("new.sqlite")
+        let job = try MigrationJob.start(plan: plan(source: .init(table: "person", key: "code", where: "kind = 1")),
+                                         source: source, destination: destination, journal: folder.path("journal"),
+                                         schema: "CREATE TABLE person (email TEXT);",
+                                         options: MigrationOptions(batchSize: 100), logger: quietLogger)
+        #expect(try job.runBlocking() == .complete)
+        #expect(try scalar("SELECT count(*) FROM person", on: destination) == .integer(1000))
+        // Rows arrive in the order of the key (code), which is the reverse of pk.
+        #expect(try scalar("SELECT email FROM person WHERE rowid = 1", on: destination) == .text("p2998"))
+        #expect(try scalar("SELECT email FROM person ORDER BY rowid DESC LIMIT 1", on: destination) == .text("p1"))
+    }
+
+    @Test("a long run of skipped rows does not make one batch unbounded")
+    func boundedSkip() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try execute("""
+            CREATE TABLE parent (id INTEGER PRIMARY KEY, name TEXT);
+            CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER, name TEXT);
+            INSERT INTO parent VALUES (1, 'only');
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+            INSERT INTO child SELECT i, CASE WHEN i > 1990 THEN 1 ELSE 99 END, 'c' || i FROM n;
+            """, on: source)
+        let plan = MigrationPlan(entities: [
+            EntityMapping(name: "Parent", source: .init(table: "parent"), destination: .init(table: "parent"), columns: ["name": "name"]),
+            EntityMapping(name: "Child", source: .init(table: "child"), destination: .init(table: "child"), columns: ["name": "name"],
+                          relationships: ["parent_id": .init(from: "parent", to: "Parent", missing: .skip)]),
+        ])
+        let destination = folder.path("new.sqlite")
+        let job = try MigrationJob.start(plan: plan, source: source, destination: destination, journal: folder.path("journal"),
+                                         schema: "CREATE TABLE parent (name TEXT); CREATE TABLE child (name TEXT, parent_id INTEGER NOT NULL);",
+                                         options: MigrationOptions(batchSize: 50), logger: quietLogger)
+        #expect(try job.runBlocking() == .complete)
+        let batches = try JournalReader(directory: folder.path("journal").path).batches(entity: 1)
+        #expect(batches.allSatisfy { $0.rowsRead <= 50 })
+        #expect(batches.reduce(0) { $0 + $1.rowsSkipped } == 1990)
+        #expect(batches.count == 40)
+        #expect(try scalar("SELECT group_concat(name) FROM child", on: destination)
+                == .text((1991...2000).map { "c\($0)" }.joined(separator: ",")))
+    }
+
+    @Test("a WAL destination gets its journal mode back, and a refused start leaves it untouched")
+    func journalModeRestored() throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("store"), messages: 500)
+        let destination = folder.path("new.sqlite")
+        try execute(DemoStore.destinationSchema + "PRAGMA journal_mode = WAL;", on: destination)
+
+        var broken = DemoStore.plan
+        broken.entities[0].columns?["title"] = "no_such_column"
+        #expect(throws: MigrationError.self) {
+            try MigrationJob.start(plan: broken, source: files.source, destination: destination,
+                                   journal: folder.path("broken.journal"), logger: quietLogger)
+        }
+        #expect(try scalar("PRAGMA journal_mode", on: destination) == .text("wal"))
+
+        let job = try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: destination,
+                                         journal: folder.path("journal"), options: MigrationOptions(batchSize: 100),
+                                         logger: quietLogger)
+        #expect(try job.runBlocking(for: .zero) == .paused)
+        // During the job the store uses a rollback journal (a new connection reports "delete").
+        #expect(try scalar("PRAGMA journal_mode", on: destination) == .text("delete"))
+        #expect(try MigrationJob.resume(at: folder.path("journal"), logger: quietLogger).runBlocking() == .complete)
+        #expect(try scalar("PRAGMA journal_mode", on: destination) == .text("wal"))
+        #expect(try DemoStore.check(source: files.source, destination: destination) == [])
+    }
+
+    @Test("a source whose path is not ASCII")
+    func unicodePath() throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("données é #1"), messages: 300)
+        let destination = folder.path("новый.sqlite")
+        try migrateDemo(files, into: destination, journal: folder.path("journal ü"))
+        #expect(try DemoStore.check(source: files.source, destination: destination) == [])
+    }
+}
