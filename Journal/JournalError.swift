@@ -7,7 +7,9 @@
 public struct JournalError: Error, CustomStringConvertible, Sendable, Equatable {
     /// What kind of failure this is; stable across releases, for scripts and tests.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The code as a stable string.
         public var rawValue: String
+        /// Creates a code from its string.
         public init(rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 

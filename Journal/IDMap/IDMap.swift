@@ -13,12 +13,19 @@ public final class IDMap {
 
     /// What the index keeps of one batch.
     public struct SegmentRef: Sendable, Equatable {
+        /// The batch number.
         public var batch: UInt64
+        /// The first source key of the segment.
         public var firstKey: Int64
+        /// The last source key of the segment.
         public var lastKey: Int64
+        /// How many keys the segment maps.
         public var count: Int
+        /// The destination key of the first source key (allocate).
         public var destinationBase: Int64
+        /// The CRC-32C the log records for the segment file.
         public var crc: UInt32
+        /// How the segment maps source keys to destination keys.
         public var mapping: IDMapSegment.Mapping
 
         /// Whether the keys are consecutive, so the segment needs no decoding.

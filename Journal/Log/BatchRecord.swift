@@ -25,6 +25,7 @@ public struct BatchRecord: Sendable, Equatable, Codable {
     public var destinationBase: Int64
     /// The first and last source keys written (the segment's range); meaningless when nothing was written.
     public var segmentFirstKey: Int64
+    /// The last source key written.
     public var segmentLastKey: Int64
     /// The CRC-32C of the segment file; 0 when the batch wrote no row and so has no segment.
     public var segmentCRC: UInt32
@@ -76,6 +77,7 @@ public struct FixupRecord: Sendable, Equatable, Codable {
     public var batch: UInt64
     /// The destination key range the batch covered, inclusive.
     public var firstDestinationKey: Int64
+    /// The last destination key the batch covered.
     public var lastDestinationKey: Int64
     /// Rows whose foreign key was set.
     public var rowsUpdated: UInt32

@@ -15,12 +15,14 @@ public struct JournalHeader: Codable, Sendable, Equatable {
         public var name: String
         /// The source table and the destination table.
         public var sourceTable: String
+        /// The destination table.
         public var destinationTable: String
         /// How keys map: allocate or preserve.
         public var keys: IDMapSegment.Mapping
         /// The destination columns filled from relationships, as `column -> target entity`.
         public var relationships: [String: String]
 
+        /// Creates an entity description.
         public init(name: String, sourceTable: String, destinationTable: String,
                     keys: IDMapSegment.Mapping, relationships: [String: String] = [:]) {
             self.name = name
@@ -47,6 +49,7 @@ public struct JournalHeader: Codable, Sendable, Equatable {
     public var destinationFingerprint: String
     /// The paths the job was started with.
     public var sourcePath: String
+    /// The destination store the job was started with.
     public var destinationPath: String
     /// The plan's entities, in plan order (their indexes are the entity numbers of records and segments).
     public var entities: [Entity]

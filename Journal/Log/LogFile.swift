@@ -37,6 +37,7 @@ public enum LogFile {
         public var index: Int
         /// The byte offset of its frame.
         public var offset: Int
+        /// The record.
         public var record: LogRecord
     }
 
@@ -51,7 +52,9 @@ public enum LogFile {
 
     /// The valid records of a log, and how it ends.
     public struct Scan: Sendable {
+        /// The valid records, in order.
         public var entries: [Entry]
+        /// How the log ends.
         public var tail: Tail
         /// The length of the log up to the end of its last valid frame.
         public var validLength: Int

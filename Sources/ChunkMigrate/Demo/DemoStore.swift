@@ -14,8 +14,11 @@ import Foundation
 public enum DemoStore {
     /// The files ``generate(in:messages:)`` writes.
     public struct Files: Sendable {
+        /// The source store, `source.sqlite`.
         public var source: URL
+        /// The destination schema, `destination-schema.sql`.
         public var schema: URL
+        /// The plan, `plan.json`.
         public var plan: URL
     }
 

@@ -472,7 +472,3 @@ final class Engine {
 
     static func nowMillis() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 }
-
-extension Duration {
-    var microseconds: Int64 { components.seconds * 1_000_000 + components.attoseconds / 1_000_000_000_000 }
-}

@@ -4,21 +4,31 @@ import MigrationJournal
 public struct JobStatus: Sendable, Codable, Equatable {
     /// One entity's progress.
     public struct Entity: Sendable, Codable, Equatable {
+        /// The entity's name in the plan.
         public var name: String
+        /// Batches committed and logged.
         public var batches: UInt64
+        /// Source rows read.
         public var rowsRead: Int64
+        /// Rows written to the destination.
         public var rowsWritten: Int64
+        /// Rows left out by a `skip` relationship.
         public var rowsSkipped: Int64
         /// The last source key read: the entity's cursor.
         public var cursor: Int64?
+        /// Whether every row of the entity is migrated.
         public var complete: Bool
     }
 
+    /// The job's identifier.
     public var jobID: String
     /// `running`, `interrupted`, `failed` or `complete`.
     public var state: String
+    /// The source store the job was started with.
     public var source: String
+    /// The destination store the job was started with.
     public var destination: String
+    /// Each entity's progress, in plan order.
     public var entities: [Entity]
     /// The error the last run stopped on, when the state is `failed`.
     public var lastFailure: String?

@@ -12,7 +12,9 @@ import MigrationJournal
 public struct MigrationError: Error, CustomStringConvertible, Sendable {
     /// What kind of failure this is; stable, for scripts, tests and exit codes.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The code as a stable string.
         public var rawValue: String
+        /// Creates a code from its string.
         public init(rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
@@ -34,17 +36,24 @@ public struct MigrationError: Error, CustomStringConvertible, Sendable {
         public static let busy = Code(rawValue: "busy")
     }
 
+    /// What kind of failure this is.
     public var code: Code
     /// What went wrong, as a sentence.
     public var message: String
+    /// The entity being migrated, when the failure concerns one.
     public var entity: String?
+    /// The entity's batch that failed; it was rolled back.
     public var batch: UInt64?
+    /// The source key of the row at fault, when one is known.
     public var sourceKey: Int64?
+    /// The destination column at fault, when one is known.
     public var column: String?
+    /// The file concerned: a store, the plan, the journal or one of its files.
     public var file: String?
     /// The SQL that failed, when SQLite reported the error.
     public var sql: String?
 
+    /// Creates an error.
     public init(_ code: Code, _ message: String, entity: String? = nil, batch: UInt64? = nil,
                 sourceKey: Int64? = nil, column: String? = nil, file: String? = nil, sql: String? = nil) {
         self.code = code

@@ -30,7 +30,9 @@ public final class MigrationJob: Sendable {
     public let jobID: String
     /// The plan, as frozen in the journal.
     public let plan: MigrationPlan
+    /// The source store (opened read-only, never written).
     public let sourceURL: URL
+    /// The destination store.
     public let destinationURL: URL
     /// Rows done and total, for a progress bar or a `ProgressView`.
     public let progress: Progress
@@ -74,7 +76,7 @@ public final class MigrationJob: Sendable {
     ///   is left behind when it throws.
     public static func start(plan: MigrationPlan, source: URL, destination: URL, journal: URL, schema: String? = nil,
                              options: MigrationOptions = MigrationOptions(),
-                             logger: Logger = Logger(label: "chunkmigrate")) throws -> MigrationJob {
+                             logger: Logger) throws -> MigrationJob {
         try plan.validate()
         let layout = JournalLayout(directory: journal.path)
         if FileManager.default.fileExists(atPath: layout.header) {
@@ -154,7 +156,7 @@ public final class MigrationJob: Sendable {
     ///   when the journal cannot be read.
     public static func resume(at journal: URL, source: URL? = nil, destination: URL? = nil, plan expected: MigrationPlan? = nil,
                               options: MigrationOptions = MigrationOptions(),
-                              logger: Logger = Logger(label: "chunkmigrate")) throws -> MigrationJob {
+                              logger: Logger) throws -> MigrationJob {
         let reader: JournalReader
         do { reader = try JournalReader(directory: journal.path) } catch {
             throw MigrationError(.journal, "cannot read the journal: \(error.message)", file: error.file ?? journal.path)
@@ -384,9 +386,4 @@ public final class MigrationJob: Sendable {
         default: return MigrationError(.store, "\(error)")
         }
     }
-}
-
-/// The library's version.
-public enum ChunkMigrateVersion {
-    public static let string = "0.1.0"
 }

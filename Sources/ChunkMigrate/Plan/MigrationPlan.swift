@@ -58,6 +58,7 @@ public struct EntityMapping: Codable, Sendable, Equatable {
         /// An SQL condition over the source row; rows that do not match are not migrated.
         public var `where`: String?
 
+        /// Creates the source side.
         public init(table: String, key: String? = nil, where condition: String? = nil) {
             self.table = table
             self.key = key
@@ -72,6 +73,7 @@ public struct EntityMapping: Codable, Sendable, Equatable {
         /// The integer key column; the rowid when omitted.
         public var key: String?
 
+        /// Creates the destination side.
         public init(table: String, key: String? = nil) {
             self.table = table
             self.key = key
@@ -106,6 +108,7 @@ public struct EntityMapping: Codable, Sendable, Equatable {
         /// What to do when the target key has no mapping; `fail` when omitted.
         public var missing: MissingPolicy?
 
+        /// Creates a relationship.
         public init(from: String, to: String, missing: MissingPolicy? = nil) {
             self.from = from
             self.to = to
@@ -118,7 +121,9 @@ public struct EntityMapping: Codable, Sendable, Equatable {
 
     /// The entity's name, used by relationships, the journal and every message.
     public var name: String
+    /// Where the rows come from.
     public var source: Source
+    /// Where the rows go.
     public var destination: Destination
     /// `allocate` when omitted.
     public var keys: KeyPolicy?
@@ -127,6 +132,7 @@ public struct EntityMapping: Codable, Sendable, Equatable {
     /// Destination column -> relationship.
     public var relationships: [String: Relationship]?
 
+    /// Creates an entity mapping.
     public init(name: String, source: Source, destination: Destination, keys: KeyPolicy? = nil,
                 columns: [String: String] = [:], relationships: [String: Relationship] = [:]) {
         self.name = name
