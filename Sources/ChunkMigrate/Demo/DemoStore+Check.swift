@@ -9,7 +9,7 @@ extension DemoStore {
     public static func check(source: URL, destination: URL) throws -> [String] {
         let database = try Database(path: destination.path, mode: .readOnly)
         let attach = try database.prepare("ATTACH DATABASE ?1 AS src")
-        try attach.bind([.text(Database.readOnlyURI(source.path))])
+        try attach.bind([.text(Database.sourceURI(source.path))])
         try attach.step()
         func number(_ column: String) -> String { "CAST(substr(\(column), 9, instr(\(column), ':') - 9) AS INTEGER)" }
         func sourceID(_ column: String) -> String { "(\(number(column)) * 3 - \(number(column)) % 2)" }
@@ -66,7 +66,7 @@ extension DemoStore {
     public static func summary(source: URL, destination: URL) throws -> String {
         let database = try Database(path: destination.path, mode: .readOnly)
         let attach = try database.prepare("ATTACH DATABASE ?1 AS src")
-        try attach.bind([.text(Database.readOnlyURI(source.path))])
+        try attach.bind([.text(Database.sourceURI(source.path))])
         try attach.step()
         var lines = ["table            source rows   destination rows"]
         for table in ["conversation", "message", "label", "message_label"] {

@@ -34,7 +34,7 @@ extension Engine {
                 PRAGMA foreign_keys = \(options.checkForeignKeys ? "ON" : "OFF");
                 """)
             let attach = try database.prepare("ATTACH DATABASE ?1 AS src")
-            try attach.bind([.text(Database.readOnlyURI(source))])
+            try attach.bind([.text(Database.sourceURI(source))])
             try attach.step()
             try database.execute("PRAGMA src.cache_size = -\(options.sqliteCacheKiB);")
         } catch {
@@ -67,7 +67,7 @@ extension Engine {
             throw MigrationError(.store, "the source store does not exist", file: source)
         }
         do {
-            let database = try Database(path: source, mode: .readOnly)
+            let database = try Database(path: source, mode: .source)
             _ = try database.scalar("SELECT count(*) FROM sqlite_schema")
         } catch {
             throw MigrationError(.store, "the source is not a readable SQLite store: \(error.message)", file: source)

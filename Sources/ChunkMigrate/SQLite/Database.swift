@@ -1,4 +1,5 @@
 import CSQLite
+import Foundation
 
 /// One SQLite connection. Every `sqlite3_*` call of the library is in this folder.
 ///
@@ -12,6 +13,8 @@ final class Database {
         case readWrite
         /// Read only; the file is never written.
         case readOnly
+        /// A migration's source: read only, and ``sourceURI(_:)``'s rule for WAL stores.
+        case source
     }
 
     let handle: OpaquePointer
@@ -24,10 +27,14 @@ final class Database {
         switch mode {
         case .readWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         case .readWrite: flags |= SQLITE_OPEN_READWRITE
-        case .readOnly: flags |= SQLITE_OPEN_READONLY
+        case .readOnly, .source: flags |= SQLITE_OPEN_READONLY
         }
         var connection: OpaquePointer?
-        let uri = mode == .readOnly ? Database.readOnlyURI(path) : path
+        let uri = switch mode {
+        case .readOnly: Database.readOnlyURI(path)
+        case .source: Database.sourceURI(path)
+        default: path
+        }
         let result = sqlite3_open_v2(uri, &connection, flags, nil)
         guard result == SQLITE_OK, let connection else {
             let message = connection.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
@@ -42,6 +49,26 @@ final class Database {
 
     deinit {
         sqlite3_close_v2(handle)
+    }
+
+    /// The URI a migration opens its source with. A store in WAL mode gets `-wal` and `-shm` files
+    /// next to it as soon as it is opened, even read-only, and a read-only connection cannot remove
+    /// them; so a WAL store that no process has open (it has no `-wal` file) is opened
+    /// `immutable=1`: no locks, no files created. Such a source must not be written while a job
+    /// runs; the job's fingerprint check refuses it at the next start if it was. Any other store is
+    /// opened `mode=ro`, sharing locks with other processes as usual.
+    static func sourceURI(_ path: String) -> String {
+        let uri = readOnlyURI(path)
+        guard isWALStore(path), !FileManager.default.fileExists(atPath: path + "-wal") else { return uri }
+        return uri + "&immutable=1"
+    }
+
+    /// Whether the file's header says WAL mode (bytes 18 and 19 are 2).
+    static func isWALStore(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        guard let header = try? handle.read(upToCount: 20), header.count == 20 else { return false }
+        return header[18] == 2 && header[19] == 2
     }
 
     /// A `file:` URI that opens `path` read-only, percent-encoding what a URI reserves.
