@@ -12,6 +12,12 @@ struct JobOptions: ParsableArguments {
     @Option(name: .long, help: "Stop at the first batch boundary after this many seconds; run again to continue.")
     var budget: Double?
 
+    @Option(name: .long, help: "MiB of decoded ID-map segments kept in memory.")
+    var idMapCacheMib = 32
+
+    @Option(name: .long, help: "MiB of SQLite page cache for each of the source and the destination.")
+    var sqliteCacheMib = 8
+
     @Flag(name: .long, help: "Print the final status as JSON on stdout.")
     var json = false
 
@@ -21,11 +27,14 @@ struct JobOptions: ParsableArguments {
     func validate() throws {
         if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
         if batchSeconds <= 0 { throw ValidationError("--batch-seconds must be positive") }
+        if idMapCacheMib < 1 || sqliteCacheMib < 1 { throw ValidationError("cache sizes must be at least 1 MiB") }
     }
 
     var migrationOptions: MigrationOptions {
         var options = MigrationOptions(batchSize: batchSize)
         options.batchTimeTarget = .milliseconds(Int64(batchSeconds * 1000))
+        options.idMapCacheBytes = idMapCacheMib << 20
+        options.sqliteCacheKiB = sqliteCacheMib << 10
         return options
     }
 

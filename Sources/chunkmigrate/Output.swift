@@ -23,6 +23,22 @@ enum Output {
         return lines.joined(separator: "\n")
     }
 
+    /// The most memory this process has had resident, from `getrusage`.
+    static func peakResidentBytes() -> Int64 {
+        var usage = rusage()
+        #if os(Linux)
+        let who = RUSAGE_SELF.rawValue
+        #else
+        let who = RUSAGE_SELF
+        #endif
+        guard getrusage(who, &usage) == 0 else { return 0 }
+        #if os(Linux)
+        return Int64(usage.ru_maxrss) * 1024  // kilobytes on Linux
+        #else
+        return Int64(usage.ru_maxrss)  // bytes on Darwin
+        #endif
+    }
+
     /// The exit code of a job error; see the root command's help.
     static func exitCode(for error: MigrationError) -> Int32 {
         switch error.code {

@@ -28,11 +28,12 @@ enum Runner {
         let outcome = try await run(job, options: options)
         let elapsed = ContinuousClock.now - started
         let status = try? MigrationJob.status(at: job.journalURL)
+        let rows = (status?.entities.reduce(0) { $0 + $1.rowsRead } ?? before) - before
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         if options.json, let status {
-            print(try Output.json(status))
+            print(try Output.json(RunReport(status: status, run: .init(
+                sourceRows: rows, seconds: seconds, peakResidentBytes: Output.peakResidentBytes()))))
         } else if !options.quiet, let status {
-            let rows = status.entities.reduce(0) { $0 + $1.rowsRead } - before
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             let rate = seconds > 0 ? " (\(ProgressDisplay.count(Int64(Double(rows) / seconds))) rows/s)" : ""
             let summary = Output.describe(status)
                 + String(format: "\n  this run: %lld source rows in %.2f s", rows, seconds) + rate
