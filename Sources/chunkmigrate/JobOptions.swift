@@ -18,6 +18,9 @@ struct JobOptions: ParsableArguments {
     @Option(name: .long, help: "MiB of SQLite page cache for each of the source and the destination.")
     var sqliteCacheMib = 8
 
+    @Flag(name: .long, help: "Before each batch commits, compare a checksum of the rows written with the mapped source values.")
+    var verifyChecksums = false
+
     @Flag(name: .long, help: "Print the final status as JSON on stdout.")
     var json = false
 
@@ -34,6 +37,7 @@ struct JobOptions: ParsableArguments {
         var options = MigrationOptions(batchSize: batchSize)
         options.batchTimeTarget = .milliseconds(Int64(batchSeconds * 1000))
         options.idMapCacheBytes = idMapCacheMib << 20
+        options.verifyChecksums = verifyChecksums
         options.sqliteCacheKiB = sqliteCacheMib << 10
         return options
     }

@@ -313,3 +313,50 @@ struct RefusalTests {
         #expect(problems.count == 2)
     }
 }
+
+@Suite("Checksums")
+struct ChecksumTests {
+    @Test("with checksums on, the demo migrates to the same destination")
+    func demoWithChecksums() throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("store"), messages: 2_000)
+        try migrateDemo(files, into: folder.path("reference.sqlite"), journal: folder.path("reference.journal"), batchSize: 150)
+        var options = MigrationOptions(batchSize: 150)
+        options.verifyChecksums = true
+        let destination = folder.path("new.sqlite")
+        let job = try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: destination,
+                                         journal: folder.path("journal"), schema: DemoStore.destinationSchema,
+                                         options: options, logger: quietLogger)
+        #expect(try job.runBlocking() == .complete)
+        #expect(try dump(destination) == dump(folder.path("reference.sqlite")))
+    }
+
+    @Test("a value the destination's type affinity changes fails the batch, naming it")
+    func affinityChange() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try execute("CREATE TABLE part (id INTEGER PRIMARY KEY, code TEXT); INSERT INTO part VALUES (1, 'A1'), (2, '007'), (3, 'B2');", on: source)
+        let plan = MigrationPlan(entities: [
+            EntityMapping(name: "Part", source: .init(table: "part"), destination: .init(table: "part"), columns: ["code": "code"]),
+        ])
+        var options = MigrationOptions(batchSize: 2)
+        options.verifyChecksums = true
+        let destination = folder.path("new.sqlite")
+        let job = try MigrationJob.start(plan: plan, source: source, destination: destination, journal: folder.path("journal"),
+                                         schema: "CREATE TABLE part (code INTEGER);", options: options, logger: quietLogger)
+        let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
+        #expect(error.code == .batch)
+        #expect(error.entity == "Part")
+        #expect(error.batch == 1)
+        #expect(error.message.contains("checksum"))
+        #expect(try scalar("SELECT count(*) FROM part", on: destination) == .integer(0))
+
+        // Without checksums SQLite's conversion goes through: that is what the option is for.
+        let unchecked = try TemporaryFolder()
+        let plain = try MigrationJob.start(plan: plan, source: source, destination: unchecked.path("new.sqlite"),
+                                           journal: unchecked.path("journal"), schema: "CREATE TABLE part (code INTEGER);",
+                                           options: MigrationOptions(batchSize: 2), logger: quietLogger)
+        #expect(try plain.runBlocking() == .complete)
+        #expect(try scalar("SELECT typeof(code) || ':' || code FROM part WHERE rowid = 2", on: unchecked.path("new.sqlite")) == .text("integer:7"))
+    }
+}

@@ -339,6 +339,16 @@ final class Engine {
             // A bounded batch covers its whole key range, rows left out included.
             let first = range?.lowerBound ?? kept[0]
             let last = range?.upperBound ?? kept[kept.count - 1]
+            if options.verifyChecksums, let firstKept = kept.first, let lastKept = kept.last {
+                let destinationRange = copier.mapping == .allocate ? base...(base + Int64(kept.count) - 1) : firstKept...lastKept
+                let digests = try copier.digests(resolver: resolver, destinationRange: destinationRange,
+                                                 sourceRange: firstKept...lastKept)
+                guard digests.written == digests.mapped else {
+                    throw MigrationError(.batch,
+                        "validation failed: the rows written differ from the source values mapped by the plan (a destination column's type affinity changed a value?); checksum \(String(digests.written, radix: 16)) written, \(String(digests.mapped, radix: 16)) mapped",
+                        entity: entity.name, batch: batch, sourceKey: firstKept)
+                }
+            }
             var crc: UInt32 = 0
             if !kept.isEmpty {
                 let segment = try IDMapSegment(entity: entityIndex, batch: batch, mapping: copier.mapping,

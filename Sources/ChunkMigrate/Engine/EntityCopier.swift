@@ -16,6 +16,9 @@ final class EntityCopier {
     private(set) var fixups: [String: (relationship: Int, statement: Statement)] = [:]
 
     private let maxDestination: Statement?
+    /// Digests of a batch's rows as written, and of the source values they were mapped from.
+    private let destinationDigest: Statement
+    private let sourceDigest: Statement
     private let insertFirst: Statement
     private let insertNext: Statement
     private let rangeFirst: Statement?
@@ -63,6 +66,23 @@ final class EntityCopier {
             columns.append(SQL.quote(column))
             values.append("cm_ref(\(relationshipIndexes[column]!), s.\(SQL.quote(relationship.from)), \(sourceKey))")
         }
+        // The checksum: the same values, read back from the destination and mapped again from the source.
+        let destinationColumns = columns.map { $0 == "rowid" ? "d.rowid" : "d." + $0 }
+        let ownRows = mapping == .preserve ? " AND cm_taken(d.\(destinationKey))" : ""
+        destinationDigest = try database.prepare("""
+            SELECT count(cm_digest(\(destinationColumns.joined(separator: ", ")))) FROM \(destinationTable) AS d
+            WHERE d.\(destinationKey) BETWEEN ?1 AND ?2\(ownRows)
+            """)
+        var sourceValues = values
+        sourceValues[0] = "cm_dest(\(sourceKey))"
+        for position in sourceValues.indices where sourceValues[position].hasPrefix("cm_ref(") {
+            sourceValues[position] = "cm_lookup(" + sourceValues[position].dropFirst("cm_ref(".count)
+        }
+        sourceDigest = try database.prepare("""
+            SELECT count(cm_digest(\(sourceValues.joined(separator: ", ")))) FROM \(sourceTable)
+            WHERE \(sourceKey) BETWEEN ?1 AND ?2 AND cm_taken(\(sourceKey))
+            """)
+
         // OR ABORT: the statement's conflict clause overrides a table's ON CONFLICT REPLACE, which
         // would delete rows without counting them.
         func insert(_ range: String) -> String {
@@ -88,6 +108,22 @@ final class EntityCopier {
             rangeFirst = nil
             rangeNext = nil
         }
+    }
+
+    /// Runs the two digests of the batch the resolver holds: the rows as written (destination keys
+    /// `destinationRange`) and the source rows they were mapped from (source keys `sourceRange`).
+    func digests(resolver: Resolver, destinationRange: ClosedRange<Int64>,
+                 sourceRange: ClosedRange<Int64>) throws(SQLiteError) -> (written: UInt64, mapped: UInt64) {
+        resolver.digest = 0
+        try destinationDigest.bind([.integer(destinationRange.lowerBound), .integer(destinationRange.upperBound)])
+        try destinationDigest.step()
+        destinationDigest.reset()
+        let written = resolver.digest
+        resolver.digest = 0
+        try sourceDigest.bind([.integer(sourceRange.lowerBound), .integer(sourceRange.upperBound)])
+        try sourceDigest.step()
+        sourceDigest.reset()
+        return (written, resolver.digest)
     }
 
     /// For a bounded entity: the first and last of the next `limit` source keys after `cursor`

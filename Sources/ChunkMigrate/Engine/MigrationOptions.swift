@@ -19,6 +19,11 @@ public struct MigrationOptions: Sendable {
     /// Turns on `PRAGMA foreign_keys` in the destination so declared foreign keys are checked on
     /// every row a batch writes.
     public var checkForeignKeys = true
+    /// Before each batch commits, compares a checksum of the rows as written with one of the
+    /// source values the plan maps them from, storage class included, so that a value SQLite
+    /// converted on the way (type affinity turning `'007'` into `7`, say) fails the batch. Reads
+    /// each batch twice more.
+    public var verifyChecksums = false
     /// Keeps the `_chunkmigrate_*` checkpoint tables in the destination after the job completes.
     public var keepCheckpointTables = false
     /// Functions the plan's column expressions call.

@@ -29,6 +29,9 @@ final class Resolver {
     var firstScanned: Int64?
     var lastScanned: Int64?
 
+    /// The order-independent digest `cm_digest` accumulates: the wrapping sum of one hash per row.
+    var digest: UInt64 = 0
+
     /// Counters of the running statement.
     var nulled = 0
     var deferred = 0
@@ -71,6 +74,17 @@ final class Resolver {
         }
         guard low < batchKeys.count, batchKeys[low] == key else { return nil }
         return batchMapping == .allocate ? batchBase + Int64(low) : key
+    }
+
+    /// Whether the running batch took source key `key`.
+    func isTaken(_ key: Int64) -> Bool {
+        var low = 0
+        var high = batchKeys.count
+        while low < high {
+            let middle = (low + high) / 2
+            if batchKeys[middle] < key { low = middle + 1 } else { high = middle }
+        }
+        return low < batchKeys.count && batchKeys[low] == key
     }
 
     /// The destination key of a target's source key: from the ID map of committed batches, or
@@ -139,6 +153,34 @@ final class Resolver {
                 throw Failure(description: error.description)
             }
         }
+        // For the checksum of a batch: the row's destination key, whether it was taken, the value a
+        // relationship column was given when the row was written (a self-reference sees the rows
+        // taken up to and including its own), and a digest of a row's values.
+        try database.createFunction("cm_taken", argumentCount: 1, deterministic: false) { [self] call in
+            call.result(isTaken(call.int64(0)) ? 1 : 0)
+        }
+        try database.createFunction("cm_dest", argumentCount: 1, deterministic: false) { [self] call in
+            let key = call.int64(0)
+            guard let destination = takenInBatch(key, entity: batchEntity) else { return call.resultNull() }
+            call.result(destination)
+        }
+        try database.createFunction("cm_lookup", argumentCount: 3, deterministic: false) { [self] call in
+            guard !call.isNull(1) else { return call.resultNull() }
+            let relationship = relationships[Int(call.int64(0))]
+            let foreignKey = call.int64(1)
+            if let mapped = try idMap.destination(of: foreignKey, entity: relationship.target) { return call.result(mapped) }
+            if relationship.target == batchEntity && foreignKey <= call.int64(2),
+               let mapped = takenInBatch(foreignKey, entity: batchEntity) {
+                return call.result(mapped)
+            }
+            call.resultNull()
+        }
+        try database.createFunction("cm_digest", argumentCount: -1, deterministic: false) { [self] call in
+            var hash = RowHash()
+            for index in 0..<call.count { hash.add(call.value(index)) }
+            digest &+= hash.value
+            call.resultNull()
+        }
         try database.createFunction("cm_source_of", argumentCount: 2, deterministic: false) { [self] call in
             if let source = try idMap.source(ofDestination: call.int64(1), entity: UInt32(call.int64(0))) {
                 call.result(source)
@@ -176,5 +218,29 @@ final class Resolver {
 
     private func entityIndex(of relationship: Relationship) -> UInt32 {
         entityIndexes[relationship.entity] ?? 0
+    }
+}
+
+/// FNV-1a over a row's values, each tagged with its storage class, so that `1`, `1.0` and `'1'`
+/// hash differently.
+struct RowHash {
+    private(set) var value: UInt64 = 0xCBF2_9CE4_8422_2325
+
+    private mutating func byte(_ byte: UInt8) {
+        value = (value ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+    }
+
+    private mutating func word(_ word: UInt64) {
+        for shift in stride(from: 0, to: 64, by: 8) { byte(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
+    }
+
+    mutating func add(_ item: SQLiteValue) {
+        switch item {
+        case .null: byte(0)
+        case let .integer(integer): byte(1); word(UInt64(bitPattern: integer))
+        case let .real(real): byte(2); word(real.bitPattern)
+        case let .text(text): byte(3); word(UInt64(text.utf8.count)); for unit in text.utf8 { byte(unit) }
+        case let .blob(bytes): byte(4); word(UInt64(bytes.count)); for unit in bytes { byte(unit) }
+        }
     }
 }
