@@ -23,18 +23,20 @@ enum Output {
         return lines.joined(separator: "\n")
     }
 
-    /// The most memory this process has had resident, from `getrusage`.
+    /// The most memory this process has had resident since it started. On Linux this is
+    /// `VmHWM` from `/proc/self/status`: `getrusage`'s maximum survives `exec`, so it would count
+    /// the parent a process was forked from.
     static func peakResidentBytes() -> Int64 {
+        #if os(Linux)
+        if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+           let kilobytes = Int64(line.split(separator: " ").dropFirst().first ?? "") {
+            return kilobytes * 1024
+        }
+        return 0
+        #else
         var usage = rusage()
-        #if os(Linux)
-        let who = RUSAGE_SELF.rawValue
-        #else
-        let who = RUSAGE_SELF
-        #endif
-        guard getrusage(who, &usage) == 0 else { return 0 }
-        #if os(Linux)
-        return Int64(usage.ru_maxrss) * 1024  // kilobytes on Linux
-        #else
+        guard getrusage(RUSAGE_SELF, &usage) == 0 else { return 0 }
         return Int64(usage.ru_maxrss)  // bytes on Darwin
         #endif
     }
