@@ -72,9 +72,7 @@ struct DemoMigrationTests {
 
         let destination = folder.path("new.sqlite")
         let journal = folder.path("journal")
-        var job = try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: destination, journal: journal,
-                                         schema: DemoStore.destinationSchema, options: MigrationOptions(batchSize: 50),
-                                         logger: quietLogger)
+        var job = try startDemo(files, into: destination, journal: journal, batchSize: 50)
         var runs = 0
         var outcome = RunOutcome.paused
         while outcome == .paused && runs < 1_000 {
@@ -94,9 +92,7 @@ struct DemoMigrationTests {
         try migrateDemo(files, into: folder.path("reference.sqlite"), journal: folder.path("reference.journal"))
         let destination = folder.path("new.sqlite")
         let journal = folder.path("journal")
-        let job = try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: destination, journal: journal,
-                                         schema: DemoStore.destinationSchema, options: MigrationOptions(batchSize: 20),
-                                         logger: quietLogger)
+        let job = try startDemo(files, into: destination, journal: journal, batchSize: 20)
         let updates = job.progressUpdates()
         let task = Task { try await job.run() }
         var seen = 0

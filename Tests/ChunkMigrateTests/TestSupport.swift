@@ -55,12 +55,17 @@ let quietLogger: Logger = {
     return logger
 }()
 
+/// Starts a demo migration without running it.
+func startDemo(_ files: DemoStore.Files, into destination: URL, journal: URL, batchSize: Int? = nil) throws -> MigrationJob {
+    try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: destination, journal: journal,
+                           schema: DemoStore.destinationSchema, options: MigrationOptions(batchSize: batchSize),
+                           logger: quietLogger)
+}
+
 /// Starts and runs a demo migration to the end, returning the job.
 @discardableResult
 func migrateDemo(_ files: DemoStore.Files, into destination: URL, journal: URL, batchSize: Int? = nil) throws -> MigrationJob {
-    let job = try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: destination, journal: journal,
-                                     schema: DemoStore.destinationSchema, options: MigrationOptions(batchSize: batchSize),
-                                     logger: quietLogger)
+    let job = try startDemo(files, into: destination, journal: journal, batchSize: batchSize)
     #expect(try job.runBlocking() == .complete)
     return job
 }
