@@ -20,7 +20,13 @@ struct DemoCommand: AsyncParsableCommand {
         try? FileManager.default.removeItem(at: folder)
         let started = ContinuousClock.now
         let files = try DemoStore.generate(in: folder, messages: messages)
-        let say = { (text: String) in if !options.json { print(text) } }
+        // Flushed at once, so that the lines keep their place among the progress lines on stderr.
+        let say = { (text: String) in
+            if !options.json {
+                print(text)
+                fflush(stdout)
+            }
+        }
         say("demo store: \(files.source.path) (\(messages) messages), generated in \(ProgressDisplay.clock(ContinuousClock.now - started))")
         let destination = folder.appendingPathComponent("destination.sqlite")
         let journal = folder.appendingPathComponent("journal")
