@@ -22,10 +22,7 @@ struct DemoCommand: AsyncParsableCommand {
         let files = try DemoStore.generate(in: folder, messages: messages)
         // Flushed at once, so that the lines keep their place among the progress lines on stderr.
         let say = { (text: String) in
-            if !options.json {
-                print(text)
-                fflush(stdout)
-            }
+            if !options.json { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
         }
         say("demo store: \(files.source.path) (\(messages) messages), generated in \(ProgressDisplay.clock(ContinuousClock.now - started))")
         let destination = folder.appendingPathComponent("destination.sqlite")
