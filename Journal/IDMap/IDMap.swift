@@ -142,10 +142,13 @@ public final class IDMap {
 
     /// The destination key of `sourceKey`, or `nil` when the entity has not migrated it.
     public func destination(of sourceKey: Int64, entity: UInt32) throws(JournalError) -> Int64? {
-        let refs = segments(entity: entity)
-        let position = Self.firstSegment(in: refs, lastKeyAtLeast: sourceKey, from: 0)
-        guard position < refs.count, refs[position].firstKey <= sourceKey else { return nil }
-        let ref = refs[position]
+        guard Int(entity) < index.count else { return nil }
+        // Read the index in place: one lookup per row, so no copy of the entity's array.
+        let position = index[Int(entity)].withUnsafeBufferPointer { refs in
+            Self.firstSegment(in: refs, lastKeyAtLeast: sourceKey)
+        }
+        guard position < index[Int(entity)].count, index[Int(entity)][position].firstKey <= sourceKey else { return nil }
+        let ref = index[Int(entity)][position]
         if ref.isDense { return ref.destination(at: Int(sourceKey &- ref.firstKey), key: sourceKey) }
         let keys = try decoded(entity: Int(entity), segment: position).keys
         let offset = keys.withUnsafeBufferPointer { Self.lowerBound(of: sourceKey, in: $0, from: 0) }
@@ -314,6 +317,16 @@ public final class IDMap {
     }
 
     /// The first segment at or after `start` whose last key is at least `key`.
+    private static func firstSegment(in refs: UnsafeBufferPointer<SegmentRef>, lastKeyAtLeast key: Int64) -> Int {
+        var low = 0
+        var high = refs.count
+        while low < high {
+            let middle = (low + high) / 2
+            if refs[middle].lastKey < key { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
     private static func firstSegment(in refs: [SegmentRef], lastKeyAtLeast key: Int64, from start: Int) -> Int {
         var low = start
         var high = refs.count

@@ -119,8 +119,8 @@ final class Resolver {
             var argument = 1
             while argument + 1 < call.count {
                 if !call.isNull(argument + 1) {
-                    let relationship = relationships[Int(call.int64(argument))]
-                    if try resolve(call.int64(argument + 1), entity: relationship.target) == nil {
+                    let target = relationships[Int(call.int64(argument))].target
+                    if try resolve(call.int64(argument + 1), entity: target) == nil {
                         skipped += 1
                         return call.result(0)
                     }
@@ -131,20 +131,22 @@ final class Resolver {
         }
         try database.createFunction("cm_ref", argumentCount: 3, deterministic: false) { [self] call in
             guard !call.isNull(1) else { return call.resultNull() }
-            let relationship = relationships[Int(call.int64(0))]
+            // Fields are read in place: copying the relationship would retain its strings per row.
+            let index = Int(call.int64(0))
             let foreignKey = call.int64(1)
-            if let mapped = try resolve(foreignKey, entity: relationship.target) {
+            if let mapped = try resolve(foreignKey, entity: relationships[index].target) {
                 return call.result(mapped)
             }
-            if relationship.deferred {
+            if relationships[index].deferred {
                 deferred += 1
                 return call.resultNull()
             }
-            switch relationship.policy {
+            switch relationships[index].policy {
             case .null, .skip:
                 nulled += 1
                 call.resultNull()
             case .fail:
+                let relationship = relationships[index]
                 let error = MigrationError(
                     .missingMapping,
                     "source \(relationship.sourceColumn) \(foreignKey) has no mapping in \(relationship.targetName) (missing: fail); fix the source row, or set \"missing\" to \"null\" or \"skip\"",

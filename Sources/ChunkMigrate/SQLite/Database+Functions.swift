@@ -59,12 +59,19 @@ extension Database {
             handle, name, Int32(argumentCount), flags, Unmanaged.passUnretained(box).toOpaque(),
             { context, count, arguments in
                 guard let context, let arguments else { return }
-                let box = Unmanaged<FunctionBox>.fromOpaque(sqlite3_user_data(context)).takeUnretainedValue()
-                do {
-                    try box.body(FunctionCall(context: context, arguments: arguments, count: Int(count)))
-                } catch {
-                    sqlite3_result_error(context, "\(error)", -1)
-                }
+                // The connection keeps the box alive while it can call the function: borrow it
+                // without retaining it, as this runs once per row.
+                let call = FunctionCall(context: context, arguments: arguments, count: Int(count))
+                let failure: (any Error)? = Unmanaged<FunctionBox>.fromOpaque(sqlite3_user_data(context))
+                    ._withUnsafeGuaranteedRef { box in
+                        do {
+                            try box.body(call)
+                            return nil
+                        } catch {
+                            return error
+                        }
+                    }
+                if let failure { sqlite3_result_error(context, "\(failure)", -1) }
             }, nil, nil, nil)
         guard result == SQLITE_OK else { throw self.error(result, sql: "create function \(name)") }
     }
