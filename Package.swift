@@ -73,6 +73,13 @@ let package = Package(
             path: "Tools/idmap-bench"
         ),
 
+        // The library path of Tools/bench: a migration with a Swift function in a column expression.
+        .executableTarget(
+            name: "bench-api",
+            dependencies: ["ChunkMigrate", .product(name: "Logging", package: "swift-log")],
+            path: "Tools/bench-api"
+        ),
+
         .testTarget(
             name: "MigrationJournalTests",
             dependencies: ["MigrationJournal"],

@@ -85,9 +85,14 @@ final class Engine {
         try resolver.register(on: database)
         for function in options.functions {
             let body = function.body
+            // One arguments array per function, emptied and refilled for each row, so its storage
+            // is allocated once rather than per call.
+            var arguments: [SQLiteValue] = []
             try database.createFunction(function.name, argumentCount: function.argumentCount,
                                         deterministic: function.isDeterministic) { call in
-                call.result(try body((0..<call.count).map { call.value($0) }))
+                arguments.removeAll(keepingCapacity: true)
+                for index in 0..<call.count { arguments.append(call.value(index)) }
+                call.result(try body(arguments))
             }
         }
     }

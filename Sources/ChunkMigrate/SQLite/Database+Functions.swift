@@ -14,7 +14,11 @@ struct FunctionCall {
         switch sqlite3_value_type(value) {
         case SQLITE_INTEGER: return .integer(sqlite3_value_int64(value))
         case SQLITE_FLOAT: return .real(sqlite3_value_double(value))
-        case SQLITE_TEXT: return .text(String(cString: sqlite3_value_text(value)))
+        case SQLITE_TEXT:
+            // The length SQLite already knows, instead of a strlen.
+            let bytes = Int(sqlite3_value_bytes(value))
+            guard let text = sqlite3_value_text(value) else { return .text("") }
+            return .text(String(decoding: UnsafeBufferPointer(start: text, count: bytes), as: UTF8.self))
         case SQLITE_BLOB:
             let bytes = Int(sqlite3_value_bytes(value))
             guard bytes > 0, let pointer = sqlite3_value_blob(value) else { return .blob([]) }
@@ -31,7 +35,11 @@ struct FunctionCall {
         case .null: sqlite3_result_null(context)
         case let .integer(integer): sqlite3_result_int64(context, integer)
         case let .real(real): sqlite3_result_double(context, real)
-        case let .text(text): sqlite3_result_text(context, text, -1, csqlite_transient())
+        case var .text(text):
+            text.withUTF8 { bytes in
+                sqlite3_result_text64(context, bytes.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) },
+                                      UInt64(bytes.count), csqlite_transient(), UInt8(SQLITE_UTF8))
+            }
         case let .blob(bytes):
             bytes.withUnsafeBytes { sqlite3_result_blob(context, $0.baseAddress, Int32($0.count), csqlite_transient()) }
         }
