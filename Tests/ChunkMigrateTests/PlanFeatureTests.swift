@@ -360,3 +360,74 @@ struct ChecksumTests {
         #expect(try scalar("SELECT typeof(code) || ':' || code FROM part WHERE rowid = 2", on: unchecked.path("new.sqlite")) == .text("integer:7"))
     }
 }
+
+@Suite("Plan checks against the stores")
+struct PlanCheckTests {
+    private func refusal(_ plan: MigrationPlan, schema: String) throws -> MigrationError {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try execute("""
+            CREATE TABLE node (id INTEGER PRIMARY KEY, title TEXT, parent INTEGER);
+            INSERT INTO node VALUES (1, 'root', NULL), (2, 'leaf', 1);
+            """, on: source)
+        let error = try #require(throws: MigrationError.self) {
+            try MigrationJob.start(plan: plan, source: source, destination: folder.path("new.sqlite"),
+                                   journal: folder.path("journal"), schema: schema, logger: quietLogger)
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder.path("journal").path))
+        #expect(!FileManager.default.fileExists(atPath: folder.path("new.sqlite").path))
+        return error
+    }
+
+    private func node(columns: [String: String] = ["title": "title"], parent: EntityMapping.Relationship? = nil,
+                      where condition: String? = nil) -> MigrationPlan {
+        MigrationPlan(entities: [EntityMapping(
+            name: "Node", source: .init(table: "node", where: condition), destination: .init(table: "node"),
+            columns: columns, relationships: parent.map { ["parent_id": $0] } ?? [:])])
+    }
+
+    @Test("a misspelt source column in an expression is named with its plan path and the near name")
+    func expressionColumn() throws {
+        let error = try refusal(node(columns: ["title": "upper(titel)"]), schema: "CREATE TABLE node (title TEXT);")
+        #expect(error.code == .invalidPlan)
+        #expect(error.message.contains("entities[0].columns.title"))
+        #expect(error.message.contains("did you mean \"title\""))
+    }
+
+    @Test("a destination column that does not exist")
+    func destinationColumn() throws {
+        let error = try refusal(node(columns: ["titel": "title"]), schema: "CREATE TABLE node (title TEXT);")
+        #expect(error.message.contains("entities[0].columns.titel"))
+        #expect(error.message.contains("did you mean \"title\""))
+    }
+
+    @Test("a relationship's source column that does not exist")
+    func relationshipSource() throws {
+        let error = try refusal(node(parent: .init(from: "parnt", to: "Node", missing: .null)),
+                                schema: "CREATE TABLE node (title TEXT, parent_id INTEGER);")
+        #expect(error.message.contains("entities[0].relationships.parent_id.from"))
+        #expect(error.message.contains("did you mean \"parent\""))
+    }
+
+    @Test("a self-reference into a NOT NULL column cannot be broken by the fix-up pass")
+    func deferredNotNull() throws {
+        let error = try refusal(node(parent: .init(from: "parent", to: "Node", missing: .null)),
+                                schema: "CREATE TABLE node (title TEXT, parent_id INTEGER NOT NULL DEFAULT 0);")
+        #expect(error.message.contains("entities[0].relationships.parent_id"))
+        #expect(error.message.contains("NOT NULL"))
+    }
+
+    @Test("a NOT NULL destination column without default that the plan does not map")
+    func unmappedNotNull() throws {
+        let error = try refusal(node(), schema: "CREATE TABLE node (title TEXT, kind TEXT NOT NULL);")
+        #expect(error.message.contains("entities[0].columns"))
+        #expect(error.message.contains("\"kind\""))
+    }
+
+    @Test("a filter SQLite rejects")
+    func badFilter() throws {
+        let error = try refusal(node(where: "titel = 'root'"), schema: "CREATE TABLE node (title TEXT);")
+        #expect(error.message.contains("entities[0].source.where"))
+        #expect(error.message.contains("did you mean \"title\""))
+    }
+}

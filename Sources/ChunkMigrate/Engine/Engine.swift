@@ -106,6 +106,7 @@ final class Engine {
                                                   column: entity.source.key, planPath: path + ".source", entity: entity.name)
             _ = try KeyAccess.find(database: database, schema: "main", table: entity.destination.table,
                                    column: entity.destination.key, planPath: path + ".destination", entity: entity.name)
+            try checkAgainstStores(entity: entity, index: index)
             do {
                 let copier = try EntityCopier(database: database, entity: entity, index: UInt32(index),
                                               relationshipIndexes: relationshipIndexes[index], sourceAccess: sourceAccess)
