@@ -3,6 +3,7 @@ import ChunkMigrate
 import Dispatch
 import Foundation
 import Logging
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -79,27 +80,39 @@ enum Runner {
     }
 }
 
-/// Turns SIGINT and SIGTERM into ``MigrationJob/pause()``.
-final class SignalWatch: @unchecked Sendable {
-    private var sources: [DispatchSourceSignal] = []
-    private let lock = NSLock()
-    private var signal: Int32?
+/// The signal that asked the job to stop, set by the signal handler (an atomic store is all a
+/// handler may safely do).
+private let receivedSignal = Atomic<Int32>(0)
+
+/// Turns SIGINT and SIGTERM into ``MigrationJob/pause()``: a handler records the signal, and a
+/// watcher thread passes it on to the job, which stops at the next batch boundary.
+final class SignalWatch: Sendable {
+    private let stopped = Atomic<Bool>(false)
 
     init(job: MigrationJob) {
         for number in [SIGINT, SIGTERM] {
-            Glibc.signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [weak self] in
-                self?.lock.withLock { self?.signal = self?.signal ?? number }
-            }
-            source.resume()
-            sources.append(source)
+            signal(number) { signal in receivedSignal.store(signal, ordering: .relaxed) }
         }
+        let thread = Thread { [self] in
+            while !stopped.load(ordering: .relaxed) {
+                if receivedSignal.load(ordering: .relaxed) != 0 {
+                    job.pause()
+                    return
+                }
+                usleep(20_000)
+            }
+        }
+        thread.name = "chunkmigrate signals"
+        thread.start()
     }
 
-    var received: Int32? { lock.withLock { signal } }
+    /// The signal received, if any.
+    var received: Int32? {
+        let signal = receivedSignal.load(ordering: .relaxed)
+        return signal == 0 ? nil : signal
+    }
 
     func cancel() {
-        for source in sources { source.cancel() }
+        stopped.store(true, ordering: .relaxed)
     }
 }
