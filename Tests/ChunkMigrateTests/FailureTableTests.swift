@@ -1,0 +1,87 @@
+import Foundation
+import MigrationJournal
+import Testing
+@testable import ChunkMigrate
+
+/// Rows of the README's failure table that no other suite covers.
+@Suite("Failure table")
+struct FailureTableTests {
+    @Test("two entities with the same name")
+    func duplicateNames() throws {
+        let entity = EntityMapping(name: "Node", source: .init(table: "a"), destination: .init(table: "b"))
+        let error = try #require(throws: MigrationError.self) { try MigrationPlan(entities: [entity, entity]).validate() }
+        #expect(error.code == .invalidPlan)
+        #expect(error.message.contains("entities[1].name"))
+        #expect(error.message.contains("entities[0]"))
+    }
+
+    @Test("a table that is not in the store")
+    func unknownTable() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try execute("CREATE TABLE node (id INTEGER PRIMARY KEY, title TEXT);", on: source)
+        let plan = MigrationPlan(entities: [EntityMapping(name: "Node", source: .init(table: "nodes"),
+                                                          destination: .init(table: "node"), columns: ["title": "title"])])
+        let error = try #require(throws: MigrationError.self) {
+            try MigrationJob.start(plan: plan, source: source, destination: folder.path("new.sqlite"), journal: folder.path("journal"),
+                                   schema: "CREATE TABLE node (title TEXT);", logger: quietLogger)
+        }
+        #expect(error.code == .invalidPlan)
+        #expect(error.message.contains("entities[0].source.table"))
+        #expect(error.message.contains("\"nodes\""))
+    }
+
+    @Test("a destination that does not exist, without a schema to create it")
+    func missingDestination() throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("store"), messages: 100)
+        let error = try #require(throws: MigrationError.self) {
+            try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: folder.path("missing.sqlite"),
+                                   journal: folder.path("journal"), logger: quietLogger)
+        }
+        #expect(error.code == .store)
+        #expect(error.file == folder.path("missing.sqlite").path)
+        #expect(error.message.contains("--schema"))
+        #expect(!FileManager.default.fileExists(atPath: folder.path("missing.sqlite").path))
+    }
+
+    @Test("a source that is not SQLite, or a damaged SQLite file", arguments: ["garbage", "truncated"])
+    func badSource(kind: String) throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("store"), messages: 20_000)
+        let bad = folder.path("bad.sqlite")
+        let bytes = try Data(contentsOf: files.source)
+        if kind == "garbage" {
+            try Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 * 7919) }).write(to: bad)
+        } else {
+            try bytes.prefix(bytes.count / 3).write(to: bad)
+        }
+        let before = try Data(contentsOf: bad)
+        var error: MigrationError?
+        do {
+            let job = try MigrationJob.start(plan: DemoStore.plan, source: bad, destination: folder.path("new.sqlite"),
+                                             journal: folder.path("journal"), schema: DemoStore.destinationSchema,
+                                             logger: quietLogger)
+            _ = try job.runBlocking()
+        } catch let caught as MigrationError {
+            error = caught
+        }
+        let failure = try #require(error, "a damaged source must fail the job")
+        #expect([MigrationError.Code.store, .invalidPlan, .batch].contains(failure.code))
+        #expect(failure.description.contains("bad.sqlite") || failure.description.contains("malformed"), "\(failure)")
+        #expect(try Data(contentsOf: bad) == before, "the source is never written")
+    }
+
+    @Test("another process is running the job")
+    func busy() throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("store"), messages: 500)
+        let job = try startDemo(files, into: folder.path("new.sqlite"), journal: folder.path("journal"))
+        let holder = try JournalWriter.open(directory: folder.path("journal").path)
+        defer { holder.close() }
+        let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
+        #expect(error.code == .busy)
+        holder.close()
+        #expect(try job.runBlocking() == .complete)
+    }
+}
