@@ -52,6 +52,37 @@ struct ChunkMigrateFaultTests {
         }
     }
 
+    @Test("an I/O error (the file system turns read-only) stops the job naming the file; once writable, the same command finishes it")
+    func readOnlyFileSystem() throws {
+        try withTemporaryDirectory { directory in
+            let demo = try DemoWorkspace.generate(in: directory, messages: 5_000)
+            try demo.complete("reference")
+            let disk = directory + "/disk"
+            try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+            guard Self.mountTmpfs(disk, megabytes: 64) else {
+                print("chunkmigrate faults: skipping the read-only test, this machine cannot mount a tmpfs here")
+                return
+            }
+            defer { Self.unmount(disk) }
+            let arguments = ["run", "--source", demo.source, "--destination", disk + "/job.sqlite", "--schema", demo.schema,
+                             "--plan", demo.plan, "--journal", disk + "/job.journal", "--batch-size", "500", "--quiet"]
+            let first = try chunkmigrate(arguments + ["--budget", "0"])
+            #expect(first.exitCode == 0, "\(first)")
+            let remount = { (options: String) in
+                _ = try? runExecutable(URL(fileURLWithPath: "/usr/bin/mount"), ["-o", "remount,\(options)", disk])
+            }
+            remount("ro")
+            let failed = try chunkmigrate(arguments)
+            remount("rw")
+            #expect(failed.exitCode != 0, "\(failed)")
+            #expect(failed.stderr.contains("chunkmigrate: error:"), "\(failed)")
+            #expect(failed.stderr.contains(disk), "the message names the file: \(failed)")
+            let again = try chunkmigrate(arguments)
+            #expect(again.exitCode == 0, "\(again)")
+            #expect(try SQLiteShell.dump(disk + "/job.sqlite") == (try SQLiteShell.dump(demo.destination("reference"))))
+        }
+    }
+
     @Test("SIGTERM stops the job at a batch boundary with exit 143; the same command finishes it")
     func sigterm() throws {
         try withTemporaryDirectory { directory in

@@ -85,3 +85,25 @@ struct FailureTableTests {
         #expect(try job.runBlocking() == .complete)
     }
 }
+
+@Suite("Damaged journals on resume")
+struct DamagedJournalTests {
+    @Test("a missing segment is refused with the file, the entity and the batch")
+    func missingSegment() throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("store"), messages: 2_000)
+        let journal = folder.path("journal")
+        let job = try startDemo(files, into: folder.path("new.sqlite"), journal: journal, batchSize: 100)
+        for _ in 0..<5 { _ = try job.runBlocking(for: .zero) }
+        let layout = JournalLayout(directory: journal.path)
+        let segment = layout.segment(entity: 1, batch: 1)
+        try FileManager.default.removeItem(atPath: segment)
+        let error = try #require(throws: MigrationError.self) {
+            try MigrationJob.resume(at: journal, logger: quietLogger).runBlocking()
+        }
+        #expect(error.code == .journal)
+        #expect(error.file == segment)
+        #expect(error.entity == "Message")
+        #expect(error.batch == 1)
+    }
+}

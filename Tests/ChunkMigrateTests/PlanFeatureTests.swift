@@ -336,8 +336,9 @@ struct ChecksumTests {
         let folder = try TemporaryFolder()
         let source = folder.path("source.sqlite")
         try execute("CREATE TABLE part (id INTEGER PRIMARY KEY, code TEXT); INSERT INTO part VALUES (1, 'A1'), (2, '007'), (3, 'B2');", on: source)
+        // An expression (not a bare column, which the plan check refuses before any batch).
         let plan = MigrationPlan(entities: [
-            EntityMapping(name: "Part", source: .init(table: "part"), destination: .init(table: "part"), columns: ["code": "code"]),
+            EntityMapping(name: "Part", source: .init(table: "part"), destination: .init(table: "part"), columns: ["code": "trim(code)"]),
         ])
         var options = MigrationOptions(batchSize: 2)
         options.verifyChecksums = true
@@ -422,6 +423,14 @@ struct PlanCheckTests {
         let error = try refusal(node(), schema: "CREATE TABLE node (title TEXT, kind TEXT NOT NULL);")
         #expect(error.message.contains("entities[0].columns"))
         #expect(error.message.contains("\"kind\""))
+    }
+
+    @Test("a bare column copied into a column whose affinity would convert it")
+    func affinity() throws {
+        let error = try refusal(node(), schema: "CREATE TABLE node (title INTEGER);")
+        #expect(error.message.contains("entities[0].columns.title"))
+        #expect(error.message.contains("TEXT affinity"))
+        #expect(error.message.contains("CAST(title AS INTEGER)"))
     }
 
     @Test("a filter SQLite rejects")

@@ -1,3 +1,5 @@
+import Foundation
+
 extension Engine {
     /// Checks one entity of the plan against both stores before anything is prepared, so that an
     /// error names the plan path and, where a name is close to a real one, suggests it: columns that
@@ -27,6 +29,8 @@ extension Engine {
             }
         }
         for (column, expression) in entity.sortedColumns {
+            try checkAffinity(column: column, expression: expression, path: "\(path).columns.\(column)",
+                              sourceColumns: sourceColumns, destinationColumns: destinationColumns, entity: entity)
             guard hasDestinationColumn(column) else {
                 throw invalid("\(path).columns.\(column): the destination table \"\(entity.destination.table)\" has no column \"\(column)\"\(MigrationPlan.suggestion(for: column, among: destinationNames))",
                               column: column)
@@ -63,6 +67,39 @@ extension Engine {
             throw invalid("\(path).columns: destination column \"\(name)\" of \"\(entity.destination.table)\" is NOT NULL with no default, and the plan does not map it; every row would be rejected",
                           column: name)
         }
+    }
+
+    /// SQLite converts a value to the type affinity of the column it is written to, silently. When a
+    /// column is copied as it is (the expression is a bare source column), a conversion that would
+    /// change data is refused: text into an INTEGER, REAL or NUMERIC column (`'007'` would become
+    /// `7`, `'1e3'` would become `1000`), and numbers into a TEXT column (`1.0` would become `'1.0'`
+    /// and no longer compare equal to the number). To convert on purpose, say so in the expression
+    /// (`CAST(code AS INTEGER)`); `--verify-checksums` catches conversions of any expression.
+    func checkAffinity(column: String, expression: String, path: String, sourceColumns: [[SQLiteValue]],
+                       destinationColumns: [[SQLiteValue]], entity: EntityMapping) throws {
+        let bare = expression.trimmingCharacters(in: .whitespaces)
+            .trimmingCharacters(in: CharacterSet(charactersIn: "\"`[]")).lowercased()
+        guard let source = sourceColumns.first(where: { $0[1].text?.lowercased() == bare }),
+              let destination = destinationColumns.first(where: { $0[1].text?.lowercased() == column.lowercased() })
+        else { return }
+        let from = Self.affinity(of: source[2].text ?? "")
+        let to = Self.affinity(of: destination[2].text ?? "")
+        let changes = (from == "TEXT" && ["INTEGER", "REAL", "NUMERIC"].contains(to))
+            || (["INTEGER", "REAL", "NUMERIC"].contains(from) && to == "TEXT")
+        guard changes else { return }
+        throw MigrationError(.invalidPlan,
+            "\(path): source column \"\(source[1].text ?? bare)\" has \(from) affinity and destination column \"\(column)\" \(to) affinity; SQLite would silently convert values (text such as '007' into 7, or numbers into text). Write the conversion in the expression if it is intended, e.g. CAST(\(source[1].text ?? bare) AS \(to))",
+            entity: entity.name, column: column)
+    }
+
+    /// A declared type's affinity, by SQLite's rules (https://www.sqlite.org/datatype3.html#determination_of_column_affinity).
+    static func affinity(of declared: String) -> String {
+        let type = declared.uppercased()
+        if type.contains("INT") { return "INTEGER" }
+        if type.contains("CHAR") || type.contains("CLOB") || type.contains("TEXT") { return "TEXT" }
+        if type.contains("BLOB") || type.isEmpty { return "BLOB" }
+        if type.contains("REAL") || type.contains("FLOA") || type.contains("DOUB") { return "REAL" }
+        return "NUMERIC"
     }
 
     /// `; did you mean "title"?` when SQLite's message names a column close to one of `names`.

@@ -181,7 +181,15 @@ final class Engine {
         }
         loadStates()
         for record in journal.records {
-            if case let .batch(batch) = record { try idMap.add(batch) }
+            guard case let .batch(batch) = record else { continue }
+            try idMap.add(batch)
+            // A lost segment is a lost piece of the ID map: refuse rather than resolve around it.
+            if batch.rowsWritten > 0 && !journal.hasSegment(entity: batch.entity, batch: batch.batch) {
+                throw MigrationError(.journal,
+                    "the ID-map segment of this batch is missing: the destination keys of its rows are lost, so relationships to them cannot be resolved. Restore the journal directory from a backup, or start the job again into a fresh destination (`chunkjournal verify` lists what else is damaged)",
+                    entity: plan.entities[Int(batch.entity)].name, batch: batch.batch,
+                    file: journal.layout.segment(entity: batch.entity, batch: batch.batch))
+            }
         }
     }
 
