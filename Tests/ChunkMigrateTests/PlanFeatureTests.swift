@@ -433,6 +433,60 @@ struct PlanCheckTests {
         #expect(error.message.contains("CAST(title AS INTEGER)"))
     }
 
+    @Test("a column mapped onto the destination key, under any of its names, is refused", arguments: ["id", "ID", "rowid"])
+    func keyOverwrite(name: String) throws {
+        let error = try refusal(node(columns: ["title": "title", name: "id"]),
+                                schema: "CREATE TABLE node (id INTEGER PRIMARY KEY, title TEXT);")
+        #expect(error.message.contains("entities[0].columns.\(name)"))
+        #expect(error.message.contains("destination's key"))
+    }
+
+    @Test("an expression that reads a table without naming its store is refused; src. and main. are accepted")
+    func unqualifiedTable() throws {
+        let error = try refusal(node(columns: ["title": "(SELECT max(title) FROM node)"]),
+                                schema: "CREATE TABLE node (title TEXT);")
+        #expect(error.message.contains("entities[0].columns.title"))
+        #expect(error.message.contains("src."))
+
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try execute("""
+            CREATE TABLE node (id INTEGER PRIMARY KEY, title TEXT, parent INTEGER);
+            CREATE TABLE tag (node INTEGER, name TEXT, rank INTEGER);
+            INSERT INTO node VALUES (1, 'root', NULL), (2, 'leaf', 1);
+            INSERT INTO tag VALUES (1, 'b', 2), (1, 'a', 1), (2, 'c', 1);
+            """, on: source)
+        // A correlated subquery that sorts does not make the outer query sort.
+        let plan = node(columns: ["title": "(SELECT t.name FROM src.tag t WHERE t.node = s.id ORDER BY t.rank LIMIT 1)"])
+        let destination = folder.path("new.sqlite")
+        let job = try MigrationJob.start(plan: plan, source: source, destination: destination, journal: folder.path("journal"),
+                                         schema: "CREATE TABLE node (title TEXT);", logger: quietLogger)
+        #expect(try job.runBlocking() == .complete)
+        #expect(try scalar("SELECT group_concat(title) FROM node", on: destination) == .text("a,c"))
+    }
+
+    @Test("a wide table, and a destination key that is unique but nullable")
+    func wideTable() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        let names = (1...140).map { "c\($0)" }
+        try execute("CREATE TABLE wide (id INTEGER PRIMARY KEY, \(names.map { "\($0) INTEGER" }.joined(separator: ", ")));"
+                    + "INSERT INTO wide VALUES (1, \(names.indices.map(String.init).joined(separator: ", ")));"
+                    + "INSERT INTO wide VALUES (2, \(names.indices.map { String($0 * 2) }.joined(separator: ", ")));", on: source)
+        let plan = MigrationPlan(entities: [EntityMapping(
+            name: "Wide", source: .init(table: "wide"), destination: .init(table: "wide", key: "id"),
+            columns: Dictionary(uniqueKeysWithValues: names.map { ($0, $0) }))])
+        var options = MigrationOptions(batchSize: 1)
+        options.verifyChecksums = true
+        let destination = folder.path("new.sqlite")
+        let job = try MigrationJob.start(
+            plan: plan, source: source, destination: destination, journal: folder.path("journal"),
+            schema: "CREATE TABLE wide (id INT PRIMARY KEY, \(names.map { "\($0) INTEGER" }.joined(separator: ", ")));",
+            options: options, logger: quietLogger)
+        #expect(try job.runBlocking() == .complete)
+        #expect(try scalar("SELECT c140 FROM wide WHERE id = 2", on: destination) == .integer(278))
+    }
+
     @Test("a filter SQLite rejects")
     func badFilter() throws {
         let error = try refusal(node(where: "titel = 'root'"), schema: "CREATE TABLE node (title TEXT);")

@@ -21,12 +21,45 @@ extension Engine {
         }
         let sourceFrom = "src.\(SQL.quote(entity.source.table)) AS s"
 
+        // The destination key, under every name SQLite gives it: a column mapped onto one of them
+        // would overwrite the key the engine allocates, and the ID map would point elsewhere.
+        var keyNames: Set<String> = []
+        let integerPrimaryKey = destinationColumns.filter { ($0[5].integer ?? 0) > 0 }.count == 1
+            ? destinationColumns.first { $0[5].integer == 1 && $0[2].text?.uppercased() == "INTEGER" }?[1].text?.lowercased() : nil
+        let rowidNames: Set<String> = ["rowid", "oid", "_rowid_"]
+        if let key = entity.destination.key?.lowercased() {
+            keyNames.insert(key)
+            if rowidNames.contains(key) || key == integerPrimaryKey {
+                keyNames.formUnion(rowidNames)
+                if let integerPrimaryKey { keyNames.insert(integerPrimaryKey) }
+            }
+        } else {
+            keyNames.formUnion(rowidNames)
+            if let integerPrimaryKey { keyNames.insert(integerPrimaryKey) }
+        }
+        var mapped: [String: String] = [:]
+        for (kind, names) in [("columns", entity.sortedColumns.map(\.column)), ("relationships", entity.sortedRelationships.map(\.column))] {
+            for name in names {
+                if keyNames.contains(name.lowercased()) {
+                    throw invalid("\(path).\(kind).\(name): \"\(name)\" is the destination's key, which the engine fills (keys: \(entity.keyPolicy.rawValue)); remove it from the plan",
+                                  column: name)
+                }
+                if let other = mapped[name.lowercased()] {
+                    throw invalid("\(path).\(kind).\(name): destination column \"\(name)\" is already mapped as \(other) (SQLite column names ignore case)",
+                                  column: name)
+                }
+                mapped[name.lowercased()] = "\(path).\(kind).\(name)"
+            }
+        }
+
         if let condition = entity.source.where {
+            let sql = "SELECT 1 FROM \(sourceFrom) WHERE (\(condition)) LIMIT 0"
             do {
-                _ = try database.prepare("SELECT 1 FROM \(sourceFrom) WHERE (\(condition)) LIMIT 0")
+                _ = try database.prepare(sql)
             } catch {
                 throw invalid("\(path).source.where: SQLite rejects \"\(condition)\": \(error.message)\(Self.nearName(in: error.message, among: sourceNames))")
             }
+            try refuseUnqualifiedDestinationReads(sql: sql, text: condition, path: "\(path).source.where", entity: entity)
         }
         for (column, expression) in entity.sortedColumns {
             try checkAffinity(column: column, expression: expression, path: "\(path).columns.\(column)",
@@ -35,12 +68,14 @@ extension Engine {
                 throw invalid("\(path).columns.\(column): the destination table \"\(entity.destination.table)\" has no column \"\(column)\"\(MigrationPlan.suggestion(for: column, among: destinationNames))",
                               column: column)
             }
+            let sql = "SELECT (\(expression)) FROM \(sourceFrom) LIMIT 0"
             do {
-                _ = try database.prepare("SELECT (\(expression)) FROM \(sourceFrom) LIMIT 0")
+                _ = try database.prepare(sql)
             } catch {
                 throw invalid("\(path).columns.\(column): SQLite rejects \"\(expression)\": \(error.message)\(Self.nearName(in: error.message, among: sourceNames))",
                               column: column)
             }
+            try refuseUnqualifiedDestinationReads(sql: sql, text: expression, path: "\(path).columns.\(column)", entity: entity)
         }
         for (column, relationship) in entity.sortedRelationships {
             guard hasDestinationColumn(column) else {
@@ -67,6 +102,16 @@ extension Engine {
             throw invalid("\(path).columns: destination column \"\(name)\" of \"\(entity.destination.table)\" is NOT NULL with no default, and the plan does not map it; every row would be rejected",
                           column: name)
         }
+    }
+
+    /// An expression or filter that names a table without a schema reads the destination (`main`)
+    /// when it has a table of that name, not the source: refused unless it says `main.` itself.
+    func refuseUnqualifiedDestinationReads(sql: String, text: String, path: String, entity: EntityMapping) throws {
+        let tables = try database.tablesRead(in: "main", preparing: sql)
+        guard !tables.isEmpty, !text.lowercased().contains("main.") else { return }
+        throw MigrationError(.invalidPlan,
+            "\(path): \"\(text)\" reads \(tables.sorted().map { "\"\($0)\"" }.joined(separator: ", ")) from the destination; name the source's tables as src.<table> (or main.<table> if the destination is meant)",
+            entity: entity.name)
     }
 
     /// SQLite converts a value to the type affinity of the column it is written to, silently. When a

@@ -109,7 +109,8 @@ final class Engine {
             try checkAgainstStores(entity: entity, index: index)
             do {
                 let copier = try EntityCopier(database: database, entity: entity, index: UInt32(index),
-                                              relationshipIndexes: relationshipIndexes[index], sourceAccess: sourceAccess)
+                                              relationshipIndexes: relationshipIndexes[index], sourceAccess: sourceAccess,
+                                              verifyChecksums: options.verifyChecksums)
                 try copier.prepareFixups(database: database, deferred: order.deferred[index] ?? [],
                                          relationshipIndexes: relationshipIndexes[index])
                 guard try copier.walksInKeyOrder(database: database) else {

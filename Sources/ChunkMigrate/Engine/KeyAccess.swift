@@ -37,7 +37,9 @@ enum KeyAccess: Equatable {
         if primaryKeyColumns.count == 1, info[5].integer == 1, info[2].text?.uppercased() == "INTEGER" {
             return .rowid
         }
-        let notNull = info[3].integer == 1
+        // Only the source is walked; a destination key needs uniqueness, not NOT NULL (the
+        // engine writes every key).
+        let notNull = info[3].integer == 1 || schema == "main"
         // index_list: seq, name, unique, origin, partial
         for index in try database.rows("PRAGMA \(schema).index_list(\(quotedTable))") {
             guard index[2].integer == 1, index[4].integer == 0, let name = index[1].text else { continue }
@@ -52,7 +54,9 @@ enum KeyAccess: Equatable {
             }
         }
         throw MigrationError(.invalidPlan,
-            "\(planPath).key: column \"\(column)\" of \"\(table)\" is neither the rowid (INTEGER PRIMARY KEY) nor covered by a unique index; batches walk the table in key order and need one",
+            schema == "main"
+                ? "\(planPath).key: column \"\(column)\" of \"\(table)\" is neither the rowid (INTEGER PRIMARY KEY) nor covered by a unique index; the destination key needs one, so that keys cannot collide and the largest is found at once"
+                : "\(planPath).key: column \"\(column)\" of \"\(table)\" is neither the rowid (INTEGER PRIMARY KEY) nor covered by a unique index; batches walk the table in key order and need one",
             entity: entity)
     }
 }

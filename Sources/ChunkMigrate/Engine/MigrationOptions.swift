@@ -22,7 +22,9 @@ public struct MigrationOptions: Sendable {
     /// Before each batch commits, compares a checksum of the rows as written with one of the
     /// source values the plan maps them from, storage class included, so that a value SQLite
     /// converted on the way (type affinity turning `'007'` into `7`, say) fails the batch. Reads
-    /// each batch twice more.
+    /// each batch twice more. The source side evaluates the plan's expressions a second time, so
+    /// every expression must be deterministic (no `random()`, `julianday('now')`, or Swift
+    /// function with `isDeterministic: false`), or the checksums differ on correct rows.
     public var verifyChecksums = false
     /// Keeps the `_chunkmigrate_*` checkpoint tables in the destination after the job completes.
     public var keepCheckpointTables = false

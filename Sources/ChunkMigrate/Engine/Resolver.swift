@@ -177,6 +177,11 @@ final class Resolver {
             }
             call.resultNull()
         }
+        try database.createFunction("cm_hash", argumentCount: -1, deterministic: false) { call in
+            var hash = RowHash()
+            for index in 0..<call.count { hash.add(call.value(index)) }
+            call.result(Int64(bitPattern: hash.value))
+        }
         try database.createFunction("cm_digest", argumentCount: -1, deterministic: false) { [self] call in
             var hash = RowHash()
             for index in 0..<call.count { hash.add(call.value(index)) }

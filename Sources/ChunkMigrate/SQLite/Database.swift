@@ -55,8 +55,9 @@ final class Database {
     /// next to it as soon as it is opened, even read-only, and a read-only connection cannot remove
     /// them; so a WAL store that no process has open (it has no `-wal` file) is opened
     /// `immutable=1`: no locks, no files created. Such a source must not be written while a job
-    /// runs; the job's fingerprint check refuses it at the next start if it was. Any other store is
-    /// opened `mode=ro`, sharing locks with other processes as usual.
+    /// runs, nor between its runs: the fingerprint checked at each start covers the planned tables'
+    /// schema and key range, so it notices rows added or removed at either end and a changed schema,
+    /// not rows updated in place. Any other store is opened `mode=ro`, sharing locks as usual.
     static func sourceURI(_ path: String) -> String {
         let uri = readOnlyURI(path)
         guard isWALStore(path), !FileManager.default.fileExists(atPath: path + "-wal") else { return uri }
