@@ -16,7 +16,7 @@ struct JobOptions: ParsableArguments {
     var idMapCacheMib = 32
 
     @Option(name: .long, help: "MiB of SQLite page cache for each of the source and the destination.")
-    var sqliteCacheMib = 8
+    var sqliteCacheMib = 2
 
     @Flag(name: .long, help: "Before each batch commits, compare a checksum of the rows written with the mapped source values.")
     var verifyChecksums = false

@@ -15,7 +15,7 @@ public struct MigrationOptions: Sendable {
     /// The most bytes of decoded ID-map segments kept in memory.
     public var idMapCacheBytes = IDMap.defaultCacheBudget
     /// SQLite's page cache per connection, in KiB (`PRAGMA cache_size = -N`).
-    public var sqliteCacheKiB = 8_192
+    public var sqliteCacheKiB = 2_048
     /// Turns on `PRAGMA foreign_keys` in the destination so declared foreign keys are checked on
     /// every row a batch writes.
     public var checkForeignKeys = true
