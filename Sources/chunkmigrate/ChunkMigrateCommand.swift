@@ -12,7 +12,7 @@ struct ChunkMigrateCommand: AsyncParsableCommand {
             again (or `chunkmigrate resume DIR`): it continues where it stopped.
 
             Exit codes:
-              0    the job is complete
+              0    the job is complete, or its --budget ran out (run again to continue)
               1    a batch failed (validation, a constraint, a missing mapping); it was rolled back
               2    usage error or invalid plan
               3    a store or the journal cannot be used (missing, not SQLite, damaged, not this job's)
