@@ -15,6 +15,8 @@ public struct JournalError: Error, CustomStringConvertible, Sendable, Equatable 
 
         /// A system call failed (open, write, fsync, rename, ...); `message` carries `strerror`.
         public static let io = Code(rawValue: "io")
+        /// A write failed because the file system is full (or the user's quota is).
+        public static let diskFull = Code(rawValue: "disk-full")
         /// The directory or file is not a chunkmigrate journal.
         public static let notAJournal = Code(rawValue: "not-a-journal")
         /// The journal was written by a newer format version than this reader knows.

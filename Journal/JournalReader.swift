@@ -73,7 +73,7 @@ public struct JournalReader: Sendable {
 
     /// Where the job stands, from the log and the lock.
     public var state: State {
-        if records.contains(where: { if case .complete = $0 { true } else { false } }) { return .complete }
+        if records.recordsCompletion { return .complete }
         if FileIO.Lock.isHeld(path: layout.lock) { return .running }
         for record in records.reversed() {
             switch record {

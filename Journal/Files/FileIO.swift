@@ -11,7 +11,11 @@ import Darwin
 enum FileIO {
     private static func failure(_ call: String, _ path: String) -> JournalError {
         let reason = String(cString: strerror(errno))
-        let code: JournalError.Code = errno == ENOENT ? .notFound : .io
+        let code: JournalError.Code = switch errno {
+        case ENOENT: .notFound
+        case ENOSPC, EDQUOT: .diskFull
+        default: .io
+        }
         return JournalError(code, "\(call) failed: \(reason)", file: path)
     }
 

@@ -317,17 +317,9 @@ public final class IDMap {
     }
 
     /// The first segment at or after `start` whose last key is at least `key`.
-    private static func firstSegment(in refs: UnsafeBufferPointer<SegmentRef>, lastKeyAtLeast key: Int64) -> Int {
-        var low = 0
-        var high = refs.count
-        while low < high {
-            let middle = (low + high) / 2
-            if refs[middle].lastKey < key { low = middle + 1 } else { high = middle }
-        }
-        return low
-    }
-
-    private static func firstSegment(in refs: [SegmentRef], lastKeyAtLeast key: Int64, from start: Int) -> Int {
+    private static func firstSegment<Refs: RandomAccessCollection<SegmentRef>>(
+        in refs: Refs, lastKeyAtLeast key: Int64, from start: Int = 0
+    ) -> Int where Refs.Index == Int {
         var low = start
         var high = refs.count
         while low < high {

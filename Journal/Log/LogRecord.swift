@@ -119,3 +119,15 @@ public enum LogRecord: Sendable, Equatable {
         }
     }
 }
+
+extension Array where Element == LogRecord {
+    /// Whether the log records the job as complete.
+    public var recordsCompletion: Bool {
+        contains { if case .complete = $0 { true } else { false } }
+    }
+
+    /// Whether the log records at least one committed batch.
+    public var recordsBatches: Bool {
+        contains { if case .batch = $0 { true } else { false } }
+    }
+}

@@ -1,6 +1,5 @@
 import ArgumentParser
 import ChunkMigrate
-import Dispatch
 import Foundation
 import Logging
 import Synchronization
@@ -25,12 +24,11 @@ enum Runner {
             Output.fail(error)
         }
         let started = ContinuousClock.now
-        let before = (try? MigrationJob.status(at: job.journalURL))?.entities.reduce(0) { $0 + $1.rowsRead } ?? 0
+        let before = (try? MigrationJob.status(at: job.journalURL))?.rowsRead ?? 0
         let outcome = try await run(job, options: options)
-        let elapsed = ContinuousClock.now - started
+        let seconds = (ContinuousClock.now - started) / .seconds(1)
         let status = try? MigrationJob.status(at: job.journalURL)
-        let rows = (status?.entities.reduce(0) { $0 + $1.rowsRead } ?? before) - before
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let rows = (status?.rowsRead ?? before) - before
         if options.json, let status {
             print(try Output.json(RunReport(status: status, run: .init(
                 sourceRows: rows, seconds: seconds, peakResidentBytes: Output.peakResidentBytes()))))
@@ -60,10 +58,12 @@ enum Runner {
     static func run(_ job: MigrationJob, options: JobOptions) async throws -> Outcome {
         let stopSignal = SignalWatch(job: job)
         defer { stopSignal.cancel() }
+        // The stream is asked for before the run starts, so that no batch goes unreported.
+        let updates = options.quiet ? nil : job.progressUpdates()
         let printer = Task {
-            guard !options.quiet else { return }
+            guard let updates else { return }
             let display = ProgressDisplay()
-            for await step in job.progressUpdates() { display.show(step) }
+            for await step in updates { display.show(step) }
             display.finish()
         }
         do {

@@ -15,6 +15,22 @@ struct ChunkMigrateFaultTests {
         return result.exitCode == 0
     }
 
+    /// Runs `body` with a tmpfs of `megabytes` mounted at `directory/disk`, and the arguments of
+    /// `chunkmigrate run` for the demo job with its destination and journal there. Does nothing,
+    /// saying so, where the machine cannot mount one.
+    static func withTmpfs(in directory: String, megabytes: Int, demo: DemoWorkspace, test: String,
+                          _ body: (_ disk: String, _ arguments: [String]) throws -> Void) throws {
+        let disk = directory + "/disk"
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+        guard mountTmpfs(disk, megabytes: megabytes) else {
+            print("chunkmigrate faults: skipping the \(test) test, this machine cannot mount a tmpfs here")
+            return
+        }
+        defer { unmount(disk) }
+        try body(disk, ["run", "--source", demo.source, "--destination", disk + "/job.sqlite", "--schema", demo.schema,
+                        "--plan", demo.plan, "--journal", disk + "/job.journal", "--batch-size", "500", "--quiet"])
+    }
+
     static func unmount(_ path: String) {
         for umount in ["/usr/bin/umount", "/bin/umount"] where FileManager.default.isExecutableFile(atPath: umount) {
             _ = try? runExecutable(URL(fileURLWithPath: umount), [path])
@@ -28,27 +44,20 @@ struct ChunkMigrateFaultTests {
             let demo = try DemoWorkspace.generate(in: directory, messages: 20_000)
             let source = try FileSnapshot(demo.source)
             try demo.complete("reference")
-            let small = directory + "/small"
-            try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
-            guard Self.mountTmpfs(small, megabytes: 2) else {
-                print("chunkmigrate faults: skipping the disk-full test, this machine cannot mount a tmpfs here")
-                return
-            }
-            defer { Self.unmount(small) }
-            let arguments = ["run", "--source", demo.source, "--destination", small + "/job.sqlite", "--schema", demo.schema,
-                             "--plan", demo.plan, "--journal", small + "/job.journal", "--batch-size", "500", "--quiet"]
-            let full = try chunkmigrate(arguments)
-            #expect(full.exitCode == 4, "\(full)")
-            #expect(full.stderr.contains("chunkmigrate: error:"), "\(full)")
-            #expect(full.stderr.contains(small), "the message names the file: \(full)")
-            #expect(try FileSnapshot(demo.source) == source)
+            try Self.withTmpfs(in: directory, megabytes: 2, demo: demo, test: "disk-full") { small, arguments in
+                let full = try chunkmigrate(arguments)
+                #expect(full.exitCode == 4, "\(full)")
+                #expect(full.stderr.contains("chunkmigrate: error:"), "\(full)")
+                #expect(full.stderr.contains(small), "the message names the file: \(full)")
+                #expect(try FileSnapshot(demo.source) == source)
 
-            #expect(Self.mountTmpfs(small, megabytes: 64, remount: true))
-            let again = try chunkmigrate(arguments)
-            #expect(again.exitCode == 0, "\(again)")
-            #expect(try SQLiteShell.dump(small + "/job.sqlite") == (try SQLiteShell.dump(demo.destination("reference"))))
-            #expect(try chunkjournal("verify", small + "/job.journal").exitCode == 0)
-            #expect(try FileSnapshot(demo.source) == source)
+                #expect(Self.mountTmpfs(small, megabytes: 64, remount: true))
+                let again = try chunkmigrate(arguments)
+                #expect(again.exitCode == 0, "\(again)")
+                #expect(try SQLiteShell.dump(small + "/job.sqlite") == (try SQLiteShell.dump(demo.destination("reference"))))
+                #expect(try chunkjournal("verify", small + "/job.journal").exitCode == 0)
+                #expect(try FileSnapshot(demo.source) == source)
+            }
         }
     }
 
@@ -57,29 +66,22 @@ struct ChunkMigrateFaultTests {
         try withTemporaryDirectory { directory in
             let demo = try DemoWorkspace.generate(in: directory, messages: 5_000)
             try demo.complete("reference")
-            let disk = directory + "/disk"
-            try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
-            guard Self.mountTmpfs(disk, megabytes: 64) else {
-                print("chunkmigrate faults: skipping the read-only test, this machine cannot mount a tmpfs here")
-                return
+            try Self.withTmpfs(in: directory, megabytes: 64, demo: demo, test: "read-only") { disk, arguments in
+                let first = try chunkmigrate(arguments + ["--budget", "0"])
+                #expect(first.exitCode == 0, "\(first)")
+                let remount = { (options: String) in
+                    _ = try? runExecutable(URL(fileURLWithPath: "/usr/bin/mount"), ["-o", "remount,\(options)", disk])
+                }
+                remount("ro")
+                let failed = try chunkmigrate(arguments)
+                remount("rw")
+                #expect(failed.exitCode != 0, "\(failed)")
+                #expect(failed.stderr.contains("chunkmigrate: error:"), "\(failed)")
+                #expect(failed.stderr.contains(disk), "the message names the file: \(failed)")
+                let again = try chunkmigrate(arguments)
+                #expect(again.exitCode == 0, "\(again)")
+                #expect(try SQLiteShell.dump(disk + "/job.sqlite") == (try SQLiteShell.dump(demo.destination("reference"))))
             }
-            defer { Self.unmount(disk) }
-            let arguments = ["run", "--source", demo.source, "--destination", disk + "/job.sqlite", "--schema", demo.schema,
-                             "--plan", demo.plan, "--journal", disk + "/job.journal", "--batch-size", "500", "--quiet"]
-            let first = try chunkmigrate(arguments + ["--budget", "0"])
-            #expect(first.exitCode == 0, "\(first)")
-            let remount = { (options: String) in
-                _ = try? runExecutable(URL(fileURLWithPath: "/usr/bin/mount"), ["-o", "remount,\(options)", disk])
-            }
-            remount("ro")
-            let failed = try chunkmigrate(arguments)
-            remount("rw")
-            #expect(failed.exitCode != 0, "\(failed)")
-            #expect(failed.stderr.contains("chunkmigrate: error:"), "\(failed)")
-            #expect(failed.stderr.contains(disk), "the message names the file: \(failed)")
-            let again = try chunkmigrate(arguments)
-            #expect(again.exitCode == 0, "\(again)")
-            #expect(try SQLiteShell.dump(disk + "/job.sqlite") == (try SQLiteShell.dump(demo.destination("reference"))))
         }
     }
 

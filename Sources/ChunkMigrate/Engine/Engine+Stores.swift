@@ -38,7 +38,6 @@ extension Engine {
             try attach.step()
             try database.execute("PRAGMA src.cache_size = -\(options.sqliteCacheKiB);")
         } catch {
-            if !exists { try? FileManager.default.removeItem(atPath: destination) }
             throw MigrationError(.store, error.sql?.hasPrefix("ATTACH") == true
                 ? "cannot attach the source read-only: \(error.message)" : "cannot prepare the destination: \(error.message)",
                 file: error.sql?.hasPrefix("ATTACH") == true ? source : destination, sql: error.sql)
@@ -59,6 +58,17 @@ extension Engine {
     /// recorded in the checkpoint before this is called, and restored when the job completes.
     static func useRollbackJournal(_ database: Database) throws {
         try database.execute("PRAGMA main.journal_mode = TRUNCATE")
+    }
+
+    /// The smallest and largest key of a source table, or `nil` when it is empty. Two subqueries:
+    /// SQLite answers a lone min() or max() from the edge of the b-tree, but scans the whole table
+    /// for both in one SELECT.
+    static func keyRange(_ database: Database, table: String, key: String?) throws -> ClosedRange<Int64>? {
+        let table = "src." + SQL.quote(table)
+        let key = SQL.key(key)
+        let row = try database.rows("SELECT (SELECT min(\(key)) FROM \(table)), (SELECT max(\(key)) FROM \(table))")
+        guard let low = row.first?[0].integer, let high = row.first?[1].integer else { return nil }
+        return low...high
     }
 
     /// Fails with a clear message when `source` is missing or not an SQLite database.
@@ -84,12 +94,12 @@ extension Engine {
             hash.update(field: table)
             let sql = try database.scalar("SELECT sql FROM src.sqlite_schema WHERE type = 'table' AND name = ?1", .text(table))
             hash.update(field: sql.text ?? "-")
-            // Two subqueries: SQLite answers a lone min() or max() from the b-tree's edge, but
-            // scans the whole table for both in one SELECT.
-            let quoted = "src." + SQL.quote(table)
-            if let range = try? database.rows("SELECT (SELECT min(rowid) FROM \(quoted)), (SELECT max(rowid) FROM \(quoted))").first {
-                hash.update(field: "\(range[0]) \(range[1])")
+            // A WITHOUT ROWID table has no rowid range; its schema is hashed all the same.
+            let range: String
+            do { range = try keyRange(database, table: table, key: nil).map { "\($0.lowerBound) \($0.upperBound)" } ?? "empty" } catch {
+                range = "-"
             }
+            hash.update(field: range)
         }
         return hash.finalizeHex()
     }

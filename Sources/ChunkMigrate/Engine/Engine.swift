@@ -32,6 +32,15 @@ final class Engine {
         }
         /// Fix-ups: column -> last fix-up batch.
         var fixupBatch: [String: UInt64] = [:]
+
+        /// Counts a committed batch.
+        mutating func apply(_ record: BatchRecord) {
+            batch = record.batch
+            cursor = record.lastSourceKey
+            rowsRead += Int64(record.rowsRead)
+            rowsWritten += Int64(record.rowsWritten)
+            rowsSkipped += Int64(record.rowsSkipped)
+        }
     }
 
     let plan: MigrationPlan
@@ -66,13 +75,12 @@ final class Engine {
         self.batchSize = options.batchSize ?? options.initialBatchSize
 
         let names = Dictionary(plan.entities.enumerated().map { ($1.name, UInt32($0)) }, uniquingKeysWith: { a, _ in a })
-        resolver.entityIndexes = names
         for (entityIndex, entity) in plan.entities.enumerated() {
             var indexes: [String: Int] = [:]
             for (column, relationship) in entity.sortedRelationships {
                 indexes[column] = resolver.relationships.count
                 resolver.relationships.append(.init(
-                    entity: entity.name, column: column, sourceColumn: relationship.from,
+                    owner: UInt32(entityIndex), entity: entity.name, column: column, sourceColumn: relationship.from,
                     target: names[relationship.to] ?? 0, targetName: relationship.to,
                     policy: relationship.missingPolicy,
                     deferred: order.isDeferred(entity: entityIndex, column: column)))
@@ -200,12 +208,7 @@ final class Engine {
         for record in journal.records {
             switch record {
             case let .batch(batch):
-                let index = Int(batch.entity)
-                states[index].batch = batch.batch
-                states[index].cursor = batch.lastSourceKey
-                states[index].rowsRead += Int64(batch.rowsRead)
-                states[index].rowsWritten += Int64(batch.rowsWritten)
-                states[index].rowsSkipped += Int64(batch.rowsSkipped)
+                states[Int(batch.entity)].apply(batch)
             case let .fixup(fixup):
                 states[Int(fixup.entity)].fixupBatch[fixup.column] = fixup.batch
             case let .entityComplete(entity, _, _):
@@ -222,7 +225,7 @@ final class Engine {
     /// both between batches only.
     func run(deadline: ContinuousClock.Instant?, shouldStop: () -> Bool,
              report: (MigrationProgress) -> Void) throws -> RunOutcome {
-        if journal.records.contains(where: { if case .complete = $0 { true } else { false } }) {
+        if journal.records.recordsCompletion {
             try CheckpointStore.finish(in: database, keepTables: options.keepCheckpointTables)
             return .complete
         }
@@ -239,8 +242,7 @@ final class Engine {
             return false
         }
         func progress(entity: Int, phase: String, batch: UInt64) {
-            let elapsed = (clock.now - runStart)
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let seconds = (clock.now - runStart) / .seconds(1)
             let rate = seconds > 0 ? Double(rowsThisRun) / seconds : 0
             let done = states.reduce(0) { $0 + $1.rowsRead }
             let total = states.reduce(Int64(0)) { $0.addingReportingOverflow($1.estimatedTotal).overflow ? .max : $0 + $1.estimatedTotal }
@@ -290,14 +292,7 @@ final class Engine {
     /// estimated: counting rows would read the whole table before the first batch.
     private func readKeyRanges() throws {
         for (index, entity) in plan.entities.enumerated() where !states[index].complete {
-            let key = SQL.key(entity.source.key)
-            let table = "src." + SQL.quote(entity.source.table)
-            // Two subqueries, each answered from the edge of the b-tree (one SELECT with both scans).
-            let range = try database.rows("SELECT (SELECT min(\(key)) FROM \(table)), (SELECT max(\(key)) FROM \(table))")
-            states[index].keyRange = range.first.flatMap { row in
-                guard let low = row[0].integer, let high = row[1].integer else { return nil }
-                return low...high
-            }
+            states[index].keyRange = try Self.keyRange(database, table: entity.source.table, key: entity.source.key)
         }
     }
 
@@ -364,19 +359,19 @@ final class Engine {
                         entity: entity.name, batch: batch, sourceKey: firstKept)
                 }
             }
+            // Preserved keys map to themselves: the run "starts" at the first key.
+            let destinationBase = copier.mapping == .allocate ? base : (kept.first ?? first)
             var crc: UInt32 = 0
             if !kept.isEmpty {
-                let segment = try IDMapSegment(entity: entityIndex, batch: batch, mapping: copier.mapping,
-                                               destinationBase: kept.isEmpty || copier.mapping == .allocate ? base : kept[0],
-                                               sourceKeys: kept)
-                crc = try journal.write(segment)
+                crc = try journal.write(IDMapSegment(entity: entityIndex, batch: batch, mapping: copier.mapping,
+                                                     destinationBase: destinationBase, sourceKeys: kept))
             }
             CrashPoint.check(.afterSegment, entity: entity.name, batch: batch)
             record = BatchRecord(
                 entity: entityIndex, batch: batch, firstSourceKey: first, lastSourceKey: last,
                 rowsRead: UInt32(read), rowsWritten: UInt32(kept.count), rowsSkipped: UInt32(skipped),
                 relationshipsNulled: UInt32(resolver.nulled), relationshipsDeferred: UInt32(resolver.deferred),
-                mapping: copier.mapping, destinationBase: copier.mapping == .allocate ? base : (kept.first ?? first),
+                mapping: copier.mapping, destinationBase: destinationBase,
                 segmentFirstKey: kept.first ?? first, segmentLastKey: kept.last ?? last, segmentCRC: crc)
             // Keep the keys in the cache only when a relationship will look them up.
             try idMap.add(record, keys: isRelationshipTarget[index] ? kept : nil)
@@ -389,7 +384,7 @@ final class Engine {
             if database.inTransaction { try? database.execute("ROLLBACK") }
             idMap.truncate(entity: entityIndex, after: state.batch)
             try? journal.removeSegments(entity: entityIndex, after: state.batch)
-            throw Self.contextualize(error, entity: entity.name, batch: batch)
+            throw MigrationError.wrapping(error, entity: entity.name, batch: batch)
         }
         CrashPoint.check(.afterCommit, entity: entity.name, batch: batch)
         if CrashPoint.isArmed(.midRecord, entity: entity.name, batch: batch) {
@@ -398,11 +393,7 @@ final class Engine {
         }
         try journal.append(.batch(record))
 
-        states[index].batch = batch
-        states[index].cursor = record.lastSourceKey
-        states[index].rowsRead += Int64(record.rowsRead)
-        states[index].rowsWritten += Int64(record.rowsWritten)
-        states[index].rowsSkipped += Int64(record.rowsSkipped)
+        states[index].apply(record)
         adaptBatchSize(elapsed: clock.now - started, rows: Int(record.rowsRead))
         return Int(record.rowsRead)
     }
@@ -428,12 +419,7 @@ final class Engine {
             states[index].fixupBatch[column] = batch
         } catch {
             if database.inTransaction { try? database.execute("ROLLBACK") }
-            if let failure = resolver.failure {
-                var failure = failure
-                failure.batch = batch
-                throw failure
-            }
-            throw Self.contextualize(error, entity: entity.name, batch: batch, column: column)
+            throw MigrationError.wrapping(resolver.failure ?? error, entity: entity.name, batch: batch, column: column)
         }
     }
 
@@ -441,17 +427,14 @@ final class Engine {
     /// `cm_take` records a row just before SQLite writes it, so the row a constraint rejected is the
     /// last one taken.
     private func diagnose(_ error: SQLiteError, copier: EntityCopier, batch: UInt64) -> MigrationError {
-        if var failure = resolver.failure {
-            failure.batch = batch
-            return failure
-        }
         let entity = copier.entity.name
+        if let failure = resolver.failure { return MigrationError.wrapping(failure, entity: entity, batch: batch) }
         guard error.isConstraint else {
-            return MigrationError.from(error, entity: entity, batch: batch, sourceKey: resolver.batchKeys.last)
+            return MigrationError.wrapping(error, entity: entity, batch: batch, sourceKey: resolver.batchKeys.last)
         }
         // SQLite checks immediate foreign keys at the end of the statement, not at the row, so the
         // last row taken is not the culprit: name the batch's key range instead.
-        if error.extendedCode == 787 /* SQLITE_CONSTRAINT_FOREIGNKEY */ {
+        if error.isForeignKeyViolation {
             let range = resolver.batchKeys.first.map { "rows with source keys \($0) to \(resolver.batchKeys.last ?? $0)" } ?? "the batch"
             return MigrationError(.batch, "validation failed: \(error.message) for one of the \(range); a foreign key points at a row that does not exist in the destination",
                                   entity: entity, batch: batch, file: error.file)
@@ -468,29 +451,9 @@ final class Engine {
         return names.map { name in name.split(separator: ".").last.map(String.init) ?? name }
     }
 
-    static func contextualize(_ error: any Error, entity: String, batch: UInt64, column: String? = nil) -> any Error {
-        switch error {
-        case var error as MigrationError:
-            if error.entity == nil { error.entity = entity }
-            if error.batch == nil { error.batch = batch }
-            return error
-        case let error as SQLiteError:
-            return MigrationError.from(error, entity: entity, batch: batch, column: column)
-        case let error as JournalError:
-            return MigrationError(error.code == .io && error.message.contains("No space") ? .diskFull : .journal,
-                                  error.message, entity: entity, batch: batch, file: error.file)
-        case let error as Resolver.Failure:
-            return MigrationError(.batch, error.description, entity: entity, batch: batch)
-        default:
-            return MigrationError(.batch, "\(error)", entity: entity, batch: batch)
-        }
-    }
-
     private func adaptBatchSize(elapsed: Duration, rows: Int) {
         guard options.batchSize == nil, rows >= batchSize / 2 else { return }
-        let seconds = max(1e-4, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-        let target = Double(options.batchTimeTarget.components.seconds) + Double(options.batchTimeTarget.components.attoseconds) / 1e18
-        let proposed = Double(batchSize) * target / seconds
+        let proposed = Double(batchSize) * (options.batchTimeTarget / max(elapsed, .microseconds(100)))
         let bounded = min(Double(batchSize) * 4, max(Double(batchSize) / 4, proposed))
         batchSize = min(options.maximumBatchSize, max(options.minimumBatchSize, Int(bounded)))
     }

@@ -30,6 +30,8 @@ public struct JobStatus: Sendable, Codable, Equatable {
     public var destination: String
     /// Each entity's progress, in plan order.
     public var entities: [Entity]
+    /// Source rows read by every entity.
+    public var rowsRead: Int64 { entities.reduce(0) { $0 + $1.rowsRead } }
     /// The error the last run stopped on, when the state is `failed`.
     public var lastFailure: String?
 

@@ -98,13 +98,30 @@ public struct MigrationError: Error, CustomStringConvertible, Sendable {
         }
     }
 
-    static func from(_ error: JournalError) -> MigrationError {
-        MigrationError(.journal, error.message, file: error.file)
+    /// Any error the engine meets, as a `MigrationError`: SQLite's and the journal's keep their
+    /// message and file, a full disk becomes ``Code-swift.struct/diskFull`` whichever raised it.
+    static func wrapping(_ error: any Error) -> MigrationError {
+        switch error {
+        case let error as MigrationError:
+            return error
+        case let error as SQLiteError:
+            return MigrationError(error.isDiskFull ? .diskFull : .store, error.message, file: error.file, sql: error.sql)
+        case let error as JournalError:
+            return MigrationError(error.code == .diskFull ? .diskFull : .journal, error.message, file: error.file)
+        default:
+            return MigrationError(.batch, "\(error)")
+        }
     }
 
-    static func from(_ error: SQLiteError, entity: String? = nil, batch: UInt64? = nil, sourceKey: Int64? = nil,
-                     column: String? = nil) -> MigrationError {
-        MigrationError(error.isDiskFull ? .diskFull : .store, error.message, entity: entity, batch: batch,
-                       sourceKey: sourceKey, column: column, file: error.file, sql: error.sql)
+    /// ``wrapping(_:)``, with the entity, batch, source key and column filled in where the error
+    /// did not name them.
+    static func wrapping(_ error: any Error, entity: String, batch: UInt64? = nil, sourceKey: Int64? = nil,
+                         column: String? = nil) -> MigrationError {
+        var wrapped = wrapping(error)
+        wrapped.entity = wrapped.entity ?? entity
+        wrapped.batch = wrapped.batch ?? batch
+        wrapped.sourceKey = wrapped.sourceKey ?? sourceKey
+        wrapped.column = wrapped.column ?? column
+        return wrapped
     }
 }

@@ -141,7 +141,7 @@ public final class MigrationJob: Sendable {
                     try? FileManager.default.removeItem(atPath: destination.path + suffix)
                 }
             }
-            throw Self.wrap(error)
+            throw MigrationError.wrapping(error)
         }
     }
 
@@ -157,10 +157,7 @@ public final class MigrationJob: Sendable {
     public static func resume(at journal: URL, source: URL? = nil, destination: URL? = nil, plan expected: MigrationPlan? = nil,
                               options: MigrationOptions = MigrationOptions(),
                               logger: Logger) throws -> MigrationJob {
-        let reader: JournalReader
-        do { reader = try JournalReader(directory: journal.path) } catch {
-            throw MigrationError(.journal, "cannot read the journal: \(error.message)", file: error.file ?? journal.path)
-        }
+        let reader = try readJournal(at: journal)
         guard SHA256.hex(reader.plan) == reader.header.planFingerprint else {
             throw MigrationError(.journal, "plan.json does not match the plan fingerprint in the journal header", file: reader.layout.plan)
         }
@@ -189,9 +186,7 @@ public final class MigrationJob: Sendable {
 
     /// Where the job recorded in a journal stands, from the journal alone.
     public static func status(at journal: URL) throws -> JobStatus {
-        do { return JobStatus(reader: try JournalReader(directory: journal.path)) } catch {
-            throw MigrationError(.journal, "cannot read the journal: \(error.message)", file: error.file ?? journal.path)
-        }
+        JobStatus(reader: try readJournal(at: journal))
     }
 
     // MARK: Running
@@ -202,15 +197,9 @@ public final class MigrationJob: Sendable {
     /// The work runs on a thread of its own; progress is published to ``progressUpdates()`` and
     /// ``progress`` after every batch.
     public func run(for budget: Duration? = nil) async throws -> RunOutcome {
-        let alreadyRunning = control.withLock { control in
-            defer { control.running = true }
-            return control.running
-        }
-        guard !alreadyRunning else {
-            throw MigrationError(.busy, "this job is already running", file: journalURL.path)
-        }
+        try claimRun()
+        defer { endRun() }
         let deadline = budget.map { ContinuousClock.now + $0 }
-        defer { control.withLock { $0.running = false } }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<RunOutcome, any Error>) in
                 let thread = Thread { [self] in
@@ -232,14 +221,8 @@ public final class MigrationJob: Sendable {
     /// Runs the job on the calling thread (for command-line tools and tests that have no
     /// concurrency of their own); the same as ``run(for:)`` otherwise.
     public func runBlocking(for budget: Duration? = nil) throws -> RunOutcome {
-        let alreadyRunning = control.withLock { control in
-            defer { control.running = true }
-            return control.running
-        }
-        guard !alreadyRunning else {
-            throw MigrationError(.busy, "this job is already running", file: journalURL.path)
-        }
-        defer { control.withLock { $0.running = false } }
+        try claimRun()
+        defer { endRun() }
         return try runHere(deadline: budget.map { ContinuousClock.now + $0 })
     }
 
@@ -284,7 +267,7 @@ public final class MigrationJob: Sendable {
             return outcome
         } catch {
             finishObservers(complete: false)
-            throw Self.wrap(error)
+            throw MigrationError.wrapping(error)
         }
     }
 
@@ -330,11 +313,9 @@ public final class MigrationJob: Sendable {
     /// job's checkpoint (or, when the job never committed a batch, none at all), and the source's
     /// fingerprint is the one recorded at the start.
     private func checkStores(_ database: Database, header: JournalHeader, records: [LogRecord]) throws {
-        let complete = records.contains { if case .complete = $0 { true } else { false } }
         let jobs = try CheckpointStore.jobIDs(in: database)
-        if jobs.isEmpty && !complete {
-            let started = records.contains { if case .batch = $0 { true } else { false } }
-            guard !started else {
+        if jobs.isEmpty && !records.recordsCompletion {
+            guard !records.recordsBatches else {
                 throw MigrationError(.mismatch,
                     "the destination has no checkpoint of job \(jobID), but the journal records batches: this is not the destination the job wrote",
                     file: destinationURL.path)
@@ -361,8 +342,7 @@ public final class MigrationJob: Sendable {
         defer { writer.close() }
         let database = try Engine.openStores(source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
         try checkStores(database, header: writer.header, records: writer.records)
-        let complete = writer.records.contains { if case .complete = $0 { true } else { false } }
-        if !complete {
+        if !writer.records.recordsCompletion {
             if try CheckpointStore.jobIDs(in: database).isEmpty {
                 // Created, but stopped before its checkpoint tables were: the journal mode is still
                 // the store's own.
@@ -378,12 +358,25 @@ public final class MigrationJob: Sendable {
         return try body(engine)
     }
 
-    static func wrap(_ error: any Error) -> MigrationError {
-        switch error {
-        case let error as MigrationError: return error
-        case let error as SQLiteError: return MigrationError.from(error)
-        case let error as JournalError: return MigrationError.from(error)
-        default: return MigrationError(.store, "\(error)")
+    /// Reads a journal, or throws naming what is wrong with it.
+    private static func readJournal(at journal: URL) throws -> JournalReader {
+        do { return try JournalReader(directory: journal.path) } catch {
+            throw MigrationError(.journal, "cannot read the journal: \(error.message)", file: error.file ?? journal.path)
         }
+    }
+
+    /// Marks the job as running for one run, or refuses when a run is already going.
+    private func claimRun() throws {
+        let alreadyRunning = control.withLock { control in
+            defer { control.running = true }
+            return control.running
+        }
+        guard !alreadyRunning else {
+            throw MigrationError(.busy, "this job is already running", file: journalURL.path)
+        }
+    }
+
+    private func endRun() {
+        control.withLock { $0.running = false }
     }
 }

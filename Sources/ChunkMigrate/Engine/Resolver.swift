@@ -5,6 +5,8 @@ import MigrationJournal
 final class Resolver {
     /// A relationship as the engine resolves it.
     struct Relationship {
+        /// The index and the name of the entity the relationship belongs to.
+        var owner: UInt32
         var entity: String
         var column: String
         var sourceColumn: String
@@ -23,11 +25,9 @@ final class Resolver {
     var batchKeys: [Int64] = []
     var batchBase: Int64 = 0
     var batchMapping: IDMapSegment.Mapping = .allocate
-    /// Rows the batch's filter looked at (kept or skipped), and the first and last of their keys.
+    /// Rows the batch's filter looked at (kept or skipped).
     var scanned = 0
     var skipped = 0
-    var firstScanned: Int64?
-    var lastScanned: Int64?
 
     /// The order-independent digest `cm_digest` accumulates: the wrapping sum of one hash per row.
     var digest: UInt64 = 0
@@ -51,8 +51,6 @@ final class Resolver {
         batchMapping = mapping
         scanned = 0
         skipped = 0
-        firstScanned = nil
-        lastScanned = nil
         resetCounters()
     }
 
@@ -63,28 +61,22 @@ final class Resolver {
         failure = nil
     }
 
-    /// The destination key of `key` if the running batch has already taken it.
-    private func takenInBatch(_ key: Int64, entity: UInt32) -> Int64? {
-        guard entity == batchEntity, let last = batchKeys.last, key <= last else { return nil }
+    /// Where the running batch took source key `key`, if it did.
+    private func positionInBatch(_ key: Int64) -> Int? {
+        guard let last = batchKeys.last, key <= last else { return nil }
         var low = 0
         var high = batchKeys.count
         while low < high {
             let middle = (low + high) / 2
             if batchKeys[middle] < key { low = middle + 1 } else { high = middle }
         }
-        guard low < batchKeys.count, batchKeys[low] == key else { return nil }
-        return batchMapping == .allocate ? batchBase + Int64(low) : key
+        return batchKeys[low] == key ? low : nil
     }
 
-    /// Whether the running batch took source key `key`.
-    func isTaken(_ key: Int64) -> Bool {
-        var low = 0
-        var high = batchKeys.count
-        while low < high {
-            let middle = (low + high) / 2
-            if batchKeys[middle] < key { low = middle + 1 } else { high = middle }
-        }
-        return low < batchKeys.count && batchKeys[low] == key
+    /// The destination key of `key` if the running batch, of `entity`, has already taken it.
+    private func takenInBatch(_ key: Int64, entity: UInt32) -> Int64? {
+        guard entity == batchEntity, let position = positionInBatch(key) else { return nil }
+        return batchMapping == .allocate ? batchBase + Int64(position) : key
     }
 
     /// The destination key of a target's source key: from the ID map of committed batches, or
@@ -112,10 +104,7 @@ final class Resolver {
         // The batch's filter saw the row with source key k: keep it unless a `skip` relationship
         // (given as pairs of relationship index and foreign key) has no mapping.
         try database.createFunction("cm_keep", argumentCount: -1, deterministic: false) { [self] call in
-            let key = call.int64(0)
             scanned += 1
-            if firstScanned == nil { firstScanned = key }
-            lastScanned = key
             var argument = 1
             while argument + 1 < call.count {
                 if !call.isNull(argument + 1) {
@@ -146,20 +135,14 @@ final class Resolver {
                 nulled += 1
                 call.resultNull()
             case .fail:
-                let relationship = relationships[index]
-                let error = MigrationError(
-                    .missingMapping,
-                    "source \(relationship.sourceColumn) \(foreignKey) has no mapping in \(relationship.targetName) (missing: fail); fix the source row, or set \"missing\" to \"null\" or \"skip\"",
-                    entity: relationship.entity, sourceKey: call.int64(2), column: relationship.column)
-                failure = error
-                throw Failure(description: error.description)
+                throw missingMapping(relationship: index, foreignKey: foreignKey, row: call.int64(2))
             }
         }
         // For the checksum of a batch: the row's destination key, whether it was taken, the value a
         // relationship column was given when the row was written (a self-reference sees the rows
         // taken up to and including its own), and a digest of a row's values.
         try database.createFunction("cm_taken", argumentCount: 1, deterministic: false) { [self] call in
-            call.result(isTaken(call.int64(0)) ? 1 : 0)
+            call.result(positionInBatch(call.int64(0)) == nil ? 0 : 1)
         }
         try database.createFunction("cm_dest", argumentCount: 1, deterministic: false) { [self] call in
             let key = call.int64(0)
@@ -168,24 +151,20 @@ final class Resolver {
         }
         try database.createFunction("cm_lookup", argumentCount: 3, deterministic: false) { [self] call in
             guard !call.isNull(1) else { return call.resultNull() }
-            let relationship = relationships[Int(call.int64(0))]
+            let target = relationships[Int(call.int64(0))].target
             let foreignKey = call.int64(1)
-            if let mapped = try idMap.destination(of: foreignKey, entity: relationship.target) { return call.result(mapped) }
-            if relationship.target == batchEntity && foreignKey <= call.int64(2),
+            if let mapped = try idMap.destination(of: foreignKey, entity: target) { return call.result(mapped) }
+            if target == batchEntity && foreignKey <= call.int64(2),
                let mapped = takenInBatch(foreignKey, entity: batchEntity) {
                 return call.result(mapped)
             }
             call.resultNull()
         }
         try database.createFunction("cm_hash", argumentCount: -1, deterministic: false) { call in
-            var hash = RowHash()
-            for index in 0..<call.count { hash.add(call.value(index)) }
-            call.result(Int64(bitPattern: hash.value))
+            call.result(Int64(bitPattern: RowHash(call).value))
         }
         try database.createFunction("cm_digest", argumentCount: -1, deterministic: false) { [self] call in
-            var hash = RowHash()
-            for index in 0..<call.count { hash.add(call.value(index)) }
-            digest &+= hash.value
+            digest &+= RowHash(call).value
             call.resultNull()
         }
         try database.createFunction("cm_source_of", argumentCount: 2, deterministic: false) { [self] call in
@@ -197,34 +176,33 @@ final class Resolver {
         }
         try database.createFunction("cm_fix", argumentCount: 3, deterministic: false) { [self] call in
             guard !call.isNull(1) else { return call.resultNull() }
-            let relationship = relationships[Int(call.int64(0))]
+            let index = Int(call.int64(0))
             let foreignKey = call.int64(1)
-            if let mapped = try idMap.destination(of: foreignKey, entity: relationship.target) {
+            if let mapped = try idMap.destination(of: foreignKey, entity: relationships[index].target) {
                 updated += 1
                 return call.result(mapped)
             }
-            switch relationship.policy {
+            switch relationships[index].policy {
             case .null, .skip:
                 nulled += 1
                 call.resultNull()
             case .fail:
-                let destination = call.int64(2)
-                let source = try? idMap.source(ofDestination: destination, entity: entityIndex(of: relationship))
-                let error = MigrationError(
-                    .missingMapping,
-                    "source \(relationship.sourceColumn) \(foreignKey) has no mapping in \(relationship.targetName) (missing: fail); fix the source row, or set \"missing\" to \"null\"",
-                    entity: relationship.entity, sourceKey: source ?? nil, column: relationship.column)
-                failure = error
-                throw Failure(description: error.description)
+                let row = try? idMap.source(ofDestination: call.int64(2), entity: relationships[index].owner)
+                throw missingMapping(relationship: index, foreignKey: foreignKey, row: row ?? nil)
             }
         }
     }
 
-    /// Filled by the engine: entity name -> index, for messages.
-    var entityIndexes: [String: UInt32] = [:]
-
-    private func entityIndex(of relationship: Relationship) -> UInt32 {
-        entityIndexes[relationship.entity] ?? 0
+    /// Records and returns the failure of a relationship with policy `fail` whose target key has no
+    /// mapping; `row` is the source key of the row that refers to it.
+    private func missingMapping(relationship index: Int, foreignKey: Int64, row: Int64?) -> Failure {
+        let relationship = relationships[index]
+        let error = MigrationError(
+            .missingMapping,
+            "source \(relationship.sourceColumn) \(foreignKey) has no mapping in \(relationship.targetName) (missing: fail); fix the source row, or set \"missing\" to \"null\"\(relationship.deferred ? "" : " or \"skip\"")",
+            entity: relationship.entity, sourceKey: row, column: relationship.column)
+        failure = error
+        return Failure(description: error.description)
     }
 }
 
@@ -232,6 +210,11 @@ final class Resolver {
 /// hash differently.
 struct RowHash {
     private(set) var value: UInt64 = 0xCBF2_9CE4_8422_2325
+
+    /// The hash of every argument of a function call.
+    init(_ call: FunctionCall) {
+        for index in 0..<call.count { add(call.value(index)) }
+    }
 
     private mutating func byte(_ byte: UInt8) {
         value = (value ^ UInt64(byte)) &* 0x0000_0100_0000_01B3

@@ -16,6 +16,8 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
 
     /// Whether the error is a constraint violation (NOT NULL, UNIQUE, CHECK, FOREIGN KEY, ...).
     public var isConstraint: Bool { code == SQLITE_CONSTRAINT }
+    /// Whether a FOREIGN KEY constraint failed (reported at the end of the statement, not at a row).
+    public var isForeignKeyViolation: Bool { extendedCode == SQLITE_CONSTRAINT | (3 << 8) }  // SQLITE_CONSTRAINT_FOREIGNKEY, a macro
     /// Whether the disk or the file system is full.
     public var isDiskFull: Bool { code == SQLITE_FULL }
     /// Whether the statement was interrupted.
