@@ -39,7 +39,7 @@ public final class IDMap {
 
     private final class Decoded {
         let keys: [Int64]
-        var lastUse: UInt64
+        @exclusivity(unchecked) var lastUse: UInt64
         init(keys: [Int64], lastUse: UInt64) {
             self.keys = keys
             self.lastUse = lastUse
@@ -47,19 +47,21 @@ public final class IDMap {
         var bytes: Int { keys.count * 8 + 64 }
     }
 
+    // Lookups run once per row of a batch, on the owner's thread, and never overlap:
+    // `@exclusivity(unchecked)` spares each access the runtime's exclusivity bookkeeping.
     private let layout: JournalLayout
-    private var index: [[SegmentRef]]
-    private var cache: [CacheKey: Decoded] = [:]
-    private var clock: UInt64 = 0
+    @exclusivity(unchecked) private var index: [[SegmentRef]]
+    @exclusivity(unchecked) private var cache: [CacheKey: Decoded] = [:]
+    @exclusivity(unchecked) private var clock: UInt64 = 0
 
     /// The most bytes of decoded keys the cache holds.
     public let cacheBudget: Int
     /// The bytes of decoded keys the cache holds now.
-    public private(set) var cachedBytes = 0
+    @exclusivity(unchecked) public private(set) var cachedBytes = 0
     /// The most ``cachedBytes`` has been.
-    public private(set) var peakCachedBytes = 0
+    @exclusivity(unchecked) public private(set) var peakCachedBytes = 0
     /// How many segments have been read and decoded from disk.
-    public private(set) var segmentDecodes = 0
+    @exclusivity(unchecked) public private(set) var segmentDecodes = 0
 
     /// An empty map for a journal with `entityCount` entities.
     public init(layout: JournalLayout, entityCount: Int, cacheBudget: Int = IDMap.defaultCacheBudget) {

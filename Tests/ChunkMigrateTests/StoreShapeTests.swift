@@ -131,4 +131,62 @@ struct StoreShapeTests {
         try migrateDemo(files, into: destination, journal: folder.path("journal ü"))
         #expect(try DemoStore.check(source: files.source, destination: destination) == [])
     }
+
+    /// Destination tables whose next rowid is, or is not, one past the largest: SQLite assigns
+    /// allocated keys only where it is, and the ID map must agree with the rows either way.
+    @Test("allocated keys match the ID map whoever assigns them", arguments: [
+        // SQLite assigns: a rowid table.
+        "CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER, previous_id INTEGER, name TEXT);",
+        // The engine writes them: AUTOINCREMENT, whose sequence is ahead of the largest rowid
+        // (a row inserted and deleted), and WITHOUT ROWID, which has no next rowid at all.
+        """
+        CREATE TABLE child (id INTEGER PRIMARY KEY AUTOINCREMENT, parent_id INTEGER, previous_id INTEGER, name TEXT);
+        INSERT INTO child (id, name) VALUES (500, 'gone'); DELETE FROM child;
+        """,
+        "CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER, previous_id INTEGER, name TEXT) WITHOUT ROWID;",
+        // A key column that is not the rowid.
+        "CREATE TABLE child (id INTEGER NOT NULL UNIQUE, parent_id INTEGER, previous_id INTEGER, name TEXT);",
+    ])
+    func allocatedKeys(childSchema: String) throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try execute("""
+            CREATE TABLE parent (id INTEGER PRIMARY KEY, name TEXT);
+            CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER, previous INTEGER, name TEXT);
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10)
+            INSERT INTO parent SELECT i * 7, 'p' || i FROM n;
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100)
+            INSERT INTO child SELECT i * 3, (i % 10 + 1) * 7, CASE WHEN i > 1 THEN (i - 1) * 3 END, 'c' || i FROM n;
+            """, on: source)
+        let destination = folder.path("new.sqlite")
+        try execute("CREATE TABLE parent (id INTEGER PRIMARY KEY, name TEXT);" + childSchema, on: destination)
+        let plan = MigrationPlan(entities: [
+            EntityMapping(name: "Parent", source: .init(table: "parent", key: "id"), destination: .init(table: "parent", key: "id"),
+                          columns: ["name": "name"]),
+            EntityMapping(name: "Child", source: .init(table: "child", key: "id"), destination: .init(table: "child", key: "id"),
+                          columns: ["name": "name"],
+                          relationships: ["parent_id": .init(from: "parent", to: "Parent"),
+                                          "previous_id": .init(from: "previous", to: "Child")]),
+        ])
+        let journal = folder.path("journal")
+        var options = MigrationOptions(batchSize: 7)
+        options.verifyChecksums = true
+        let job = try MigrationJob.start(plan: plan, source: source, destination: destination, journal: journal,
+                                         options: options, logger: quietLogger)
+        #expect(try job.runBlocking() == .complete)
+
+        // Rows arrive in source-key order and are numbered from 1; every reference follows its row.
+        let rows = try Database(path: destination.path, mode: .readOnly).rows("""
+            SELECT c.id, c.name, p.name, q.name FROM child c JOIN parent p ON p.id = c.parent_id
+            LEFT JOIN child q ON q.id = c.previous_id ORDER BY c.id
+            """)
+        #expect(rows.count == 100)
+        for (offset, row) in rows.enumerated() {
+            let i = offset + 1
+            #expect(row == [.integer(Int64(i)), .text("c\(i)"), .text("p\(i % 10 + 1)"), i > 1 ? .text("c\(i - 1)") : .null])
+        }
+        let map = try JournalReader(directory: journal.path).idMap()
+        #expect(try map.destination(of: 150, entity: 1) == 50)
+        #expect(try map.source(ofDestination: 100, entity: 1) == 300)
+    }
 }

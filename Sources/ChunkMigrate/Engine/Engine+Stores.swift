@@ -60,6 +60,18 @@ extension Engine {
         try database.execute("PRAGMA main.journal_mode = TRUNCATE")
     }
 
+    /// Whether SQLite gives a row inserted into destination `table` without a rowid the rowid one
+    /// past the table's largest: true unless the table is declared AUTOINCREMENT (which never
+    /// reuses a rowid once deleted) or WITHOUT ROWID. Read from the table's CREATE statement;
+    /// the words appearing anywhere in it (a default value, a comment) count, which errs on the
+    /// side of the engine writing every key itself.
+    func assignsNextRowid(table: String) throws -> Bool {
+        let sql = try database.scalar(
+            "SELECT sql FROM main.sqlite_schema WHERE type = 'table' AND name = ?1 COLLATE NOCASE", .text(table)).text ?? ""
+        let words = sql.uppercased().split { !$0.isLetter && $0 != "_" }
+        return !words.contains("AUTOINCREMENT") && !zip(words, words.dropFirst()).contains { $0 == "WITHOUT" && $1 == "ROWID" }
+    }
+
     /// The smallest and largest key of a source table, or `nil` when it is empty. Two subqueries:
     /// SQLite answers a lone min() or max() from the edge of the b-tree, but scans the whole table
     /// for both in one SELECT.

@@ -112,12 +112,15 @@ final class Engine {
             let path = "entities[\(index)]"
             let sourceAccess = try KeyAccess.find(database: database, schema: "src", table: entity.source.table,
                                                   column: entity.source.key, planPath: path + ".source", entity: entity.name)
-            _ = try KeyAccess.find(database: database, schema: "main", table: entity.destination.table,
-                                   column: entity.destination.key, planPath: path + ".destination", entity: entity.name)
+            let destinationAccess = try KeyAccess.find(database: database, schema: "main", table: entity.destination.table,
+                                                       column: entity.destination.key, planPath: path + ".destination",
+                                                       entity: entity.name)
             try checkAgainstStores(entity: entity, index: index)
             do {
                 let copier = try EntityCopier(database: database, entity: entity, index: UInt32(index),
                                               relationshipIndexes: relationshipIndexes[index], sourceAccess: sourceAccess,
+                                              destinationAccess: destinationAccess,
+                                              assignsNextRowid: try assignsNextRowid(table: entity.destination.table),
                                               verifyChecksums: options.verifyChecksums)
                 try copier.prepareFixups(database: database, deferred: order.deferred[index] ?? [],
                                          relationshipIndexes: relationshipIndexes[index])
@@ -345,6 +348,12 @@ final class Engine {
                 throw MigrationError(.batch,
                     "validation failed: \(read) rows read and \(skipped) skipped, so \(read - skipped) should be written, but \(written) were",
                     entity: entity.name, batch: batch, sourceKey: kept.first)
+            }
+            // Where SQLite assigned the keys, the last must be the one the ID map will record.
+            if copier.assignsKeys, written > 0, database.lastInsertRowid != base + Int64(written) - 1 {
+                throw MigrationError(.batch,
+                    "validation failed: SQLite gave the last row destination key \(database.lastInsertRowid), but the batch's keys run from \(base) to \(base + Int64(written) - 1)",
+                    entity: entity.name, batch: batch, sourceKey: kept.last)
             }
             // A bounded batch covers its whole key range, rows left out included.
             let first = range?.lowerBound ?? kept[0]

@@ -12,6 +12,10 @@ final class EntityCopier {
     /// filter, a `skip` relationship), a batch covers the next `batchSize` source keys whatever
     /// is left out of them, so a long run of left-out rows cannot make one batch unbounded.
     let isBounded: Bool
+    /// Whether SQLite assigns the destination keys (an allocating rowid table without
+    /// AUTOINCREMENT: the next rowid is always one past the largest, which is what the engine
+    /// records), so a batch checks the last rowid it got instead of writing each key itself.
+    let assignsKeys: Bool
     /// Deferred relationships: destination column -> (resolver index, UPDATE statement).
     private(set) var fixups: [String: (relationship: Int, statement: Statement)] = [:]
 
@@ -26,10 +30,18 @@ final class EntityCopier {
     let insertSQL: String
 
     /// Prepares the batch statement: one `INSERT ... SELECT` that reads the next rows after the
-    /// cursor in source-key order and writes them; `cm_take` records each row's source key as it
-    /// is written and gives its destination key. `sourceAccess` forces the walk in key order.
+    /// cursor in source-key order and writes them, recording each row's source key as it is
+    /// written. `sourceAccess` forces the walk in key order; `destinationAccess` and
+    /// `assignsNextRowid` say whether SQLite may assign allocated keys.
+    ///
+    /// Each row costs one call of a Swift function at least, so the recording rides on a call
+    /// the row makes anyway: the first relationship's `cm_take_ref` records the key and resolves
+    /// the foreign key; an entity without relationships calls `cm_take`, which records the key and
+    /// gives the destination key. The destination key is then the source key (`preserve`),
+    /// SQLite's next rowid (`allocate` into a rowid), or `cm_take`'s result.
     init(database: Database, entity: EntityMapping, index: UInt32, relationshipIndexes: [String: Int],
-         sourceAccess: KeyAccess, verifyChecksums: Bool) throws(SQLiteError) {
+         sourceAccess: KeyAccess, destinationAccess: KeyAccess, assignsNextRowid: Bool,
+         verifyChecksums: Bool) throws(SQLiteError) {
         self.index = index
         self.entity = entity
         mapping = entity.keyPolicy == .allocate ? .allocate : .preserve
@@ -56,15 +68,36 @@ final class EntityCopier {
         maxDestination = mapping == .allocate
             ? try database.prepare("SELECT max(\(destinationKey)) FROM \(destinationTable)") : nil
 
-        var columns = [destinationKey]
-        var values = ["cm_take(\(sourceKey))"]
+        let relationships = entity.sortedRelationships
+        // A preserved key is copied as it is only from a rowid, which SQLite keeps an integer.
+        let takesInRelationship = !relationships.isEmpty && (mapping == .preserve
+            ? sourceAccess == .rowid
+            : destinationAccess == .rowid && assignsNextRowid)
+        assignsKeys = takesInRelationship && mapping == .allocate
+        // Column names and the values written, in the same order; `lookups` are the values a
+        // checksum maps from the source (the destination key as recorded, relationships as resolved).
+        var columns: [String] = []
+        var values: [String] = []
+        var lookups: [String] = []
+        if !takesInRelationship {
+            columns.append(destinationKey)
+            values.append("cm_take(\(sourceKey))")
+            lookups.append("cm_dest(\(sourceKey))")
+        } else if mapping == .preserve {
+            columns.append(destinationKey)
+            values.append(sourceKey)
+            lookups.append(sourceKey)
+        }
         for (column, expression) in entity.sortedColumns {
             columns.append(SQL.quote(column))
             values.append("(\(expression))")
+            lookups.append("(\(expression))")
         }
-        for (column, relationship) in entity.sortedRelationships {
+        for (position, (column, relationship)) in relationships.enumerated() {
+            let arguments = "\(relationshipIndexes[column]!), s.\(SQL.quote(relationship.from)), \(sourceKey)"
             columns.append(SQL.quote(column))
-            values.append("cm_ref(\(relationshipIndexes[column]!), s.\(SQL.quote(relationship.from)), \(sourceKey))")
+            values.append((takesInRelationship && position == 0 ? "cm_take_ref(" : "cm_ref(") + arguments + ")")
+            lookups.append("cm_lookup(\(arguments))")
         }
         // The checksum, prepared only when asked for: the same values, read back from the
         // destination and mapped again from the source. SQLite takes at most 127 arguments per
@@ -77,19 +110,17 @@ final class EntityCopier {
             return "cm_digest(\(parts.joined(separator: ", ")))"
         }
         if verifyChecksums {
-            let destinationColumns = columns.map { $0 == "rowid" ? "d.rowid" : "d." + $0 }
+            // The destination key is digested as written, also where SQLite assigned it.
+            let digested = assignsKeys ? [destinationKey] + columns : columns
+            if assignsKeys { lookups.insert("cm_dest(\(sourceKey))", at: 0) }
+            let destinationColumns = digested.map { $0 == "rowid" ? "d.rowid" : "d." + $0 }
             let ownRows = mapping == .preserve ? " AND cm_taken(d.\(destinationKey))" : ""
             destinationDigest = try database.prepare("""
                 SELECT count(\(digest(destinationColumns))) FROM \(destinationTable) AS d
                 WHERE d.\(destinationKey) BETWEEN ?1 AND ?2\(ownRows)
                 """)
-            var sourceValues = values
-            sourceValues[0] = "cm_dest(\(sourceKey))"
-            for position in sourceValues.indices where sourceValues[position].hasPrefix("cm_ref(") {
-                sourceValues[position] = "cm_lookup(" + sourceValues[position].dropFirst("cm_ref(".count)
-            }
             sourceDigest = try database.prepare("""
-                SELECT count(\(digest(sourceValues))) FROM \(sourceTable)
+                SELECT count(\(digest(lookups))) FROM \(sourceTable)
                 WHERE \(sourceKey) BETWEEN ?1 AND ?2 AND cm_taken(\(sourceKey))
                 """)
         } else {
