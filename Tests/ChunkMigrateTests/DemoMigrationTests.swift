@@ -85,6 +85,40 @@ struct DemoMigrationTests {
         #expect(try dump(destination) == dump(folder.path("reference.sqlite")))
     }
 
+    @Test("a resumed run starts at the batch size the job had reached, not at the first batch's")
+    func resumedBatchSize() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try execute("""
+            CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT);
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 30000)
+            INSERT INTO person SELECT i, 'p' || i FROM n;
+            """, on: source)
+        let plan = MigrationPlan(entities: [
+            EntityMapping(name: "Person", source: .init(table: "person", key: "id"), destination: .init(table: "person", key: "id"),
+                          columns: ["name": "name"]),
+        ])
+        // A time target no batch reaches: the size grows to the maximum as fast as it may.
+        var options = MigrationOptions()
+        options.batchTimeTarget = .seconds(3_600)
+        options.initialBatchSize = 100
+        options.maximumBatchSize = 20_000
+        let journal = folder.path("journal")
+        let job = try MigrationJob.start(plan: plan, source: source, destination: folder.path("new.sqlite"), journal: journal,
+                                         schema: "CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT);",
+                                         options: options, logger: quietLogger)
+        #expect(try job.runBlocking(for: .zero) == .paused)
+        // A new process, as after a kill: the first batch of its run is sized from the last one.
+        let resumed = try MigrationJob.resume(at: journal, options: options, logger: quietLogger)
+        #expect(try resumed.runBlocking(for: .zero) == .paused)
+        let batches = try JournalReader(directory: journal.path).batches
+        #expect(batches.map(\.rowsRead) == [100, 20_000])
+        // A fixed size stays fixed.
+        let fixed = try MigrationJob.resume(at: journal, options: MigrationOptions(batchSize: 70), logger: quietLogger)
+        #expect(try fixed.runBlocking(for: .zero) == .paused)
+        #expect(try JournalReader(directory: journal.path).batches.last?.rowsRead == 70)
+    }
+
     @Test("cancelling the task stops the job at a batch boundary; it resumes to the same result")
     func cancellation() async throws {
         let folder = try TemporaryFolder()

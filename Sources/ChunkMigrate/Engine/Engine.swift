@@ -32,6 +32,9 @@ final class Engine {
         }
         /// Fix-ups: column -> last fix-up batch.
         var fixupBatch: [String: UInt64] = [:]
+        /// The rows the last batch read and how long it took, from which a resumed run sizes its
+        /// first batch.
+        var lastBatch: (rows: Int, duration: Duration)?
 
         /// Counts a committed batch.
         mutating func apply(_ record: BatchRecord) {
@@ -40,6 +43,7 @@ final class Engine {
             rowsRead += Int64(record.rowsRead)
             rowsWritten += Int64(record.rowsWritten)
             rowsSkipped += Int64(record.rowsSkipped)
+            lastBatch = (Int(record.rowsRead), .microseconds(record.durationMicros))
         }
     }
 
@@ -257,6 +261,12 @@ final class Engine {
                 estimatedRemaining: remaining, batchSize: batchSize))
         }
 
+        // A resumed run starts at the size the entity's batches had reached, not at the first
+        // batch's: a job killed again and again would otherwise spend its runs growing it back.
+        if let entity = order.entities.first(where: { !states[$0].complete }), let last = states[entity].lastBatch,
+           last.duration > .zero {
+            batchSize = Self.adaptedBatchSize(rows: last.rows, elapsed: last.duration, options: options) ?? batchSize
+        }
         do {
             for entity in order.entities where !states[entity].complete {
                 while true {
@@ -461,10 +471,19 @@ final class Engine {
     }
 
     private func adaptBatchSize(elapsed: Duration, rows: Int) {
-        guard options.batchSize == nil, rows >= batchSize / 2 else { return }
-        let proposed = Double(batchSize) * (options.batchTimeTarget / max(elapsed, .microseconds(100)))
-        let bounded = min(Double(batchSize) * 4, max(Double(batchSize) / 4, proposed))
-        batchSize = min(options.maximumBatchSize, max(options.minimumBatchSize, Int(bounded)))
+        guard rows >= batchSize / 2, let proposed = Self.adaptedBatchSize(rows: batchSize, elapsed: elapsed, options: options) else {
+            return
+        }
+        // At most a factor of four per batch, so one odd batch cannot swing the size.
+        batchSize = min(batchSize * 4, max(batchSize / 4, proposed))
+    }
+
+    /// The batch size that would take ``MigrationOptions/batchTimeTarget`` at the pace of a batch
+    /// of `rows` rows that took `elapsed`, within the options' bounds; `nil` when the size is fixed.
+    static func adaptedBatchSize(rows: Int, elapsed: Duration, options: MigrationOptions) -> Int? {
+        guard options.batchSize == nil, rows > 0 else { return nil }
+        let proposed = Double(rows) * (options.batchTimeTarget / max(elapsed, .microseconds(100)))
+        return Int(min(Double(options.maximumBatchSize), max(Double(options.minimumBatchSize), proposed)))
     }
 
     static func nowMillis() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
