@@ -198,11 +198,22 @@ enum FileIO {
         private var fd: Int32
 
         /// Takes the lock, or returns `nil` when another open file description holds it.
+        ///
+        /// A lock just released can still be held for a moment by a copy of its descriptor: a
+        /// process forked by another thread keeps the copies until it execs (`O_CLOEXEC` closes
+        /// them only then). So a busy lock is tried again for up to a quarter of a second before
+        /// the job is reported as running elsewhere.
         init?(path: String) throws(JournalError) {
             fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
             guard fd >= 0 else { throw FileIO.failure("open", path) }
-            if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            var attempts = 0
+            while flock(fd, LOCK_EX | LOCK_NB) != 0 {
                 let busy = errno == EWOULDBLOCK
+                attempts += 1
+                if busy && attempts < 50 {
+                    usleep(5_000)
+                    continue
+                }
                 let error = FileIO.failure("flock", path)
                 _ = Glibc_close(fd)
                 if busy { return nil }

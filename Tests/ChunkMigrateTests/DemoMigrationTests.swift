@@ -108,15 +108,47 @@ struct DemoMigrationTests {
                                          schema: "CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT);",
                                          options: options, logger: quietLogger)
         #expect(try job.runBlocking(for: .zero) == .paused)
-        // A new process, as after a kill: the first batch of its run is sized from the last one.
-        let resumed = try MigrationJob.resume(at: journal, options: options, logger: quietLogger)
-        #expect(try resumed.runBlocking(for: .zero) == .paused)
+        // A new process, as after a kill: the first batch of its run is sized from the pace of the
+        // last one, growing by at most four times as within a run.
+        for _ in 0..<4 {
+            let resumed = try MigrationJob.resume(at: journal, options: options, logger: quietLogger)
+            #expect(try resumed.runBlocking(for: .zero) == .paused)
+        }
         let batches = try JournalReader(directory: journal.path).batches
-        #expect(batches.map(\.rowsRead) == [100, 20_000])
+        #expect(batches.map(\.rowsRead) == [100, 400, 1_600, 6_400, 20_000])
         // A fixed size stays fixed.
         let fixed = try MigrationJob.resume(at: journal, options: MigrationOptions(batchSize: 70), logger: quietLogger)
         #expect(try fixed.runBlocking(for: .zero) == .paused)
         #expect(try JournalReader(directory: journal.path).batches.last?.rowsRead == 70)
+    }
+
+    @Test("a filtered entity's resumed batches cover as many keys as before, however few rows they kept")
+    func resumedFilteredBatchSize() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try execute("""
+            CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT);
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40000)
+            INSERT INTO person SELECT i, 'p' || i FROM n;
+            """, on: source)
+        let plan = MigrationPlan(entities: [
+            EntityMapping(name: "Person", source: .init(table: "person", key: "id", where: "id % 1000 = 0"),
+                          destination: .init(table: "person", key: "id"), columns: ["name": "name"]),
+        ])
+        var options = MigrationOptions()
+        options.initialBatchSize = 10_000
+        let journal = folder.path("journal")
+        let job = try MigrationJob.start(plan: plan, source: source, destination: folder.path("new.sqlite"), journal: journal,
+                                         schema: "CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT);",
+                                         options: options, logger: quietLogger)
+        #expect(try job.runBlocking(for: .zero) == .paused)
+        for _ in 0..<2 {
+            let resumed = try MigrationJob.resume(at: journal, options: options, logger: quietLogger)
+            #expect(try resumed.runBlocking(for: .zero) == .paused)
+        }
+        let batches = try JournalReader(directory: journal.path).batches
+        #expect(batches.map { $0.lastSourceKey - $0.firstSourceKey + 1 } == [10_000, 10_000, 10_000])
+        #expect(batches.map(\.rowsRead) == [10, 10, 10])
     }
 
     @Test("cancelling the task stops the job at a batch boundary; it resumes to the same result")

@@ -180,6 +180,29 @@ struct PlanFeatureTests {
         #expect(try scalar("SELECT count(*) FROM article", on: otherDestination) == .integer(0))
     }
 
+    @Test("a Swift function that throws fails the batch naming its row, in an entity with a relationship too")
+    func throwingFunctionNamesRow() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try makeBlogSource(at: source, danglingAuthor: false)
+        struct Refused: Error {}
+        let strict = SQLFunction(name: "strict", argumentCount: 1) { arguments in
+            if arguments[0] == .text("third") { throw Refused() }
+            return arguments[0]
+        }
+        var options = MigrationOptions(batchSize: 100)
+        options.functions = [strict]
+        let destination = folder.path("new.sqlite")
+        let job = try MigrationJob.start(plan: blogPlan(missing: nil, headline: "strict(title)"), source: source,
+                                         destination: destination, journal: folder.path("journal"), schema: blogSchema,
+                                         options: options, logger: quietLogger)
+        let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
+        #expect(error.entity == "Article")
+        // Post 4 is "third"; the rows before it in the batch (-3, 1, 2) were computed already.
+        #expect(error.sourceKey == 4)
+        #expect(try scalar("SELECT count(*) FROM article", on: destination) == .integer(0))
+    }
+
     @Test("preserve: a key that collides with a destination row fails naming the source key and column, and resumes once the row is gone")
     func preserveCollision() throws {
         let folder = try TemporaryFolder()

@@ -144,6 +144,8 @@ struct StoreShapeTests {
         INSERT INTO child (id, name) VALUES (500, 'gone'); DELETE FROM child;
         """,
         "CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER, previous_id INTEGER, name TEXT) WITHOUT ROWID;",
+        // INTEGER PRIMARY KEY DESC is not an alias of the rowid: left out, it would be NULL.
+        "CREATE TABLE child (id INTEGER PRIMARY KEY DESC, parent_id INTEGER, previous_id INTEGER, name TEXT);",
         // A key column that is not the rowid.
         "CREATE TABLE child (id INTEGER NOT NULL UNIQUE, parent_id INTEGER, previous_id INTEGER, name TEXT);",
     ])
@@ -188,5 +190,71 @@ struct StoreShapeTests {
         let map = try JournalReader(directory: journal.path).idMap()
         #expect(try map.destination(of: 150, entity: 1) == 50)
         #expect(try map.source(ofDestination: 100, entity: 1) == 300)
+    }
+
+    @Test("SQLite assigns allocated keys only where the next rowid is the key, one past the largest", arguments: [
+        ("CREATE TABLE t (id INTEGER PRIMARY KEY, x);", true),
+        ("CREATE TABLE t (id INTEGER, x, PRIMARY KEY (id DESC));", true),
+        ("CREATE TABLE t (x);", true),
+        ("CREATE TABLE t (id INTEGER PRIMARY KEY DESC, x);", false),
+        ("CREATE TABLE t (id INTEGER PRIMARY KEY, x) WITHOUT ROWID;", false),
+        ("CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, x);", false),
+        ("CREATE TABLE t (id integer primary key autoincrement, x);", false),
+    ])
+    func assignsNextRowid(schema: String, assigns: Bool) throws {
+        let folder = try TemporaryFolder()
+        let store = folder.path("store.sqlite")
+        try execute(schema, on: store)
+        #expect(try Engine.assignsNextRowid(Database(path: store.path, mode: .readOnly), table: "t") == assigns)
+    }
+
+    @Test("a trigger that inserts into the destination table stops the batch before it commits")
+    func triggerShiftsKeys() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try execute("""
+            CREATE TABLE parent (id INTEGER PRIMARY KEY, name TEXT);
+            CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER, name TEXT);
+            INSERT INTO parent VALUES (7, 'p7');
+            INSERT INTO child VALUES (3, 7, 'c1'), (6, 7, 'c2'), (9, 7, 'c3');
+            """, on: source)
+        let destination = folder.path("new.sqlite")
+        try execute("""
+            CREATE TABLE parent (id INTEGER PRIMARY KEY, name TEXT);
+            CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER, name TEXT);
+            CREATE TRIGGER shadow AFTER INSERT ON child WHEN NEW.name NOT LIKE 'shadow%'
+            BEGIN INSERT INTO child (name) VALUES ('shadow ' || NEW.name); END;
+            """, on: destination)
+        let plan = MigrationPlan(entities: [
+            EntityMapping(name: "Parent", source: .init(table: "parent", key: "id"), destination: .init(table: "parent", key: "id"),
+                          columns: ["name": "name"]),
+            EntityMapping(name: "Child", source: .init(table: "child", key: "id"), destination: .init(table: "child", key: "id"),
+                          columns: ["name": "name"], relationships: ["parent_id": .init(from: "parent", to: "Parent")]),
+        ])
+        let job = try MigrationJob.start(plan: plan, source: source, destination: destination, journal: folder.path("journal"),
+                                         options: MigrationOptions(batchSize: 100), logger: quietLogger)
+        let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
+        #expect(error.entity == "Child")
+        #expect(error.batch == 1)
+        #expect(error.message.contains("largest key is 6"))
+        #expect(try scalar("SELECT count(*) FROM child", on: destination) == .integer(0))
+    }
+
+    @Test("allocating past the largest 64-bit key is refused with the reason, not a crash")
+    func keySpaceExhausted() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try execute("CREATE TABLE person (id INTEGER PRIMARY KEY, email TEXT); INSERT INTO person VALUES (1, 'a'), (2, 'b');",
+                    on: source)
+        let destination = folder.path("new.sqlite")
+        try execute("CREATE TABLE person (id INTEGER PRIMARY KEY, email TEXT); INSERT INTO person VALUES (9223372036854775806, 'last');",
+                    on: destination)
+        let job = try MigrationJob.start(plan: plan(source: .init(table: "person", key: "id"), destination: .init(table: "person", key: "id")),
+                                         source: source, destination: destination, journal: folder.path("journal"),
+                                         options: MigrationOptions(batchSize: 10), logger: quietLogger)
+        let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
+        #expect(error.entity == "Person")
+        #expect(error.message.contains("largest 64-bit integer"))
+        #expect(try scalar("SELECT count(*) FROM person", on: destination) == .integer(1))
     }
 }

@@ -60,16 +60,20 @@ extension Engine {
         try database.execute("PRAGMA main.journal_mode = TRUNCATE")
     }
 
-    /// Whether SQLite gives a row inserted into destination `table` without a rowid the rowid one
-    /// past the table's largest: true unless the table is declared AUTOINCREMENT (which never
-    /// reuses a rowid once deleted) or WITHOUT ROWID. Read from the table's CREATE statement;
-    /// the words appearing anywhere in it (a default value, a comment) count, which errs on the
-    /// side of the engine writing every key itself.
-    func assignsNextRowid(table: String) throws -> Bool {
+    /// Whether SQLite gives a row inserted into destination `table` without its key the rowid one
+    /// past the table's largest, and that rowid is the key: the key must be a true alias of the
+    /// rowid (`INTEGER PRIMARY KEY DESC` as a column constraint is not one, and a WITHOUT ROWID
+    /// table has no rowid: SQLite lists an index of origin `pk` for both), and the table must not
+    /// be AUTOINCREMENT, which never reuses a rowid once deleted. AUTOINCREMENT is looked for in
+    /// the table's CREATE statement; the word appearing anywhere in it (a default value, a comment)
+    /// counts, which errs on the side of the engine writing every key itself.
+    static func assignsNextRowid(_ database: Database, table: String) throws -> Bool {
+        let indexes = try database.rows("PRAGMA main.index_list(\(SQL.quote(table)))")
+        // index_list: seq, name, unique, origin, partial
+        guard !indexes.contains(where: { $0[3].text == "pk" }) else { return false }
         let sql = try database.scalar(
             "SELECT sql FROM main.sqlite_schema WHERE type = 'table' AND name = ?1 COLLATE NOCASE", .text(table)).text ?? ""
-        let words = sql.uppercased().split { !$0.isLetter && $0 != "_" }
-        return !words.contains("AUTOINCREMENT") && !zip(words, words.dropFirst()).contains { $0 == "WITHOUT" && $1 == "ROWID" }
+        return !sql.uppercased().split { !$0.isLetter && $0 != "_" }.contains("AUTOINCREMENT")
     }
 
     /// The smallest and largest key of a source table, or `nil` when it is empty. Two subqueries:

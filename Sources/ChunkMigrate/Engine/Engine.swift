@@ -124,7 +124,7 @@ final class Engine {
                 let copier = try EntityCopier(database: database, entity: entity, index: UInt32(index),
                                               relationshipIndexes: relationshipIndexes[index], sourceAccess: sourceAccess,
                                               destinationAccess: destinationAccess,
-                                              assignsNextRowid: try assignsNextRowid(table: entity.destination.table),
+                                              assignsNextRowid: try Self.assignsNextRowid(database, table: entity.destination.table),
                                               verifyChecksums: options.verifyChecksums)
                 try copier.prepareFixups(database: database, deferred: order.deferred[index] ?? [],
                                          relationshipIndexes: relationshipIndexes[index])
@@ -261,11 +261,13 @@ final class Engine {
                 estimatedRemaining: remaining, batchSize: batchSize))
         }
 
-        // A resumed run starts at the size the entity's batches had reached, not at the first
-        // batch's: a job killed again and again would otherwise spend its runs growing it back.
-        if let entity = order.entities.first(where: { !states[$0].complete }), let last = states[entity].lastBatch,
-           last.duration > .zero {
-            batchSize = Self.adaptedBatchSize(rows: last.rows, elapsed: last.duration, options: options) ?? batchSize
+        // A resumed run sizes its first batch from the pace of the entity's last one instead of
+        // starting over: a job killed again and again would spend its runs growing it back. Only
+        // where a batch's size is its rows: a filtered entity's batch covers keys it may not keep.
+        if let entity = order.entities.first(where: { !states[$0].complete }), copiers[entity]?.isBounded == false,
+           let last = states[entity].lastBatch, last.duration > .zero,
+           let proposed = Self.adaptedBatchSize(rows: last.rows, elapsed: last.duration, options: options) {
+            batchSize = Self.bounded(proposed, around: last.rows, options: options)
         }
         do {
             for entity in order.entities where !states[entity].complete {
@@ -328,6 +330,11 @@ final class Engine {
         var record: BatchRecord
         do {
             let base = copier.mapping == .allocate ? try copier.nextDestinationKey() : 0
+            guard copier.mapping == .preserve || base <= Int64.max - Int64(batchSize) else {
+                throw MigrationError(.batch,
+                    "the destination's largest key is \(base == .max ? "\(Int64.max)" : "\(base - 1)"): allocating \(batchSize) more keys would pass the largest 64-bit integer",
+                    entity: entity.name, batch: batch)
+            }
             resolver.beginBatch(entity: entityIndex, base: base, mapping: copier.mapping, capacity: batchSize)
             var range: ClosedRange<Int64>?
             if copier.isBounded {
@@ -359,11 +366,15 @@ final class Engine {
                     "validation failed: \(read) rows read and \(skipped) skipped, so \(read - skipped) should be written, but \(written) were",
                     entity: entity.name, batch: batch, sourceKey: kept.first)
             }
-            // Where SQLite assigned the keys, the last must be the one the ID map will record.
-            if copier.assignsKeys, written > 0, database.lastInsertRowid != base + Int64(written) - 1 {
-                throw MigrationError(.batch,
-                    "validation failed: SQLite gave the last row destination key \(database.lastInsertRowid), but the batch's keys run from \(base) to \(base + Int64(written) - 1)",
-                    entity: entity.name, batch: batch, sourceKey: kept.last)
+            // Where SQLite assigned the keys, they must be the ones the ID map will record: the
+            // rows arrived one past the largest key each, so the largest is now the last of them.
+            if copier.assignsKeys, written > 0 {
+                let largest = try copier.nextDestinationKey() - 1
+                guard largest == base + Int64(written) - 1 else {
+                    throw MigrationError(.batch,
+                        "validation failed: the destination's largest key is \(largest) after the batch, but the batch's keys run from \(base) to \(base + Int64(written) - 1) (a trigger inserting into the table?)",
+                        entity: entity.name, batch: batch, sourceKey: kept.last)
+                }
             }
             // A bounded batch covers its whole key range, rows left out included.
             let first = range?.lowerBound ?? kept[0]
@@ -474,8 +485,13 @@ final class Engine {
         guard rows >= batchSize / 2, let proposed = Self.adaptedBatchSize(rows: batchSize, elapsed: elapsed, options: options) else {
             return
         }
-        // At most a factor of four per batch, so one odd batch cannot swing the size.
-        batchSize = min(batchSize * 4, max(batchSize / 4, proposed))
+        batchSize = Self.bounded(proposed, around: batchSize, options: options)
+    }
+
+    /// `proposed` within a factor of four of `size` (one odd batch cannot swing the size), then
+    /// within the options' bounds.
+    static func bounded(_ proposed: Int, around size: Int, options: MigrationOptions) -> Int {
+        min(options.maximumBatchSize, max(options.minimumBatchSize, min(size * 4, max(size / 4, proposed))))
     }
 
     /// The batch size that would take ``MigrationOptions/batchTimeTarget`` at the pace of a batch

@@ -14,7 +14,8 @@ final class EntityCopier {
     let isBounded: Bool
     /// Whether SQLite assigns the destination keys (an allocating rowid table without
     /// AUTOINCREMENT: the next rowid is always one past the largest, which is what the engine
-    /// records), so a batch checks the last rowid it got instead of writing each key itself.
+    /// records), so a batch checks the destination's largest key afterwards instead of writing
+    /// each key itself.
     let assignsKeys: Bool
     /// Deferred relationships: destination column -> (resolver index, UPDATE statement).
     private(set) var fixups: [String: (relationship: Int, statement: Statement)] = [:]
@@ -34,11 +35,13 @@ final class EntityCopier {
     /// written. `sourceAccess` forces the walk in key order; `destinationAccess` and
     /// `assignsNextRowid` say whether SQLite may assign allocated keys.
     ///
-    /// Each row costs one call of a Swift function at least, so the recording rides on a call
-    /// the row makes anyway: the first relationship's `cm_take_ref` records the key and resolves
-    /// the foreign key; an entity without relationships calls `cm_take`, which records the key and
-    /// gives the destination key. The destination key is then the source key (`preserve`),
-    /// SQLite's next rowid (`allocate` into a rowid), or `cm_take`'s result.
+    /// Each row costs one call of a Swift function at least, so where it can the recording rides
+    /// on a call the row makes anyway: the first relationship's `cm_take_ref` records the key and
+    /// resolves the foreign key, and the destination key is the source key (`preserve` from a
+    /// rowid) or SQLite's next rowid (`allocate` into a table that assigns it, see
+    /// ``Engine/assignsNextRowid(_:table:)``). Otherwise (no relationship, a source walked by an
+    /// index, a destination key SQLite does not assign) `cm_take` records the key and gives the
+    /// destination key.
     init(database: Database, entity: EntityMapping, index: UInt32, relationshipIndexes: [String: Int],
          sourceAccess: KeyAccess, destinationAccess: KeyAccess, assignsNextRowid: Bool,
          verifyChecksums: Bool) throws(SQLiteError) {
@@ -88,16 +91,18 @@ final class EntityCopier {
             values.append(sourceKey)
             lookups.append(sourceKey)
         }
-        for (column, expression) in entity.sortedColumns {
-            columns.append(SQL.quote(column))
-            values.append("(\(expression))")
-            lookups.append("(\(expression))")
-        }
+        // Relationships before the other columns: SQLite computes a row's values in order, so the
+        // row is recorded before an expression can fail on it, and the failure names its key.
         for (position, (column, relationship)) in relationships.enumerated() {
             let arguments = "\(relationshipIndexes[column]!), s.\(SQL.quote(relationship.from)), \(sourceKey)"
             columns.append(SQL.quote(column))
             values.append((takesInRelationship && position == 0 ? "cm_take_ref(" : "cm_ref(") + arguments + ")")
             lookups.append("cm_lookup(\(arguments))")
+        }
+        for (column, expression) in entity.sortedColumns {
+            columns.append(SQL.quote(column))
+            values.append("(\(expression))")
+            lookups.append("(\(expression))")
         }
         // The checksum, prepared only when asked for: the same values, read back from the
         // destination and mapped again from the source. SQLite takes at most 127 arguments per
@@ -219,7 +224,9 @@ final class EntityCopier {
         defer { maxDestination.reset() }
         try maxDestination.bind([])
         guard try maxDestination.step(), !maxDestination.isNull(at: 0) else { return 1 }
-        return maxDestination.int64(at: 0) + 1
+        // At the largest integer there is no next key; the caller refuses the batch.
+        let largest = maxDestination.int64(at: 0)
+        return largest == .max ? .max : largest + 1
     }
 
     /// Copies up to `limit` rows after `cursor` (from the start when `nil`), in source-key order.

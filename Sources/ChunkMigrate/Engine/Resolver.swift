@@ -154,9 +154,9 @@ final class Resolver {
         try database.createFunction("cm_ref", argumentCount: 3, deterministic: false) { [self] call in
             try reference(call)
         }
-        // The row's first relationship, when the row makes no other call: records the row as
-        // `cm_take` does (its destination key is the source key, or SQLite's next rowid), then
-        // resolves like `cm_ref`, so that a reference to the row itself finds it.
+        // The row's first relationship where the row's destination key needs no call (it is the
+        // source key, or SQLite's next rowid): records the row as `cm_take` does, then resolves
+        // like `cm_ref`, so that a reference to the row itself finds it.
         try database.createFunction("cm_take_ref", argumentCount: 3, deterministic: false) { [self] call in
             _ = take(call.int64(2))
             try reference(call)

@@ -132,9 +132,6 @@ final class Database {
     /// Rows changed by the last INSERT, UPDATE or DELETE.
     var changes: Int { Int(sqlite3_changes64(handle)) }
 
-    /// The rowid of the last row inserted on this connection.
-    var lastInsertRowid: Int64 { sqlite3_last_insert_rowid(handle) }
-
     /// Whether a transaction is open.
     var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
