@@ -12,10 +12,10 @@ final class EntityCopier {
     /// filter, a `skip` relationship), a batch covers the next `batchSize` source keys whatever
     /// is left out of them, so a long run of left-out rows cannot make one batch unbounded.
     let isBounded: Bool
-    /// Whether SQLite assigns the destination keys (an allocating rowid table without
-    /// AUTOINCREMENT: the next rowid is always one past the largest, which is what the engine
-    /// records), so a batch checks the destination's largest key afterwards instead of writing
-    /// each key itself.
+    /// Whether SQLite assigns the destination keys (allocated keys into a table whose key is a
+    /// true alias of the rowid, without AUTOINCREMENT: the next rowid is one past the largest,
+    /// which is what the engine records), so a batch checks the destination's largest key
+    /// afterwards instead of writing each key itself.
     let assignsKeys: Bool
     /// Deferred relationships: destination column -> (resolver index, UPDATE statement).
     private(set) var fixups: [String: (relationship: Int, statement: Statement)] = [:]

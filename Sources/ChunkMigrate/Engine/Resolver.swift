@@ -100,9 +100,9 @@ final class Resolver {
         return batchMapping == .allocate ? batchBase + Int64(batchKeys.count - 1) : key
     }
 
-    /// The value of relationship `index` for foreign key `foreignKey` of the row with source key
-    /// `row`: the target's destination key, or NULL when it is missing and may be (deferred,
-    /// `null`, `skip`); throws for a missing one under `fail`.
+    /// The result of a `cm_ref(relationship, foreign key, row's source key)` call: the target's
+    /// destination key, or NULL when it is missing and may be (deferred, `null`, `skip`); throws
+    /// for a missing one under `fail`.
     @inline(__always) private func reference(_ call: FunctionCall) throws {
         guard !call.isNull(1) else { return call.resultNull() }
         // Fields are read in place: copying the relationship would retain its strings per row.
