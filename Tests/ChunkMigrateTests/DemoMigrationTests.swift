@@ -85,67 +85,63 @@ struct DemoMigrationTests {
         #expect(try dump(destination) == dump(folder.path("reference.sqlite")))
     }
 
-    @Test("a resumed run starts at the batch size the job had reached, not at the first batch's")
-    func resumedBatchSize() throws {
-        let folder = try TemporaryFolder()
+    /// Starts a one-table job over `rows` people with keys 1...rows, kept where `filter` says.
+    private func startPeople(_ rows: Int, where filter: String? = nil, options: MigrationOptions,
+                             in folder: TemporaryFolder) throws -> MigrationJob {
         let source = folder.path("source.sqlite")
         try execute("""
             CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT);
-            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 30000)
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows))
             INSERT INTO person SELECT i, 'p' || i FROM n;
             """, on: source)
         let plan = MigrationPlan(entities: [
-            EntityMapping(name: "Person", source: .init(table: "person", key: "id"), destination: .init(table: "person", key: "id"),
-                          columns: ["name": "name"]),
+            EntityMapping(name: "Person", source: .init(table: "person", key: "id", where: filter),
+                          destination: .init(table: "person", key: "id"), columns: ["name": "name"]),
         ])
+        return try MigrationJob.start(plan: plan, source: source, destination: folder.path("new.sqlite"),
+                                      journal: folder.path("journal"),
+                                      schema: "CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT);",
+                                      options: options, logger: quietLogger)
+    }
+
+    /// Runs one batch in each of `count` jobs resumed from `journal`, as processes started after
+    /// kills would.
+    private func resumeOneBatchEach(_ count: Int, journal: URL, options: MigrationOptions) throws {
+        for _ in 0..<count {
+            let resumed = try MigrationJob.resume(at: journal, options: options, logger: quietLogger)
+            #expect(try resumed.runBlocking(for: .zero) == .paused)
+        }
+    }
+
+    @Test("a resumed run starts at the batch size the job had reached, not at the first batch's")
+    func resumedBatchSize() throws {
+        let folder = try TemporaryFolder()
         // A time target no batch reaches: the size grows to the maximum as fast as it may.
         var options = MigrationOptions()
         options.batchTimeTarget = .seconds(3_600)
         options.initialBatchSize = 100
         options.maximumBatchSize = 20_000
-        let journal = folder.path("journal")
-        let job = try MigrationJob.start(plan: plan, source: source, destination: folder.path("new.sqlite"), journal: journal,
-                                         schema: "CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT);",
-                                         options: options, logger: quietLogger)
+        let job = try startPeople(30_000, options: options, in: folder)
         #expect(try job.runBlocking(for: .zero) == .paused)
-        // A new process, as after a kill: the first batch of its run is sized from the pace of the
-        // last one, growing by at most four times as within a run.
-        for _ in 0..<4 {
-            let resumed = try MigrationJob.resume(at: journal, options: options, logger: quietLogger)
-            #expect(try resumed.runBlocking(for: .zero) == .paused)
-        }
-        let batches = try JournalReader(directory: journal.path).batches
-        #expect(batches.map(\.rowsRead) == [100, 400, 1_600, 6_400, 20_000])
+        // The first batch of each resumed run is sized from the pace of the last one, growing by at
+        // most four times as within a run.
+        let journal = folder.path("journal")
+        try resumeOneBatchEach(4, journal: journal, options: options)
+        #expect(try JournalReader(directory: journal.path).batches.map(\.rowsRead) == [100, 400, 1_600, 6_400, 20_000])
         // A fixed size stays fixed.
-        let fixed = try MigrationJob.resume(at: journal, options: MigrationOptions(batchSize: 70), logger: quietLogger)
-        #expect(try fixed.runBlocking(for: .zero) == .paused)
+        try resumeOneBatchEach(1, journal: journal, options: MigrationOptions(batchSize: 70))
         #expect(try JournalReader(directory: journal.path).batches.last?.rowsRead == 70)
     }
 
     @Test("a filtered entity's resumed batches cover as many keys as before, however few rows they kept")
     func resumedFilteredBatchSize() throws {
         let folder = try TemporaryFolder()
-        let source = folder.path("source.sqlite")
-        try execute("""
-            CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT);
-            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40000)
-            INSERT INTO person SELECT i, 'p' || i FROM n;
-            """, on: source)
-        let plan = MigrationPlan(entities: [
-            EntityMapping(name: "Person", source: .init(table: "person", key: "id", where: "id % 1000 = 0"),
-                          destination: .init(table: "person", key: "id"), columns: ["name": "name"]),
-        ])
         var options = MigrationOptions()
         options.initialBatchSize = 10_000
-        let journal = folder.path("journal")
-        let job = try MigrationJob.start(plan: plan, source: source, destination: folder.path("new.sqlite"), journal: journal,
-                                         schema: "CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT);",
-                                         options: options, logger: quietLogger)
+        let job = try startPeople(40_000, where: "id % 1000 = 0", options: options, in: folder)
         #expect(try job.runBlocking(for: .zero) == .paused)
-        for _ in 0..<2 {
-            let resumed = try MigrationJob.resume(at: journal, options: options, logger: quietLogger)
-            #expect(try resumed.runBlocking(for: .zero) == .paused)
-        }
+        let journal = folder.path("journal")
+        try resumeOneBatchEach(2, journal: journal, options: options)
         let batches = try JournalReader(directory: journal.path).batches
         #expect(batches.map { $0.lastSourceKey - $0.firstSourceKey + 1 } == [10_000, 10_000, 10_000])
         #expect(batches.map(\.rowsRead) == [10, 10, 10])

@@ -12,6 +12,29 @@ struct StoreShapeTests {
         MigrationPlan(entities: [EntityMapping(name: "Person", source: source, destination: destination, columns: columns)])
     }
 
+    /// A source of 10 parents (keys 7, 14, ...) and 100 children (keys 3, 6, ...), each child
+    /// referring to a parent and to the child before it; the destination gets `childSchema`.
+    private func makeFamily(in folder: TemporaryFolder, childSchema: String) throws {
+        try execute("""
+            CREATE TABLE parent (id INTEGER PRIMARY KEY, name TEXT);
+            CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER, previous INTEGER, name TEXT);
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10)
+            INSERT INTO parent SELECT i * 7, 'p' || i FROM n;
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100)
+            INSERT INTO child SELECT i * 3, (i % 10 + 1) * 7, CASE WHEN i > 1 THEN (i - 1) * 3 END, 'c' || i FROM n;
+            """, on: folder.path("source.sqlite"))
+        try execute("CREATE TABLE parent (id INTEGER PRIMARY KEY, name TEXT);" + childSchema, on: folder.path("new.sqlite"))
+    }
+
+    private let familyPlan = MigrationPlan(entities: [
+        EntityMapping(name: "Parent", source: .init(table: "parent", key: "id"), destination: .init(table: "parent", key: "id"),
+                      columns: ["name": "name"]),
+        EntityMapping(name: "Child", source: .init(table: "child", key: "id"), destination: .init(table: "child", key: "id"),
+                      columns: ["name": "name"],
+                      relationships: ["parent_id": .init(from: "parent", to: "Parent"),
+                                      "previous_id": .init(from: "previous", to: "Child")]),
+    ])
+
     @Test("a destination table with ON CONFLICT REPLACE fails on the duplicate instead of deleting a row")
     func onConflictReplace() throws {
         let folder = try TemporaryFolder()
@@ -151,30 +174,13 @@ struct StoreShapeTests {
     ])
     func allocatedKeys(childSchema: String) throws {
         let folder = try TemporaryFolder()
-        let source = folder.path("source.sqlite")
-        try execute("""
-            CREATE TABLE parent (id INTEGER PRIMARY KEY, name TEXT);
-            CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER, previous INTEGER, name TEXT);
-            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10)
-            INSERT INTO parent SELECT i * 7, 'p' || i FROM n;
-            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100)
-            INSERT INTO child SELECT i * 3, (i % 10 + 1) * 7, CASE WHEN i > 1 THEN (i - 1) * 3 END, 'c' || i FROM n;
-            """, on: source)
+        try makeFamily(in: folder, childSchema: childSchema)
         let destination = folder.path("new.sqlite")
-        try execute("CREATE TABLE parent (id INTEGER PRIMARY KEY, name TEXT);" + childSchema, on: destination)
-        let plan = MigrationPlan(entities: [
-            EntityMapping(name: "Parent", source: .init(table: "parent", key: "id"), destination: .init(table: "parent", key: "id"),
-                          columns: ["name": "name"]),
-            EntityMapping(name: "Child", source: .init(table: "child", key: "id"), destination: .init(table: "child", key: "id"),
-                          columns: ["name": "name"],
-                          relationships: ["parent_id": .init(from: "parent", to: "Parent"),
-                                          "previous_id": .init(from: "previous", to: "Child")]),
-        ])
         let journal = folder.path("journal")
         var options = MigrationOptions(batchSize: 7)
         options.verifyChecksums = true
-        let job = try MigrationJob.start(plan: plan, source: source, destination: destination, journal: journal,
-                                         options: options, logger: quietLogger)
+        let job = try MigrationJob.start(plan: familyPlan, source: folder.path("source.sqlite"), destination: destination,
+                                         journal: journal, options: options, logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
 
         // Rows arrive in source-key order and are numbered from 1; every reference follows its row.
@@ -211,32 +217,20 @@ struct StoreShapeTests {
     @Test("a trigger that inserts into the destination table stops the batch before it commits")
     func triggerShiftsKeys() throws {
         let folder = try TemporaryFolder()
-        let source = folder.path("source.sqlite")
-        try execute("""
-            CREATE TABLE parent (id INTEGER PRIMARY KEY, name TEXT);
-            CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER, name TEXT);
-            INSERT INTO parent VALUES (7, 'p7');
-            INSERT INTO child VALUES (3, 7, 'c1'), (6, 7, 'c2'), (9, 7, 'c3');
-            """, on: source)
-        let destination = folder.path("new.sqlite")
-        try execute("""
-            CREATE TABLE parent (id INTEGER PRIMARY KEY, name TEXT);
-            CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER, name TEXT);
+        try makeFamily(in: folder, childSchema: """
+            CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER, previous_id INTEGER, name TEXT);
             CREATE TRIGGER shadow AFTER INSERT ON child WHEN NEW.name NOT LIKE 'shadow%'
             BEGIN INSERT INTO child (name) VALUES ('shadow ' || NEW.name); END;
-            """, on: destination)
-        let plan = MigrationPlan(entities: [
-            EntityMapping(name: "Parent", source: .init(table: "parent", key: "id"), destination: .init(table: "parent", key: "id"),
-                          columns: ["name": "name"]),
-            EntityMapping(name: "Child", source: .init(table: "child", key: "id"), destination: .init(table: "child", key: "id"),
-                          columns: ["name": "name"], relationships: ["parent_id": .init(from: "parent", to: "Parent")]),
-        ])
-        let job = try MigrationJob.start(plan: plan, source: source, destination: destination, journal: folder.path("journal"),
-                                         options: MigrationOptions(batchSize: 100), logger: quietLogger)
+            """)
+        let destination = folder.path("new.sqlite")
+        let job = try MigrationJob.start(plan: familyPlan, source: folder.path("source.sqlite"), destination: destination,
+                                         journal: folder.path("journal"), options: MigrationOptions(batchSize: 7),
+                                         logger: quietLogger)
         let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
         #expect(error.entity == "Child")
         #expect(error.batch == 1)
-        #expect(error.message.contains("largest key is 6"))
+        // Seven rows and their seven shadows: the batch's keys should have ended at 7.
+        #expect(error.message.contains("largest key is 14"))
         #expect(try scalar("SELECT count(*) FROM child", on: destination) == .integer(0))
     }
 

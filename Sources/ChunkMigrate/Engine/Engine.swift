@@ -329,11 +329,16 @@ final class Engine {
         try database.execute("BEGIN IMMEDIATE")
         var record: BatchRecord
         do {
-            let base = copier.mapping == .allocate ? try copier.nextDestinationKey() : 0
-            guard copier.mapping == .preserve || base <= Int64.max - Int64(batchSize) else {
-                throw MigrationError(.batch,
-                    "the destination's largest key is \(base == .max ? "\(Int64.max)" : "\(base - 1)"): allocating \(batchSize) more keys would pass the largest 64-bit integer",
-                    entity: entity.name, batch: batch)
+            // Allocated keys continue after the destination's largest (from 1 in an empty table).
+            var base: Int64 = 0
+            if copier.mapping == .allocate {
+                let largest = try copier.largestDestinationKey() ?? 0
+                guard largest <= Int64.max - Int64(batchSize) else {
+                    throw MigrationError(.batch,
+                        "the destination's largest key is \(largest): allocating \(batchSize) more keys would pass the largest 64-bit integer",
+                        entity: entity.name, batch: batch)
+                }
+                base = largest + 1
             }
             resolver.beginBatch(entity: entityIndex, base: base, mapping: copier.mapping, capacity: batchSize)
             var range: ClosedRange<Int64>?
@@ -369,10 +374,10 @@ final class Engine {
             // Where SQLite assigned the keys, they must be the ones the ID map will record: the
             // rows arrived one past the largest key each, so the largest is now the last of them.
             if copier.assignsKeys, written > 0 {
-                let largest = try copier.nextDestinationKey() - 1
+                let largest = try copier.largestDestinationKey()
                 guard largest == base + Int64(written) - 1 else {
                     throw MigrationError(.batch,
-                        "validation failed: the destination's largest key is \(largest) after the batch, but the batch's keys run from \(base) to \(base + Int64(written) - 1) (a trigger inserting into the table?)",
+                        "validation failed: the destination's largest key is \(largest ?? 0) after the batch, but the batch's keys run from \(base) to \(base + Int64(written) - 1) (a trigger inserting into the table?)",
                         entity: entity.name, batch: batch, sourceKey: kept.last)
                 }
             }

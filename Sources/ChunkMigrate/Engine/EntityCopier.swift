@@ -218,15 +218,13 @@ final class EntityCopier {
         }
     }
 
-    /// The first destination key an allocating batch may use: one past the table's largest.
-    func nextDestinationKey() throws(SQLiteError) -> Int64 {
-        guard let maxDestination else { return 0 }
+    /// The destination table's largest key, or `nil` when it is empty (or the entity preserves keys).
+    func largestDestinationKey() throws(SQLiteError) -> Int64? {
+        guard let maxDestination else { return nil }
         defer { maxDestination.reset() }
         try maxDestination.bind([])
-        guard try maxDestination.step(), !maxDestination.isNull(at: 0) else { return 1 }
-        // At the largest integer there is no next key; the caller refuses the batch.
-        let largest = maxDestination.int64(at: 0)
-        return largest == .max ? .max : largest + 1
+        guard try maxDestination.step(), !maxDestination.isNull(at: 0) else { return nil }
+        return maxDestination.int64(at: 0)
     }
 
     /// Copies up to `limit` rows after `cursor` (from the start when `nil`), in source-key order.
