@@ -135,12 +135,6 @@ final class Database {
     /// Whether a transaction is open.
     var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
-    /// Makes the running statement return `SQLITE_INTERRUPT` as soon as it can. Safe from any thread.
-    func interrupt() { sqlite3_interrupt(handle) }
-
-    /// The version of the SQLite library in use.
-    static var libraryVersion: String { String(cString: sqlite3_libversion()) }
-
     /// Keeps an object alive as long as the connection (function boxes registered with SQLite).
     func retain(_ object: AnyObject) { functionBoxes.append(object) }
 }

@@ -75,6 +75,4 @@ final class Statement {
         default: return .null
         }
     }
-
-    func columnName(at column: Int) -> String { String(cString: sqlite3_column_name(handle, Int32(column))) }
 }
