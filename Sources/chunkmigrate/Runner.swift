@@ -39,13 +39,30 @@ enum Runner {
             FileHandle.standardError.write(Data((summary + "\n").utf8))
         }
         switch outcome {
-        case .complete: return
+        case .complete:
+            if job.plan.coreData != nil { try checkCoreData(job.destinationURL, quiet: options.quiet || options.json) }
+            return
         case .paused(let signal):
             if let signal {
                 FileHandle.standardError.write(Data("chunkmigrate: stopped at a batch boundary by signal \(signal); run the same command again to continue\n".utf8))
                 throw ExitCode(128 + signal)
             }
             FileHandle.standardError.write(Data("chunkmigrate: time budget used; run the same command again to continue\n".utf8))
+        }
+    }
+
+    /// After a Core Data migration: the invariants Core Data relies on, checked on the
+    /// destination (`check-coredata`); exits 1 naming the violations.
+    static func checkCoreData(_ store: URL, quiet: Bool) throws {
+        let report: CoreDataStoreCheck.Report
+        do { report = try CoreDataStoreCheck.run(store: store) } catch let error as MigrationError { Output.fail(error) }
+        guard report.isValid else {
+            let lines = report.violations.prefix(20).map { "  \($0)" }.joined(separator: "\n")
+            FileHandle.standardError.write(Data("chunkmigrate: error: \(store.path): the migrated store breaks invariants Core Data relies on:\n\(lines)\n".utf8))
+            throw ExitCode(1)
+        }
+        if !quiet {
+            FileHandle.standardError.write(Data("  check-coredata: \(report.checked) checks passed\n".utf8))
         }
     }
 

@@ -107,7 +107,7 @@ struct CoreDataInference {
                table.toOnes.contains(where: { $0.entityColumn == column.name }) {
                 let relationship = "Z" + rest.dropFirst()
                 if let old = from.toOnes.first(where: { $0.column.uppercased() == relationship.uppercased() })?.entityColumn {
-                    columns[column.name] = "coredata_entity(\(SQL.quote(old)))"
+                    columns[column.name] = "coredata_entity(\(SQL.identifier(old)))"
                     used.insert(old.uppercased())
                     if old != column.name { decisions.append("\(table.name).\(column.name): entity numbers of \(from.name).\(old)") }
                 } else if let key = sourceColumns[relationship.uppercased()] {
@@ -152,7 +152,7 @@ struct CoreDataInference {
     /// The expression copying `old` into `new`: the column itself, or a conversion where the
     /// declared type changed between numeric types.
     private mutating func conversion(from old: CoreDataLayout.Column, to new: CoreDataLayout.Column, table: String) throws -> String {
-        let quoted = SQL.quote(old.name)
+        let quoted = SQL.identifier(old.name)
         let from = Self.storageClass(old.type), to = Self.storageClass(new.type)
         guard from != to else { return quoted }
         switch (from, to) {
@@ -220,7 +220,7 @@ struct CoreDataInference {
                 notes.append("join table \(join.name): column \(column.name) has no counterpart in \(from.name); the table is not copied")
                 return nil
             }
-            columns[column.name] = SQL.quote(old.name)
+            columns[column.name] = SQL.identifier(old.name)
         }
         let renamed = from.name == join.name && columns.allSatisfy({ $0.key == $0.value }) ? "" : " (columns \(columns.sorted { $0.key < $1.key }.map { "\($0.value) -> \($0.key)" }.joined(separator: ", ")))"
         decisions.append("join table \(from.name) -> \(join.name)\(renamed)")

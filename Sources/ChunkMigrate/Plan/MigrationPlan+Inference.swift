@@ -62,6 +62,16 @@ extension MigrationPlan {
         }
     }
 
+    /// The tables of `source` that no entity of the plan reads (Core Data's own bookkeeping
+    /// tables aside), so that a run can say what it leaves behind.
+    public func tablesNotCopied(from source: URL) throws -> [String] {
+        let database = try Database(path: source.path, mode: .source)
+        let read = Set(entities.map { $0.source.table.lowercased() })
+        return try database.rows("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+            .compactMap { $0[0].text }
+            .filter { !read.contains($0.lowercased()) && !CoreDataLayout.bookkeepingTables.contains($0) }
+    }
+
     /// Plain SQLite stores: tables and columns by name; the rowid alias as the key, preserved;
     /// declared foreign keys of the destination as relationships.
     private static func inferPlain(_ database: Database) throws -> InferredPlan {
@@ -109,7 +119,7 @@ extension MigrationPlan {
                 if let target = foreignKeys[name] {
                     relationships[name] = .init(from: sourceName, to: target)
                 } else {
-                    columns[name] = SQL.quote(sourceName)
+                    columns[name] = SQL.identifier(sourceName)
                 }
             }
             for row in sourceColumns {
@@ -131,7 +141,7 @@ extension MigrationPlan {
         for index in entities.indices {
             for (column, relationship) in entities[index].relationships ?? [:] where !names.contains(relationship.to) {
                 entities[index].relationships?[column] = nil
-                entities[index].columns?[column] = SQL.quote(relationship.from)
+                entities[index].columns?[column] = SQL.identifier(relationship.from)
                 notes.append("\(entities[index].name).\(column): references \(relationship.to), which the plan does not copy; copied as it is")
             }
         }
