@@ -1,25 +1,34 @@
 import Foundation
 
-/// Infers a plan between two Core Data stores (see ``MigrationPlan/infer(source:destination:renames:)``),
+/// Infers a plan between two Core Data stores (see ``MigrationPlan/infer(source:destination:options:)``),
 /// on a connection with the destination as `main` and the source attached as `src`.
 struct CoreDataInference {
     let database: Database
     let sourcePath: String
     let destinationPath: String
-    let renames: [String: String]
+    let options: InferenceOptions
     private var decisions: [String] = []
     private var notes: [String] = []
 
-    init(database: Database, sourcePath: String, destinationPath: String, renames: [String: String]) {
+    init(database: Database, sourcePath: String, destinationPath: String, options: InferenceOptions) {
         self.database = database
         self.sourcePath = sourcePath
         self.destinationPath = destinationPath
-        self.renames = renames
+        self.options = options
     }
 
     mutating func infer() throws -> InferredPlan {
-        let source = try CoreDataLayout.read(database, schema: "src", file: sourcePath)
-        let destination = try CoreDataLayout.read(database, schema: "main", file: destinationPath)
+        var source = try CoreDataLayout.read(database, schema: "src", file: sourcePath)
+        var destination = try CoreDataLayout.read(database, schema: "main", file: destinationPath)
+        if let model = options.sourceModel { source = source.refined(with: model) }
+        if let model = options.destinationModel { destination = destination.refined(with: model) }
+        // Renames: given, or the destination model's renamingIdentifiers.
+        var renames = options.renames
+        for entity in options.destinationModel?.entities ?? [] {
+            if let old = entity.renamingIdentifier, old != entity.name, renames[entity.name] == nil, source.entity(named: old) != nil {
+                renames[entity.name] = old
+            }
+        }
 
         // Entities by name, renames given by the caller.
         var sourceOf: [Int64: Int64] = [:]
@@ -59,6 +68,9 @@ struct CoreDataInference {
             }
             entities.append(try entity(into: table, from: from, sourceOf: sourceOf, source: source, destination: destination))
         }
+        if options.keys == .allocate {
+            try allocateKeys(&entities, sourceOf: sourceOf, source: source, destination: destination)
+        }
 
         for join in destination.joinTables.sorted(by: { $0.name < $1.name }) {
             if let mapping = try joinEntity(join, sourceOf: sourceOf, source: source, destination: destination) {
@@ -92,7 +104,18 @@ struct CoreDataInference {
                                  sourceOf: [Int64: Int64], source: CoreDataLayout,
                                  destination: CoreDataLayout) throws -> EntityMapping {
         let rootName = destination.entities[table.root]!.name
-        let sourceColumns = Dictionary(from.columns.map { ($0.name.uppercased(), $0) }, uniquingKeysWith: { a, _ in a })
+        var sourceColumns = Dictionary(from.columns.map { ($0.name.uppercased(), $0) }, uniquingKeysWith: { a, _ in a })
+        // Attributes and relationships the destination model says were renamed.
+        for number in destination.descendants(of: table.root) {
+            guard let name = destination.entities[number]?.name,
+                  let entity = options.destinationModel?.entity(named: name) else { continue }
+            for property in entity.properties {
+                guard let old = property.renamingIdentifier, old != property.name,
+                      let column = sourceColumns["Z" + old.uppercased()] else { continue }
+                sourceColumns["Z" + property.name.uppercased()] = column
+                decisions.append("\(table.name).Z\(property.name.uppercased()): renamed from \(column.name) (renamingIdentifier)")
+            }
+        }
         var columns: [String: String] = [:]
         var used: Set<String> = ["Z_PK"]
         for column in table.columns where column.name != "Z_PK" {
@@ -147,6 +170,46 @@ struct CoreDataInference {
         decisions.append("table \(from.name) -> \(table.name) (entity tree \(rootName)): \(columns.count) columns, keys preserved")
         return EntityMapping(name: rootName, source: .init(table: from.name, key: "Z_PK", where: condition),
                              destination: .init(table: table.name, key: "Z_PK"), keys: .preserve, columns: columns)
+    }
+
+    /// Under `allocate`: every to-one column and join-table key through the ID map of its
+    /// target's entity tree, which needs every target; the polymorphic columns stay
+    /// `coredata_entity()`.
+    private mutating func allocateKeys(_ entities: inout [EntityMapping], sourceOf: [Int64: Int64],
+                                       source: CoreDataLayout, destination: CoreDataLayout) throws {
+        func planEntity(of number: Int64) -> String? {
+            destination.entities[number].flatMap { destination.entities[$0.root]?.name }
+                .flatMap { name in entities.contains { $0.name == name } ? name : nil }
+        }
+        var unknown: [String] = []
+        for index in entities.indices {
+            entities[index].keys = .allocate
+            if let table = destination.table(named: entities[index].destination.table) {
+                for toOne in table.toOnes {
+                    guard let from = entities[index].columns?[toOne.column] else { continue }
+                    guard let target = toOne.target, let name = planEntity(of: target) else {
+                        unknown.append("\(table.name).\(toOne.column)")
+                        continue
+                    }
+                    entities[index].columns?[toOne.column] = nil
+                    entities[index].relationships = (entities[index].relationships ?? [:])
+                        .merging([toOne.column: .init(from: from, to: name)]) { $1 }
+                }
+            } else if let join = destination.joinTables.first(where: { $0.name == entities[index].destination.table }) {
+                for column in join.columns where !column.isOrder {
+                    guard let from = entities[index].columns?[column.name], let name = planEntity(of: column.entity) else { continue }
+                    entities[index].columns?[column.name] = nil
+                    entities[index].relationships = (entities[index].relationships ?? [:])
+                        .merging([column.name: .init(from: from, to: name)]) { $1 }
+                }
+            }
+        }
+        guard unknown.isEmpty else {
+            throw MigrationError(.invalidPlan,
+                "keys allocate: the target of \(unknown.joined(separator: ", ")) is unknown from the stores alone (an indexed attribute, or a to-one named unlike its target); give the models (--model-from, --model-to) or keep the keys (preserve)",
+                file: destinationPath)
+        }
+        decisions.append("keys allocated after each table's largest key; to-one and join-table keys through the ID map (missing: fail)")
     }
 
     /// The expression copying `old` into `new`: the column itself, or a conversion where the

@@ -14,6 +14,30 @@ public struct InferredPlan: Sendable {
     public var notes: [String]
 }
 
+/// What plan inference may know beyond the two stores.
+public struct InferenceOptions: Sendable {
+    /// Destination entity name -> source entity name, for entities renamed between the models.
+    public var renames: [String: String]
+    /// The source store's model: to-one targets the store alone does not tell.
+    public var sourceModel: CoreDataModel?
+    /// The destination store's model: its `renamingIdentifier`s (entities and attributes) and
+    /// to-one targets.
+    public var destinationModel: CoreDataModel?
+    /// `preserve` (the default for Core Data: object IDs the app saved as URIs stay valid) or
+    /// `allocate` (to-one and join-table keys then go through the ID map, which needs every
+    /// to-one's target: from the stores, or from the models).
+    public var keys: EntityMapping.KeyPolicy
+
+    /// Creates inference options.
+    public init(renames: [String: String] = [:], sourceModel: CoreDataModel? = nil, destinationModel: CoreDataModel? = nil,
+                keys: EntityMapping.KeyPolicy = .preserve) {
+        self.renames = renames
+        self.sourceModel = sourceModel
+        self.destinationModel = destinationModel
+        self.keys = keys
+    }
+}
+
 extension MigrationPlan {
     /// Infers a plan from two stores, the way Core Data's lightweight migration infers a mapping
     /// model.
@@ -27,11 +51,11 @@ extension MigrationPlan {
     /// destination's declared foreign keys, keys preserved.
     ///
     /// - Parameters:
-    ///   - renames: destination entity name -> source entity name, for entities renamed between
-    ///     the models (the stores alone cannot tell a rename from a removal and an addition).
+    ///   - options: renames and models the stores alone cannot reveal (a rename looks like a
+    ///     removal and an addition), and the key policy.
     /// - Throws: ``MigrationError`` naming the file when a store cannot be read, only one of them
     ///   is a Core Data store, or the two models have no entity in common.
-    public static func infer(source: URL, destination: URL, renames: [String: String] = [:]) throws -> InferredPlan {
+    public static func infer(source: URL, destination: URL, options: InferenceOptions = InferenceOptions()) throws -> InferredPlan {
         try Engine.checkSource(source.path)
         guard FileManager.default.fileExists(atPath: destination.path) else {
             throw MigrationError(.store, "the destination does not exist; create it first (for Core Data: add a persistent store with the new model)",
@@ -49,7 +73,7 @@ extension MigrationPlan {
         switch (try CoreDataLayout.isCoreData(database, schema: "src"), try CoreDataLayout.isCoreData(database, schema: "main")) {
         case (true, true):
             var inference = CoreDataInference(database: database, sourcePath: source.path,
-                                              destinationPath: destination.path, renames: renames)
+                                              destinationPath: destination.path, options: options)
             return try inference.infer()
         case (false, false):
             return try inferPlain(database)
