@@ -36,6 +36,9 @@ struct PlanCommand: ParsableCommand {
     @Option(name: .long, help: "preserve (default: object IDs saved as URIs stay valid) or allocate (keys after each table's largest).")
     var keys: EntityMapping.KeyPolicy = .preserve
 
+    @Flag(name: .long, help: "Where the new model adds a uniqueness constraint that source rows violate, keep the first row of each value (in key order) and leave the rest out, instead of failing the batch.")
+    var keepFirstDuplicate = false
+
     func validate() throws {
         for pair in rename where pair.split(separator: "=").count != 2 {
             throw ValidationError("--rename takes NEW=OLD, not \(pair)")
@@ -52,7 +55,7 @@ struct PlanCommand: ParsableCommand {
                 renames: renames,
                 sourceModel: try modelFrom.map { try CoreDataModel.read(contentsOf: URL(fileURLWithPath: $0)) },
                 destinationModel: try modelTo.map { try CoreDataModel.read(contentsOf: URL(fileURLWithPath: $0)) },
-                keys: keys)
+                keys: keys, keepFirstDuplicate: keepFirstDuplicate)
             let inferred = try MigrationPlan.infer(source: URL(fileURLWithPath: source),
                                                    destination: URL(fileURLWithPath: destination), options: options)
             var report = inferred.decisions.map { "decided: \($0)" }

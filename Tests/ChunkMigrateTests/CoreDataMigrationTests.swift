@@ -299,6 +299,38 @@ struct CoreDataMigrationTests {
         #expect(report.violations == [] && report.unchecked.contains("ZITEM.ZOWNER"))
     }
 
+    @Test("a new uniqueness constraint that source rows violate: the batch fails naming the row, or, when asked, the first row of each value is kept and the rest counted",
+          .enabled(if: fixturesPresent, "shared/fixtures/coredata is absent"))
+    func newUniquenessConstraint() throws {
+        let folder = try TemporaryFolder()
+        let source = try CoreDataStoreTests.copy("knowledgec-10.13.db", into: folder)
+        // 10.14 adds a unique index on ZOBJECT.ZUUID; give three later rows the first row's UUID.
+        try execute("""
+            UPDATE ZOBJECT SET ZUUID = (SELECT ZUUID FROM ZOBJECT ORDER BY Z_PK LIMIT 1)
+            WHERE Z_PK IN (SELECT Z_PK FROM ZOBJECT ORDER BY Z_PK LIMIT 3 OFFSET 10)
+            """, on: source)
+        let duplicate = try #require(try scalar("SELECT Z_PK FROM ZOBJECT ORDER BY Z_PK LIMIT 1 OFFSET 10", on: source).integer)
+        let new = try CoreDataStoreTests.copy("knowledgec-10.14.db", into: folder)
+
+        let failing = try Self.emptiedCopy(of: new, named: "failing.sqlite", in: folder)
+        let inferred = try MigrationPlan.infer(source: source, destination: failing)
+        #expect(inferred.notes.contains { $0.hasPrefix("ZOBJECT(ZUUID): a new uniqueness constraint that 3 rows of the source violate") })
+        let job = try MigrationJob.start(plan: inferred.plan, source: source, destination: failing, journal: folder.path("failing"),
+                                         options: MigrationOptions(batchSize: 4), logger: quietLogger)
+        let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
+        #expect(error.entity == "Object" && error.sourceKey == duplicate && error.column == "ZUUID", "\(error)")
+        #expect(error.message.contains("UNIQUE constraint failed"))
+
+        let kept = try Self.emptiedCopy(of: new, named: "kept.sqlite", in: folder)
+        let keeping = try Self.migrate(source, into: kept, folder: folder, journal: "kept", batchSize: 4,
+                                       options: InferenceOptions(keepFirstDuplicate: true))
+        #expect(keeping.notes.contains { $0.contains("these 3 are not copied") })
+        #expect(try scalar("SELECT count(*) FROM ZOBJECT", on: kept) == .integer(18))
+        #expect(try scalar("SELECT count(DISTINCT ZUUID) FROM ZOBJECT", on: kept) == .integer(18))
+        #expect(try scalar("SELECT min(Z_PK) FROM ZOBJECT", on: kept) == (try scalar("SELECT min(Z_PK) FROM ZOBJECT", on: source)))
+        #expect(try CoreDataStoreCheck.run(store: kept).violations == [])
+    }
+
     @Test("a source entity the plan maps nowhere fails its batch naming the entity and the row, not a silent NULL")
     func unmappedEntityFails() throws {
         let folder = try TemporaryFolder()

@@ -157,16 +157,16 @@ struct CoreDataInference {
         for column in from.columns where !used.contains(column.name.uppercased()) {
             notes.append("\(from.name).\(column.name): no counterpart in \(table.name); not copied")
         }
-        try checkNewUniqueness(table, from: from)
+        var conditions = try checkNewUniqueness(table, from: from)
 
         // Source sub-entities with no counterpart are left out by name.
         let sourceTree = source.descendants(of: from.root)
         let kept = sourceTree.filter { number in sourceOf.values.contains(number) }
-        var condition: String?
         if kept.count < sourceTree.count {
             let names = kept.compactMap { source.entities[$0]?.name }.sorted().map { "'\($0.replacingOccurrences(of: "'", with: "''"))'" }
-            condition = "Z_ENT IN (SELECT Z_ENT FROM src.Z_PRIMARYKEY WHERE Z_NAME IN (\(names.joined(separator: ", "))))"
+            conditions.insert("Z_ENT IN (SELECT Z_ENT FROM src.Z_PRIMARYKEY WHERE Z_NAME IN (\(names.joined(separator: ", "))))", at: 0)
         }
+        let condition = conditions.isEmpty ? nil : conditions.joined(separator: " AND ")
         decisions.append("table \(from.name) -> \(table.name) (entity tree \(rootName)): \(columns.count) columns, keys preserved")
         return EntityMapping(name: rootName, source: .init(table: from.name, key: "Z_PK", where: condition),
                              destination: .init(table: table.name, key: "Z_PK"), keys: .preserve, columns: columns)
@@ -245,8 +245,11 @@ struct CoreDataInference {
     }
 
     /// Reports a uniqueness constraint of the destination that the source table did not have,
-    /// with the number of source values that violate it.
-    private mutating func checkNewUniqueness(_ table: CoreDataLayout.EntityTable, from: CoreDataLayout.EntityTable) throws {
+    /// with the number of source rows that violate it. Those rows fail their batch, naming the
+    /// row; with ``InferenceOptions/keepFirstDuplicate`` the returned filters keep the first row
+    /// of each value in source-key order instead, and the report counts the rows left out.
+    private mutating func checkNewUniqueness(_ table: CoreDataLayout.EntityTable, from: CoreDataLayout.EntityTable) throws -> [String] {
+        var filters: [String] = []
         let old = Set(from.uniqueIndexes.map { $0.map { $0.uppercased() } })
         let sourceColumns = Set(from.columns.map { $0.name.uppercased() })
         for columns in table.uniqueIndexes where !old.contains(columns.map { $0.uppercased() }) {
@@ -258,13 +261,21 @@ struct CoreDataInference {
             let quoted = columns.map(SQL.quote).joined(separator: ", ")
             let nonNull = columns.map { "\(SQL.quote($0)) IS NOT NULL" }.joined(separator: " AND ")
             let duplicates = try database.scalar("""
-                SELECT count(*) FROM (SELECT 1 FROM src.\(SQL.quote(from.name)) WHERE \(nonNull)
-                                      GROUP BY \(quoted) HAVING count(*) > 1)
+                SELECT ifnull(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM src.\(SQL.quote(from.name)) WHERE \(nonNull)
+                                                   GROUP BY \(quoted) HAVING count(*) > 1)
                 """).integer ?? 0
-            notes.append(duplicates == 0
-                ? "\(table.name)(\(list)): a new uniqueness constraint; the source's rows satisfy it"
-                : "\(table.name)(\(list)): a new uniqueness constraint that \(duplicates) values of the source's rows violate: the batch that meets a second row with one of them fails, naming its source key")
+            if duplicates == 0 {
+                notes.append("\(table.name)(\(list)): a new uniqueness constraint; the source's rows satisfy it")
+            } else if options.keepFirstDuplicate {
+                let same = columns.map { "t.\(SQL.quote($0)) = s.\(SQL.quote($0))" }.joined(separator: " AND ")
+                let anyNull = columns.map { "s.\(SQL.quote($0)) IS NULL" }.joined(separator: " OR ")
+                filters.append("(\(anyNull) OR s.Z_PK = (SELECT min(t.Z_PK) FROM src.\(SQL.quote(from.name)) AS t WHERE \(same)))")
+                notes.append("\(table.name)(\(list)): a new uniqueness constraint that \(duplicates) rows of the source violate; the first row of each value (in key order) is kept and these \(duplicates) are not copied")
+            } else {
+                notes.append("\(table.name)(\(list)): a new uniqueness constraint that \(duplicates) rows of the source violate: the batch that meets one fails, naming its source key (infer with keep-first duplicates to keep the first row of each value instead)")
+            }
         }
+        return filters
     }
 
     /// The entity mapping of a destination join table, from the source join table that joins the

@@ -27,14 +27,19 @@ public struct InferenceOptions: Sendable {
     /// `allocate` (to-one and join-table keys then go through the ID map, which needs every
     /// to-one's target: from the stores, or from the models).
     public var keys: EntityMapping.KeyPolicy
+    /// Where the destination has a uniqueness constraint that rows of the source violate: `false`
+    /// (the default) lets the batch that meets such a row fail, naming it; `true` keeps the first
+    /// row of each value in source-key order and leaves the others out (the report counts them).
+    public var keepFirstDuplicate: Bool
 
     /// Creates inference options.
     public init(renames: [String: String] = [:], sourceModel: CoreDataModel? = nil, destinationModel: CoreDataModel? = nil,
-                keys: EntityMapping.KeyPolicy = .preserve) {
+                keys: EntityMapping.KeyPolicy = .preserve, keepFirstDuplicate: Bool = false) {
         self.renames = renames
         self.sourceModel = sourceModel
         self.destinationModel = destinationModel
         self.keys = keys
+        self.keepFirstDuplicate = keepFirstDuplicate
     }
 }
 
