@@ -349,7 +349,7 @@ struct CoreDataMigrationTests {
         let job = try MigrationJob.start(plan: plan, source: old, destination: new, journal: folder.path("journal"),
                                          logger: quietLogger)
         let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
-        #expect(error.entity == "Item" && error.sourceKey == 9)
+        #expect(error.entity == "Item" && error.sourceKey == 9 && error.code == .batch)
         #expect(error.message.contains("source entity Note (2) has no counterpart in the destination model"))
         #expect(try scalar("SELECT count(*) FROM ZITEM", on: new) == .integer(0))
     }

@@ -14,7 +14,8 @@ final class CoreDataBookkeeping {
     private let database: Database
     private let sourcePath: String
 
-    init(database: Database, plan: MigrationPlan, mapping: CoreDataMapping, sourcePath: String, destinationPath: String) throws {
+    init(database: Database, plan: MigrationPlan, mapping: CoreDataMapping, resolver: Resolver,
+         sourcePath: String, destinationPath: String) throws {
         self.database = database
         self.plan = plan
         self.sourcePath = sourcePath
@@ -55,7 +56,10 @@ final class CoreDataBookkeeping {
             let number = call.int64(0)
             guard let mapped = lookup[number] else {
                 let name = sourceNames[number].map { "\($0.name) (\(number))" } ?? "\(number), which the source's Z_PRIMARYKEY does not list"
-                throw Resolver.Failure(description: "source entity \(name) has no counterpart in the destination model; map it in coreData.entities or leave its rows out with a where filter")
+                let message = "source entity \(name) has no counterpart in the destination model; map it in coreData.entities or leave its rows out with a where filter"
+                // The row being written is the last one the batch took (its key is taken first).
+                resolver.failure = MigrationError(.batch, message, sourceKey: resolver.batchKeys.last)
+                throw Resolver.Failure(description: message)
             }
             call.result(mapped)
         }
