@@ -154,6 +154,7 @@ struct CoreDataInference {
             used.insert(upper)
             columns[column.name] = try conversion(from: old, to: column, table: table.name)
         }
+        fillDefaults(&columns, table: table, destination: destination)
         for column in from.columns where !used.contains(column.name.uppercased()) {
             notes.append("\(from.name).\(column.name): no counterpart in \(table.name); not copied")
         }
@@ -210,6 +211,34 @@ struct CoreDataInference {
                 file: destinationPath)
         }
         decisions.append("keys allocated after each table's largest key; to-one and join-table keys through the ID map (missing: fail)")
+    }
+
+    /// What lightweight migration does for a non-optional attribute with a default value in the
+    /// destination model: a new column takes the default, an existing one keeps its values and
+    /// takes the default where they are NULL. Only in rows of the entity that has the attribute
+    /// (and its sub-entities), named by the source's entity names when the tree holds others.
+    private mutating func fillDefaults(_ columns: inout [String: String], table: CoreDataLayout.EntityTable,
+                                       destination: CoreDataLayout) {
+        guard let model = options.destinationModel else { return }
+        let tree = destination.descendants(of: table.root)
+        for number in tree.sorted() {
+            guard let entity = destination.entities[number], let modelEntity = model.entity(named: entity.name) else { continue }
+            for attribute in modelEntity.properties where attribute.destination == nil && !attribute.isOptional {
+                guard let literal = attribute.defaultLiteral,
+                      let column = table.columns.first(where: { $0.name.uppercased() == "Z" + attribute.name.uppercased() })?.name
+                else { continue }
+                let value = columns[column].map { "ifnull(\($0), \(literal))" } ?? literal
+                let owners = destination.descendants(of: number)
+                if owners == tree {
+                    columns[column] = value
+                } else {
+                    // The rows of this entity: those whose destination entity number is one of its tree's.
+                    let numbers = owners.sorted().map(String.init).joined(separator: ", ")
+                    columns[column] = "CASE WHEN coredata_entity(Z_ENT) IN (\(numbers)) THEN \(value) ELSE \(columns[column] ?? "NULL") END"
+                }
+                decisions.append("\(table.name).\(column): non-optional with default \(literal) in \(entity.name): NULLs take the default")
+            }
+        }
     }
 
     /// The expression copying `old` into `new`: the column itself, or a conversion where the

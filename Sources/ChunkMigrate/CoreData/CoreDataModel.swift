@@ -21,6 +21,32 @@ public struct CoreDataModel: Sendable, Equatable {
         public var destination: String?
         /// For a relationship: whether it is to-many.
         public var isToMany: Bool
+        /// Whether the property may be nil (`optional="YES"`).
+        public var isOptional: Bool = true
+        /// For an attribute: its type as the model names it (`Integer 64`, `String`, `Boolean`, `Date`, ...).
+        public var attributeType: String? = nil
+        /// For an attribute: its default value as the model writes it (`defaultValueString`, or
+        /// `defaultDateTimeInterval` for a date: seconds since 2001-01-01).
+        public var defaultValue: String? = nil
+
+        /// The default value as an SQL literal in the column Core Data stores the attribute in
+        /// (`0`, `1` for a Boolean `YES`, `'text'`, seconds since 2001 for a date), or `nil` when
+        /// the attribute has none or its type is not one a literal can hold.
+        public var defaultLiteral: String? {
+            guard let value = defaultValue, let type = attributeType else { return nil }
+            switch type {
+            case "Integer 16", "Integer 32", "Integer 64":
+                return Int64(value).map(String.init)
+            case "Double", "Float", "Decimal", "Date":
+                return Double(value).map { String($0) }
+            case "Boolean":
+                return ["YES", "1", "true"].contains(value) ? "1" : ["NO", "0", "false"].contains(value) ? "0" : nil
+            case "String":
+                return "'" + value.replacingOccurrences(of: "'", with: "''") + "'"
+            default:
+                return nil
+            }
+        }
     }
 
     /// An entity.
@@ -98,7 +124,10 @@ private final class ModelReader: NSObject, XMLParserDelegate {
             entities[entities.count - 1].properties.append(.init(
                 name: name, renamingIdentifier: attributes["renamingIdentifier"],
                 destination: isRelationship ? attributes["destinationEntity"] : nil,
-                isToMany: isRelationship && attributes["toMany"] == "YES"))
+                isToMany: isRelationship && attributes["toMany"] == "YES",
+                isOptional: attributes["optional"] == "YES",
+                attributeType: isRelationship ? nil : attributes["attributeType"],
+                defaultValue: attributes["defaultValueString"] ?? attributes["defaultDateTimeInterval"]))
         default:
             break
         }
