@@ -87,6 +87,9 @@ enum Runner {
 /// delivery", hence `SIG_IGN` first. Dispatch is in the toolchain on Linux and in the OS on Apple
 /// platforms, unlike `Synchronization`'s `Atomic` (macOS 15).
 /// https://developer.apple.com/documentation/dispatch/dispatchsource/makesignalsource(signal:queue:)
+///
+/// `@unchecked`: the dispatch sources are only cancelled after `init`, which dispatch allows from
+/// any thread; the signal itself is behind a lock.
 final class SignalWatch: @unchecked Sendable {
     private let sources: [any DispatchSourceSignal]
     private let caught = Locked<Int32?>(nil)
