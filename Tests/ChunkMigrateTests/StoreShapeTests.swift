@@ -146,6 +146,19 @@ struct StoreShapeTests {
         #expect(try DemoStore.check(source: files.source, destination: destination) == [])
     }
 
+    @Test("the destination is synced with fullfsync and synchronous=FULL during a job (F_FULLFSYNC on Apple platforms)")
+    func destinationSyncSettings() throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("store"), messages: 10)
+        let destination = folder.path("new.sqlite")
+        let database = try Engine.openStores(source: files.source.path, destination: destination.path,
+                                             schema: DemoStore.destinationSchema, options: MigrationOptions())
+        // fullfsync is a per-connection flag: a new connection would report the default, 0.
+        #expect(try database.scalar("PRAGMA fullfsync") == .integer(1))
+        #expect(try database.scalar("PRAGMA main.synchronous") == .integer(2))
+        #expect(try scalar("PRAGMA fullfsync", on: destination) == .integer(0))
+    }
+
     @Test("a source whose path is not ASCII")
     func unicodePath() throws {
         let folder = try TemporaryFolder()

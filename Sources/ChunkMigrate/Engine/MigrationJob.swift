@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import MigrationJournal
-import Synchronization
 
 /// A migration job: one run of a plan from a source store to a destination store, recorded in a
 /// journal directory so that it can stop at any instant and continue where it stopped.
@@ -39,7 +38,7 @@ public final class MigrationJob: Sendable {
 
     private let options: MigrationOptions
     private let logger: Logger
-    private let control: Mutex<Control>
+    private let control: Locked<Control>
 
     private struct Control {
         var pauseRequested = false
@@ -59,7 +58,7 @@ public final class MigrationJob: Sendable {
         self.options = options
         self.logger = logger
         self.progress = Progress(totalUnitCount: 0)
-        self.control = Mutex(Control(complete: complete))
+        self.control = Locked(Control(complete: complete))
     }
 
     /// Whether every entity and fix-up is done.
