@@ -242,7 +242,7 @@ struct CoreDataMigrationTests {
         #expect(try CoreDataStoreCheck.run(store: new).violations == [])
     }
 
-    @Test("with the models' XML: renamingIdentifiers rename entities and attributes, indexed attributes are not taken for relationships, and keys can be allocated with every to-one and self-reference through the ID map")
+    @Test("with the models' XML: renamingIdentifiers rename entities and attributes, defaults fill non-optional attributes, indexed attributes are not taken for relationships, and keys can be allocated with every to-one and self-reference through the ID map")
     func modelsAndAllocatedKeys() throws {
         let folder = try TemporaryFolder()
         let (old, new) = try Self.renamedModelStores(in: folder)
@@ -262,10 +262,11 @@ struct CoreDataMigrationTests {
             """)
         let newModel = try model("""
             <entity name="Account"/>
-            <entity name="Item" isAbstract="YES"><attribute name="title" attributeType="String"/><attribute name="pinned" attributeType="Boolean"/>
-              <attribute name="position" attributeType="Integer 64" renamingIdentifier="rank"/>
+            <entity name="Item" isAbstract="YES"><attribute name="title" optional="YES" attributeType="String"/>
+              <attribute name="position" optional="YES" attributeType="Integer 64" renamingIdentifier="rank"/>
               <relationship name="owner" maxCount="1" destinationEntity="Person"/><relationship name="ref" maxCount="1" destinationEntity="Item"/></entity>
-            <entity name="Link" parentEntity="Item"/><entity name="Memo" parentEntity="Item" renamingIdentifier="Note"/>
+            <entity name="Link" parentEntity="Item"/>
+            <entity name="Memo" parentEntity="Item" renamingIdentifier="Note"><attribute name="pinned" attributeType="Boolean" defaultValueString="YES"/></entity>
             <entity name="Person" renamingIdentifier="Owner"><attribute name="name" attributeType="String"/><relationship name="items" toMany="YES" destinationEntity="Item"/></entity>
             """)
         #expect(oldModel.entity(named: "Note")?.parent == "Item")
@@ -287,12 +288,14 @@ struct CoreDataMigrationTests {
         #expect(item.relationships == ["ZOWNER": .init(from: "ZOWNER", to: "Person"), "ZREF": .init(from: "ZREF", to: "Item")])
         #expect(item.columns?["ZPOSITION"] == "ZRANK")
         // Keys 3, 7, 12, 20 became 1, 2, 3, 4 in source-key order; ZREF follows them (12 refers to itself).
-        #expect(try Self.rows(new, "ZITEM", columns: "Z_PK, Z_ENT, ZOWNER, ZREF, Z2_REF, ZTITLE, ZPOSITION") == [
-            [.integer(1), .integer(3), .integer(1), .null, .null, .text("link"), .integer(30)],
-            [.integer(2), .integer(4), .integer(2), .integer(1), .integer(3), .text("note"), .integer(70)],
-            [.integer(3), .integer(4), .null, .integer(3), .integer(4), .text("self"), .integer(120)],
-            [.integer(4), .integer(3), .integer(2), .integer(2), .integer(4), .text("link 2"), .integer(200)],
+        // Memo's new non-optional pinned takes its default (YES) in Memo rows only.
+        #expect(try Self.rows(new, "ZITEM", columns: "Z_PK, Z_ENT, ZOWNER, ZREF, Z2_REF, ZTITLE, ZPOSITION, ZPINNED") == [
+            [.integer(1), .integer(3), .integer(1), .null, .null, .text("link"), .integer(30), .null],
+            [.integer(2), .integer(4), .integer(2), .integer(1), .integer(3), .text("note"), .integer(70), .integer(1)],
+            [.integer(3), .integer(4), .null, .integer(3), .integer(4), .text("self"), .integer(120), .integer(1)],
+            [.integer(4), .integer(3), .integer(2), .integer(2), .integer(4), .text("link 2"), .integer(200), .null],
         ])
+        #expect(inferred.decisions.contains("ZITEM.ZPINNED: non-optional with default 1 in Memo: NULLs take the default"))
         #expect(try Database(path: new.path, mode: .readOnly).rows("SELECT Z_NAME, Z_MAX FROM Z_PRIMARYKEY WHERE Z_MAX > 0 ORDER BY Z_ENT")
                 == [[.text("Item"), .integer(4)], [.text("Person"), .integer(2)]])
         let report = try CoreDataStoreCheck.run(store: new)
