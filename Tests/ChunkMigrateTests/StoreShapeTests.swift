@@ -256,9 +256,11 @@ struct StoreShapeTests {
         let destination = folder.path("new.sqlite")
         try execute("CREATE TABLE person (id INTEGER PRIMARY KEY, email TEXT); INSERT INTO person VALUES (9223372036854775806, 'last');",
                     on: destination)
+        var options = MigrationOptions(batchSize: 10)
+        options.appendToExistingRows = true
         let job = try MigrationJob.start(plan: plan(source: .init(table: "person", key: "id"), destination: .init(table: "person", key: "id")),
                                          source: source, destination: destination, journal: folder.path("journal"),
-                                         options: MigrationOptions(batchSize: 10), logger: quietLogger)
+                                         options: options, logger: quietLogger)
         let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
         #expect(error.entity == "Person")
         #expect(error.message.contains("largest 64-bit integer"))

@@ -65,22 +65,13 @@ final class CoreDataBookkeeping {
         }
     }
 
-    /// Inside the transaction that records a new job: refuses a destination whose tables already
-    /// hold rows, raises each preserved-key root's `Z_MAX` to the source's, and gives the
+    /// Inside the transaction that records a new job: raises each preserved-key root's `Z_MAX` to the source's, and gives the
     /// destination the source's store UUID.
     func start() throws {
         if let folder = CoreDataInference.externalDataFolder(of: sourcePath) {
             throw MigrationError(.store,
                 "the source keeps binary attributes in external files (\(folder)), which chunkmigrate does not copy yet; the migrated store would lose them",
                 file: sourcePath)
-        }
-        for entity in plan.entities {
-            let table = entity.destination.table
-            if try database.scalar("SELECT EXISTS (SELECT 1 FROM main.\(SQL.quote(table)))").integer == 1 {
-                throw MigrationError(.store,
-                    "the destination already holds rows in \(table): a Core Data migration writes into the empty store Core Data created with the new model (a finished migration's store cannot take a second copy)",
-                    entity: entity.name, file: database.path)
-            }
         }
         for entity in plan.entities where entity.keyPolicy == .preserve {
             guard let to = destination.table(named: entity.destination.table),
