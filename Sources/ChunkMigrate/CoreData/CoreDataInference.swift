@@ -245,7 +245,7 @@ struct CoreDataInference {
     /// declared type changed between numeric types.
     private mutating func conversion(from old: CoreDataLayout.Column, to new: CoreDataLayout.Column, table: String) throws -> String {
         let quoted = SQL.identifier(old.name)
-        let from = Self.storageClass(old.type), to = Self.storageClass(new.type)
+        let from = Engine.affinity(of: old.type), to = Engine.affinity(of: new.type)
         guard from != to else { return quoted }
         switch (from, to) {
         case ("INTEGER", "REAL"), ("NUMERIC", "REAL"):
@@ -260,17 +260,6 @@ struct CoreDataInference {
             notes.append("\(table).\(new.name): type change \(old.type) -> \(new.type) is not inferred (lightweight migration does not convert it either); copied as it is, write the conversion in the plan")
             return quoted
         }
-    }
-
-    /// The storage a Core Data column type holds: `INTEGER` (integers, booleans), `REAL`
-    /// (`FLOAT`, `DOUBLE`), `NUMERIC` (`TIMESTAMP`, `DECIMAL`), `TEXT` (`VARCHAR`), `BLOB`.
-    static func storageClass(_ type: String) -> String {
-        let type = type.uppercased()
-        if type.contains("INT") { return "INTEGER" }
-        if type.contains("CHAR") || type.contains("TEXT") || type.contains("CLOB") { return "TEXT" }
-        if type.contains("BLOB") || type.isEmpty { return "BLOB" }
-        if type.contains("REAL") || type.contains("FLOA") || type.contains("DOUB") { return "REAL" }
-        return "NUMERIC"
     }
 
     /// Reports a uniqueness constraint of the destination that the source table did not have,
