@@ -21,7 +21,8 @@ struct ChunkMigrateCommand: AsyncParsableCommand {
               130  stopped by SIGINT, 143 by SIGTERM, at a batch boundary; run again to continue
             """,
         version: ChunkMigrateVersion.string,
-        subcommands: [RunCommand.self, ResumeCommand.self, StatusCommand.self, DemoCommand.self, GenerateCommand.self,
+        subcommands: [PlanCommand.self, RunCommand.self, ResumeCommand.self, StatusCommand.self, CheckCoreDataCommand.self,
+                      DemoCommand.self, GenerateCommand.self,
                       CheckDemoCommand.self]
     )
 

@@ -55,6 +55,8 @@ final class Engine {
     let journal: JournalWriter
     let idMap: IDMap
     let resolver: Resolver
+    /// Core Data's bookkeeping, when the plan migrates a Core Data store.
+    let coreData: CoreDataBookkeeping?
     private let checkpoints: CheckpointStore
     private var copiers: [Int: EntityCopier] = [:]
     private var relationshipIndexes: [[String: Int]] = []
@@ -65,7 +67,7 @@ final class Engine {
     private let clock = ContinuousClock()
 
     init(plan: MigrationPlan, options: MigrationOptions, logger: Logger, database: Database,
-         journal: JournalWriter, idMap: IDMap) throws {
+         journal: JournalWriter, idMap: IDMap, sourcePath: String) throws {
         self.plan = plan
         self.order = plan.executionOrder()
         self.options = options
@@ -74,6 +76,10 @@ final class Engine {
         self.journal = journal
         self.idMap = idMap
         self.resolver = Resolver(idMap: idMap)
+        coreData = try plan.coreData.map { mapping in
+            try CoreDataBookkeeping(database: database, plan: plan, mapping: mapping, sourcePath: sourcePath,
+                                    destinationPath: database.path)
+        }
         self.checkpoints = try CheckpointStore(database: database)
         self.states = Array(repeating: EntityState(), count: plan.entities.count)
         self.batchSize = options.batchSize ?? options.initialBatchSize
@@ -410,6 +416,7 @@ final class Engine {
                 segmentFirstKey: kept.first ?? first, segmentLastKey: kept.last ?? last, segmentCRC: crc)
             // Keep the keys in the cache only when a relationship will look them up.
             try idMap.add(record, keys: isRelationshipTarget[index] ? kept : nil)
+            try coreData?.afterBatch(entity: index)
             record.durationMicros = UInt64(max(0, (clock.now - started).microseconds))
             record.committedAtMillis = Self.nowMillis()
             try checkpoints.save(record)

@@ -117,8 +117,9 @@ public final class MigrationJob: Sendable {
             try CheckpointStore.create(in: database, jobID: jobID, planFingerprint: header.planFingerprint,
                                        journalMode: journalMode)
             let engine = try Engine(plan: plan, options: options, logger: logger, database: database, journal: created,
-                                    idMap: IDMap(layout: layout, entityCount: plan.entities.count))
+                                    idMap: IDMap(layout: layout, entityCount: plan.entities.count), sourcePath: source.path)
             try engine.prepare()
+            try engine.coreData?.start()
             try database.execute("COMMIT")
             created.close()
             logger.info("started job", metadata: ["job": "\(jobID)", "journal": "\(journal.path)"])
@@ -352,7 +353,8 @@ public final class MigrationJob: Sendable {
             try Engine.useRollbackJournal(database)
         }
         let idMap = IDMap(layout: writer.layout, entityCount: plan.entities.count, cacheBudget: options.idMapCacheBytes)
-        let engine = try Engine(plan: plan, options: options, logger: logger, database: database, journal: writer, idMap: idMap)
+        let engine = try Engine(plan: plan, options: options, logger: logger, database: database, journal: writer, idMap: idMap,
+                                sourcePath: sourceURL.path)
         try engine.prepare()
         try engine.reconcile()
         return try body(engine)

@@ -20,10 +20,14 @@ import Foundation
 public struct MigrationPlan: Codable, Sendable, Equatable {
     /// The entities, in the order the plan names them; the engine runs them in dependency order.
     public var entities: [EntityMapping]
+    /// Core Data semantics, when both stores are Core Data stores: entity numbers rewritten by
+    /// name, `Z_PRIMARYKEY.Z_MAX` kept ahead of the keys, the store's identity carried over.
+    public var coreData: CoreDataMapping?
 
     /// Creates a plan.
-    public init(entities: [EntityMapping]) {
+    public init(entities: [EntityMapping], coreData: CoreDataMapping? = nil) {
         self.entities = entities
+        self.coreData = coreData
     }
 
     /// Decodes a plan from JSON, with errors that name the plan path of what is wrong

@@ -1,0 +1,98 @@
+import Foundation
+
+/// What a Core Data plan adds to a job, on the engine's connection (destination `main`, source
+/// `src`): the `coredata_entity` function, the start-of-job bookkeeping (store identity, `Z_MAX`
+/// from the source) and the `Z_MAX` update inside each batch's transaction.
+final class CoreDataBookkeeping {
+    let source: CoreDataLayout
+    let destination: CoreDataLayout
+    /// Source entity number -> destination entity number.
+    let numbers: [Int64: Int64]
+    /// Per plan entity: the statement raising `Z_MAX` of the destination root it writes, if any.
+    private var raiseMax: [Int: Statement] = [:]
+    private let plan: MigrationPlan
+    private let database: Database
+    private let sourcePath: String
+
+    init(database: Database, plan: MigrationPlan, mapping: CoreDataMapping, sourcePath: String, destinationPath: String) throws {
+        self.database = database
+        self.plan = plan
+        self.sourcePath = sourcePath
+        source = try CoreDataLayout.read(database, schema: "src", file: sourcePath)
+        destination = try CoreDataLayout.read(database, schema: "main", file: destinationPath)
+        var numbers: [Int64: Int64] = [:]
+        for (destinationName, sourceName) in mapping.entities.sorted(by: { $0.key < $1.key }) {
+            let path = "coreData.entities.\(destinationName)"
+            guard let to = destination.entity(named: destinationName) else {
+                throw MigrationError(.invalidPlan, "\(path): the destination model has no entity \"\(destinationName)\"\(MigrationPlan.suggestion(for: destinationName, among: destination.entities.values.map(\.name)))",
+                                     file: destinationPath)
+            }
+            guard let from = source.entity(named: sourceName) else {
+                throw MigrationError(.invalidPlan, "\(path): the source model has no entity \"\(sourceName)\"\(MigrationPlan.suggestion(for: sourceName, among: source.entities.values.map(\.name)))",
+                                     file: sourcePath)
+            }
+            if let other = numbers[from.number] {
+                throw MigrationError(.invalidPlan, "\(path): source entity \(sourceName) is already mapped to \(destination.entities[other]?.name ?? "\(other)")")
+            }
+            numbers[from.number] = to.number
+        }
+        self.numbers = numbers
+
+        // Z_MAX of the destination root each entity writes, raised to the table's largest key.
+        for (index, entity) in plan.entities.enumerated() {
+            guard let table = destination.table(named: entity.destination.table) else { continue }
+            let name = "main." + SQL.quote(table.name)
+            raiseMax[index] = try database.prepare("""
+                UPDATE main.Z_PRIMARYKEY SET Z_MAX = (SELECT max(Z_PK) FROM \(name))
+                WHERE Z_ENT = \(table.root) AND Z_MAX < (SELECT max(Z_PK) FROM \(name))
+                """)
+        }
+
+        let sourceNames = source.entities
+        let lookup = numbers
+        try database.createFunction("coredata_entity", argumentCount: 1, deterministic: true) { call in
+            guard !call.isNull(0) else { return call.resultNull() }
+            let number = call.int64(0)
+            guard let mapped = lookup[number] else {
+                let name = sourceNames[number].map { "\($0.name) (\(number))" } ?? "\(number), which the source's Z_PRIMARYKEY does not list"
+                throw Resolver.Failure(description: "source entity \(name) has no counterpart in the destination model; map it in coreData.entities or leave its rows out with a where filter")
+            }
+            call.result(mapped)
+        }
+    }
+
+    /// Inside the transaction that records a new job: refuses a destination whose tables already
+    /// hold rows, raises each preserved-key root's `Z_MAX` to the source's, and gives the
+    /// destination the source's store UUID.
+    func start() throws {
+        if let folder = CoreDataInference.externalDataFolder(of: sourcePath) {
+            throw MigrationError(.store,
+                "the source keeps binary attributes in external files (\(folder)), which chunkmigrate does not copy yet; the migrated store would lose them",
+                file: sourcePath)
+        }
+        for entity in plan.entities {
+            let table = entity.destination.table
+            if try database.scalar("SELECT EXISTS (SELECT 1 FROM main.\(SQL.quote(table)))").integer == 1 {
+                throw MigrationError(.store,
+                    "the destination already holds rows in \(table): a Core Data migration writes into the empty store Core Data created with the new model (a finished migration's store cannot take a second copy)",
+                    entity: entity.name, file: database.path)
+            }
+        }
+        for entity in plan.entities where entity.keyPolicy == .preserve {
+            guard let to = destination.table(named: entity.destination.table),
+                  let from = source.table(named: entity.source.table),
+                  let sourceMax = source.entities[from.root]?.max else { continue }
+            try database.execute("UPDATE main.Z_PRIMARYKEY SET Z_MAX = \(sourceMax) WHERE Z_ENT = \(to.root) AND Z_MAX < \(sourceMax)")
+        }
+        try CoreDataMetadata.adoptStoreUUID(database, sourcePath: sourcePath, destinationPath: database.path)
+    }
+
+    /// Inside a batch's transaction, after its rows are written: raises `Z_MAX` of the root the
+    /// entity writes so that no key of the table is above it.
+    func afterBatch(entity index: Int) throws(SQLiteError) {
+        guard let statement = raiseMax[index] else { return }
+        defer { statement.reset() }
+        try statement.bind([])
+        try statement.step()
+    }
+}

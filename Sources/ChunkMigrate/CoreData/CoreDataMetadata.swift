@@ -1,0 +1,72 @@
+import Foundation
+
+/// A Core Data store's metadata: the one row of `Z_METADATA`, whose `Z_PLIST` is a binary property
+/// list (the model's version hashes, `NSStoreUUID`, `NSStoreType`, ...). Read and written with
+/// Foundation's `PropertyListSerialization`.
+public struct CoreDataMetadata: @unchecked Sendable {
+    /// `Z_METADATA.Z_VERSION`.
+    public var version: Int64
+    /// `Z_METADATA.Z_UUID`.
+    public var uuid: String?
+    /// The decoded property list; `nil` when `Z_PLIST` is NULL (seen in real stores).
+    public var plist: [String: Any]?
+
+    /// `NSStoreUUID` in the property list, where it is kept there too (Core Data keeps the store
+    /// UUID in `Z_UUID` and adds it to the metadata it returns).
+    public var storeUUID: String? { plist?["NSStoreUUID"] as? String }
+    /// The entity names of `NSStoreModelVersionHashes`, `nil` without a property list.
+    public var hashedEntities: Set<String>? {
+        (plist?["NSStoreModelVersionHashes"] as? [String: Any]).map { Set($0.keys) }
+    }
+
+    /// Reads the metadata of the store open as `schema`.
+    ///
+    /// - Throws: ``MigrationError`` naming `file` when the table has no row or the property list
+    ///   does not decode.
+    static func read(_ database: Database, schema: String = "main", file: String) throws -> CoreDataMetadata {
+        let rows = try database.rows("SELECT Z_VERSION, Z_UUID, Z_PLIST FROM \(schema).Z_METADATA ORDER BY Z_VERSION LIMIT 1")
+        guard let row = rows.first else {
+            throw MigrationError(.store, "Z_METADATA has no row: the store's metadata is missing", file: file)
+        }
+        if row[2] == .null {
+            return CoreDataMetadata(version: row[0].integer ?? 1, uuid: row[1].text, plist: nil)
+        }
+        guard case let .blob(bytes) = row[2] else {
+            throw MigrationError(.store, "Z_METADATA.Z_PLIST is not a property list blob", file: file)
+        }
+        let decoded: Any
+        do {
+            decoded = try PropertyListSerialization.propertyList(from: Data(bytes), options: [], format: nil)
+        } catch {
+            throw MigrationError(.store, "Z_METADATA.Z_PLIST does not decode as a property list: \(error)", file: file)
+        }
+        guard let dictionary = decoded as? [String: Any] else {
+            throw MigrationError(.store, "Z_METADATA.Z_PLIST is a property list but not a dictionary", file: file)
+        }
+        return CoreDataMetadata(version: row[0].integer ?? 1, uuid: row[1].text, plist: dictionary)
+    }
+
+    /// Gives the destination (`main`) the source's (`src`) store UUID, in `Z_UUID` and, where the
+    /// property list holds one, in its `NSStoreUUID`; everything else in the destination's metadata (the new
+    /// model's version hashes) stays. Object-ID URIs contain the store UUID, so URIs the app saved
+    /// keep pointing at the same objects.
+    static func adoptStoreUUID(_ database: Database, sourcePath: String, destinationPath: String) throws {
+        let source = try read(database, schema: "src", file: sourcePath)
+        guard let uuid = source.uuid ?? source.storeUUID else {
+            throw MigrationError(.store, "Z_METADATA names no store UUID", file: sourcePath)
+        }
+        let destination = try read(database, schema: "main", file: destinationPath)
+        var plist: SQLiteValue = .null
+        if var dictionary = destination.plist {
+            if dictionary["NSStoreUUID"] != nil { dictionary["NSStoreUUID"] = uuid }
+            do {
+                plist = .blob(Array(try PropertyListSerialization.data(fromPropertyList: dictionary, format: .binary, options: 0)))
+            } catch {
+                throw MigrationError(.store, "cannot encode the destination's metadata: \(error)", file: destinationPath)
+            }
+        }
+        let update = try database.prepare("UPDATE main.Z_METADATA SET Z_UUID = ?1, Z_PLIST = ?2 WHERE Z_VERSION = ?3")
+        try update.bind([.text(uuid), plist, .integer(destination.version)])
+        _ = try update.step()
+    }
+}

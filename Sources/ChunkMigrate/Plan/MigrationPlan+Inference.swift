@@ -1,0 +1,144 @@
+import Foundation
+
+/// A plan inferred from a source and a destination store, with what the inference decided and
+/// what it could not.
+public struct InferredPlan: Sendable {
+    /// The plan: an ordinary plan that can be edited and run.
+    public var plan: MigrationPlan
+    /// What the inference decided, one line each (entities matched, entity numbers, join tables,
+    /// columns converted).
+    public var decisions: [String]
+    /// What it could not decide or will not copy, one line each (an entity or attribute with no
+    /// counterpart, a type change it cannot convert, a new uniqueness constraint that rows of the
+    /// source violate, tables left behind).
+    public var notes: [String]
+}
+
+extension MigrationPlan {
+    /// Infers a plan from two stores, the way Core Data's lightweight migration infers a mapping
+    /// model.
+    ///
+    /// Between Core Data stores: entities by name (`Z_PRIMARYKEY.Z_NAME`), each destination
+    /// entity tree's table from the source tree's table (sub-entities told apart by `Z_ENT`),
+    /// attributes by column, `Z_ENT` and polymorphic `Z<n>_<REL>` columns through
+    /// `coredata_entity()`, many-to-many join tables matched by the entities and relationship they
+    /// join (not their numbered names), ordered relationships' `Z_FOK_` columns, `Z_OPT`; keys
+    /// preserved. Between plain SQLite stores: tables and columns by name, relationships from the
+    /// destination's declared foreign keys, keys preserved.
+    ///
+    /// - Parameters:
+    ///   - renames: destination entity name -> source entity name, for entities renamed between
+    ///     the models (the stores alone cannot tell a rename from a removal and an addition).
+    /// - Throws: ``MigrationError`` naming the file when a store cannot be read, only one of them
+    ///   is a Core Data store, or the two models have no entity in common.
+    public static func infer(source: URL, destination: URL, renames: [String: String] = [:]) throws -> InferredPlan {
+        try Engine.checkSource(source.path)
+        guard FileManager.default.fileExists(atPath: destination.path) else {
+            throw MigrationError(.store, "the destination does not exist; create it first (for Core Data: add a persistent store with the new model)",
+                                 file: destination.path)
+        }
+        let database: Database
+        do {
+            database = try Database(path: destination.path, mode: .readOnly)
+            let attach = try database.prepare("ATTACH DATABASE ?1 AS src")
+            try attach.bind([.text(Database.sourceURI(source.path))])
+            _ = try attach.step()
+        } catch {
+            throw MigrationError(.store, "cannot open the stores: \(error.message)", file: error.file ?? destination.path)
+        }
+        switch (try CoreDataLayout.isCoreData(database, schema: "src"), try CoreDataLayout.isCoreData(database, schema: "main")) {
+        case (true, true):
+            var inference = CoreDataInference(database: database, sourcePath: source.path,
+                                              destinationPath: destination.path, renames: renames)
+            return try inference.infer()
+        case (false, false):
+            return try inferPlain(database)
+        case (true, false):
+            throw MigrationError(.store, "the source is a Core Data store but the destination is not (it has no Z_PRIMARYKEY): create the destination with Core Data and the new model",
+                                 file: destination.path)
+        case (false, true):
+            throw MigrationError(.store, "the destination is a Core Data store but the source is not (it has no Z_PRIMARYKEY)",
+                                 file: source.path)
+        }
+    }
+
+    /// Plain SQLite stores: tables and columns by name; the rowid alias as the key, preserved;
+    /// declared foreign keys of the destination as relationships.
+    private static func inferPlain(_ database: Database) throws -> InferredPlan {
+        func tables(_ schema: String) throws -> [String] {
+            try database.rows("SELECT name FROM \(schema).sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+                .compactMap { $0[0].text }
+        }
+        let sourceTables = try tables("src")
+        let sourceByName = Dictionary(sourceTables.map { ($0.lowercased(), $0) }, uniquingKeysWith: { a, _ in a })
+        var decisions: [String] = []
+        var notes: [String] = []
+        var entities: [EntityMapping] = []
+        var used: Set<String> = []
+        for table in try tables("main") {
+            guard let from = sourceByName[table.lowercased()] else {
+                notes.append("table \(table): no table of that name in the source; left as it is")
+                continue
+            }
+            used.insert(from)
+            let sourceColumns = try database.rows("PRAGMA src.table_info(\(SQL.quote(from)))")
+            let destinationColumns = try database.rows("PRAGMA main.table_info(\(SQL.quote(table)))")
+            // table_info: cid, name, type, notnull, dflt_value, pk
+            func rowidAlias(_ rows: [[SQLiteValue]]) -> String? {
+                let keys = rows.filter { ($0[5].integer ?? 0) > 0 }
+                guard keys.count == 1, keys[0][2].text?.uppercased() == "INTEGER" else { return nil }
+                return keys[0][1].text
+            }
+            let sourceKey = rowidAlias(sourceColumns)
+            let destinationKey = rowidAlias(destinationColumns)
+            let sourceNames = Dictionary(sourceColumns.compactMap { row in row[1].text.map { ($0.lowercased(), $0) } },
+                                         uniquingKeysWith: { a, _ in a })
+            var foreignKeys: [String: String] = [:]
+            // foreign_key_list: id, seq, table, from, to, ...
+            for row in try database.rows("PRAGMA main.foreign_key_list(\(SQL.quote(table)))") {
+                if let column = row[3].text, let target = row[2].text { foreignKeys[column] = target }
+            }
+            var columns: [String: String] = [:]
+            var relationships: [String: EntityMapping.Relationship] = [:]
+            for row in destinationColumns {
+                guard let name = row[1].text, name != destinationKey else { continue }
+                guard let sourceName = sourceNames[name.lowercased()] else {
+                    notes.append("\(table).\(name): no column of that name in the source; it takes its default")
+                    continue
+                }
+                if let target = foreignKeys[name] {
+                    relationships[name] = .init(from: sourceName, to: target)
+                } else {
+                    columns[name] = SQL.quote(sourceName)
+                }
+            }
+            for row in sourceColumns {
+                guard let name = row[1].text, name != sourceKey,
+                      !destinationColumns.contains(where: { $0[1].text?.lowercased() == name.lowercased() }) else { continue }
+                notes.append("\(from).\(name): no column of that name in the destination; not copied")
+            }
+            entities.append(EntityMapping(name: table, source: .init(table: from, key: sourceKey),
+                                          destination: .init(table: table, key: destinationKey),
+                                          keys: sourceKey != nil && destinationKey != nil ? .preserve : .allocate,
+                                          columns: columns, relationships: relationships))
+            decisions.append("\(from) -> \(table): \(columns.count) columns, \(relationships.count) relationships, keys \(sourceKey != nil && destinationKey != nil ? "preserved" : "allocated")")
+        }
+        for table in sourceTables where !used.contains(table) {
+            notes.append("table \(table): no table of that name in the destination; not copied")
+        }
+        // A relationship to a table the plan does not copy cannot be resolved.
+        let names = Set(entities.map(\.name))
+        for index in entities.indices {
+            for (column, relationship) in entities[index].relationships ?? [:] where !names.contains(relationship.to) {
+                entities[index].relationships?[column] = nil
+                entities[index].columns?[column] = SQL.quote(relationship.from)
+                notes.append("\(entities[index].name).\(column): references \(relationship.to), which the plan does not copy; copied as it is")
+            }
+        }
+        guard !entities.isEmpty else {
+            throw MigrationError(.store, "the two stores have no table in common: they are not two versions of one schema",
+                                 file: database.path)
+        }
+        return InferredPlan(plan: MigrationPlan(entities: entities), decisions: decisions, notes: notes)
+    }
+}

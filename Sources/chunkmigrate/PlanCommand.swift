@@ -1,0 +1,60 @@
+import ArgumentParser
+import ChunkMigrate
+import Foundation
+
+struct PlanCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "plan",
+        abstract: "Infer a plan from the source store and the (empty) destination store.",
+        discussion: """
+            Between Core Data stores, the way lightweight migration infers a mapping: entities by \
+            name, entity numbers rewritten, attributes by column, polymorphic and join-table columns \
+            remapped, keys preserved. Between plain SQLite stores: tables and columns by name, \
+            relationships from declared foreign keys. Prints what it decided and what it could not \
+            on stderr, and writes an ordinary plan that you can edit.
+            """)
+
+    @Option(name: .long, help: "The source store (opened read-only).")
+    var source: String
+
+    @Option(name: .long, help: "The destination store: for Core Data, the empty store Core Data created with the new model.")
+    var destination: String
+
+    @Option(name: .long, help: "Where to write the plan (JSON); stdout when omitted.")
+    var out: String?
+
+    @Option(name: .long, parsing: .singleValue,
+            help: "An entity renamed between the models, as NEW=OLD (repeatable).")
+    var rename: [String] = []
+
+    func validate() throws {
+        for pair in rename where pair.split(separator: "=").count != 2 {
+            throw ValidationError("--rename takes NEW=OLD, not \(pair)")
+        }
+    }
+
+    func run() throws {
+        let renames = Dictionary(rename.map { pair in
+            let parts = pair.split(separator: "=").map(String.init)
+            return (parts[0], parts[1])
+        }, uniquingKeysWith: { _, last in last })
+        do {
+            let inferred = try MigrationPlan.infer(source: URL(fileURLWithPath: source),
+                                                   destination: URL(fileURLWithPath: destination), renames: renames)
+            var report = inferred.decisions.map { "decided: \($0)" }
+            report += inferred.notes.map { "note: \($0)" }
+            FileHandle.standardError.write(Data((report.joined(separator: "\n") + "\n").utf8))
+            let json = try inferred.plan.encodedJSON()
+            if let out {
+                do { try json.write(to: URL(fileURLWithPath: out)) } catch {
+                    throw MigrationError(.store, "cannot write the plan: \(error.localizedDescription)", file: out)
+                }
+                FileHandle.standardError.write(Data("wrote \(out): \(inferred.plan.entities.count) entities\n".utf8))
+            } else {
+                print(String(decoding: json, as: UTF8.self))
+            }
+        } catch let error as MigrationError {
+            Output.fail(error)
+        }
+    }
+}
