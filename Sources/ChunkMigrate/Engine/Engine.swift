@@ -102,6 +102,7 @@ final class Engine {
             resolver.relationships.contains { Int($0.target) == entity }
         }
         try resolver.register(on: database)
+        try ValueFunctions(resolver: resolver).register(on: database)
         for function in options.functions {
             let body = function.body
             // One arguments array per function, emptied and refilled for each row, so its storage
