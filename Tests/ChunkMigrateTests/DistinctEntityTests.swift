@@ -106,6 +106,36 @@ struct DistinctEntityTests {
                 == (try scalar("SELECT count(*) FROM book WHERE trim(author) NOT IN (SELECT trim(author) FROM book WHERE id <= 30 AND author IS NOT NULL) OR author IS NULL", on: source)))
     }
 
+    @Test("an expression that reads another entity's destination table runs after that entity, whatever the plan's order; a read that cannot be ordered is refused")
+    func undeclaredDependencies() throws {
+        let folder = try TemporaryFolder()
+        let source = try Self.source(in: folder)
+        // The join listed first, resolving the author with a subquery into the destination.
+        let plan = MigrationPlan(entities: [
+            EntityMapping(name: "Book", source: .init(table: "book", key: "id"), destination: .init(table: "book", key: "id"),
+                          keys: .preserve,
+                          columns: ["title": "title", "author_id": "(SELECT a.id FROM main.author AS a WHERE a.name = trim(s.author))"]),
+            EntityMapping(name: "Author", source: .init(table: "book", key: "id"), destination: .init(table: "author", key: "id"),
+                          distinct: .init(source: "trim(author)", destination: "name")),
+        ])
+        let destination = folder.path("new.sqlite")
+        let job = try MigrationJob.start(plan: plan, source: source, destination: destination, journal: folder.path("journal"),
+                                         schema: Self.schema, options: MigrationOptions(batchSize: 40), logger: quietLogger)
+        #expect(try job.runBlocking() == .complete)
+        #expect(try Database(path: destination.path, mode: .readOnly).rows("SELECT id, title, author_id FROM book ORDER BY id")
+                == (try Self.expected(source).books))
+
+        // Author reads Book's table too: no order satisfies both reads.
+        var cyclic = plan
+        cyclic.entities[1].columns = ["id_of_first_book": "(SELECT min(b.id) FROM main.book AS b WHERE b.title = s.title)"]
+        let error = try #require(throws: MigrationError.self) {
+            try MigrationJob.start(plan: cyclic, source: source, destination: folder.path("cyclic.sqlite"), journal: folder.path("cyclic"),
+                                   schema: "CREATE TABLE author (id INTEGER PRIMARY KEY, name TEXT, id_of_first_book INTEGER); CREATE TABLE book (id INTEGER PRIMARY KEY, title TEXT, author_id INTEGER);",
+                                   logger: quietLogger)
+        }
+        #expect(error.message.contains("reads the destination table") && error.message.contains("cannot run first"), "\(error)")
+    }
+
     @Test("plan errors name the plan path: an unknown natural-key column, an expression SQLite rejects, skip on a relationship by value, preserved keys, a natural key not unique in the destination")
     func planErrors() throws {
         let folder = try TemporaryFolder()
