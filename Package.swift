@@ -1,9 +1,23 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// Platforms: iOS 16 and macOS 13, where `ContinuousClock` and `Duration` (the job's time budget)
+// begin (https://developer.apple.com/documentation/swift/continuousclock). Nothing newer is used:
+// `Synchronization`'s `Mutex` and `Atomic` (macOS 15, iOS 18) are avoided on purpose.
+//
+// The C libraries per platform:
+// - SQLite: the system's everywhere, through a module map that links "sqlite3" (as GRDB's
+//   GRDBSQLite target does): libsqlite3-dev on Linux, the SDK's libsqlite3 on Apple platforms. No
+//   pkg-config, so that a Mac's Homebrew flags never leak into an iOS build.
+// - LZ4: liblz4 on Linux (CLZ4); on Apple platforms the Compression framework's
+//   COMPRESSION_LZ4_RAW, the bare LZ4 block format (Journal/Codec/LZ4Block.swift), so CLZ4 is a
+//   dependency on Linux only.
+//   https://developer.apple.com/documentation/compression/compression_lz4_raw
+//   https://developer.apple.com/documentation/packagedescription/targetdependencycondition
+
 let package = Package(
     name: "chunkmigrate",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
         .library(name: "ChunkMigrate", targets: ["ChunkMigrate"]),
         .library(name: "MigrationJournal", targets: ["MigrationJournal"]),
@@ -19,20 +33,20 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite",
             path: "Sources/CSQLite",
-            pkgConfig: "sqlite3",
-            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+            providers: [.apt(["libsqlite3-dev"])]
         ),
+        // Linux only: Apple platforms use the Compression framework instead.
         .systemLibrary(
             name: "CLZ4",
             path: "Sources/CLZ4",
             pkgConfig: "liblz4",
-            providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
+            providers: [.apt(["liblz4-dev"])]
         ),
 
         // The journal: on-disk format, ID-map codec, reader and writer.
         .target(
             name: "MigrationJournal",
-            dependencies: ["CLZ4"],
+            dependencies: [.target(name: "CLZ4", condition: .when(platforms: [.linux]))],
             path: "Journal",
             exclude: ["FORMAT.md"]
         ),

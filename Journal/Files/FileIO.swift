@@ -82,15 +82,15 @@ enum FileIO {
         }
     }
 
-    /// Writes `bytes` to `path` by way of `path.tmp`: write, fsync, rename, then fsync the
-    /// directory so the rename itself survives power loss.
+    /// Writes `bytes` to `path` by way of `path.tmp`: write, sync (``FileSync``), rename, then sync
+    /// the directory so the rename itself survives power loss.
     static func writeAtomically(_ bytes: [UInt8], to path: String, syncDirectory: Bool = true) throws(JournalError) {
         let temporary = path + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw failure("open", temporary) }
         do throws(JournalError) {
             try writeAll(fd, bytes, path: temporary)
-            guard fsync(fd) == 0 else { throw failure("fsync", temporary) }
+            if let call = FileSync.fullSync(fd, path: temporary) { throw failure(call, temporary) }
         } catch {
             close(fd)
             unlink(temporary)
@@ -123,7 +123,7 @@ enum FileIO {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw failure("open", path) }
         defer { close(fd) }
-        guard fsync(fd) == 0 else { throw failure("fsync", path) }
+        if let call = FileSync.fullSync(fd, path: path) { throw failure(call, path) }
     }
 
     static func remove(_ path: String) throws(JournalError) {
@@ -141,8 +141,11 @@ enum FileIO {
         defer { closedir(dir) }
         var names: [String] = []
         while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            // d_name is a fixed C array: 256 bytes with glibc, 1024 on Darwin.
+            let name = withUnsafePointer(to: entry.pointee.d_name) { field in
+                field.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: field.pointee)) {
+                    String(cString: $0)
+                }
             }
             if name != "." && name != ".." { names.append(name) }
         }
@@ -164,13 +167,13 @@ enum FileIO {
             goodLength = fstat(fd, &info) == 0 ? info.st_size : 0
         }
 
-        /// Appends `bytes` with one `write` call where the kernel allows, then fsyncs. When the
+        /// Appends `bytes` with one `write` call where the kernel allows, then syncs. When the
         /// write or the sync fails (a full disk, say), the file is cut back to where it was, so a
         /// partial frame never sits in front of a later record.
         func append(_ bytes: [UInt8], sync: Bool) throws(JournalError) {
             do throws(JournalError) {
                 try FileIO.writeAll(fd, bytes, path: path)
-                if sync { guard fdatasync(fd) == 0 else { throw FileIO.failure("fdatasync", path) } }
+                if sync, let call = FileSync.fullSync(fd, path: path, dataOnly: true) { throw FileIO.failure(call, path) }
                 goodLength += off_t(bytes.count)
             } catch {
                 _ = ftruncate(fd, goodLength)
@@ -180,7 +183,7 @@ enum FileIO {
 
         func truncate(to length: Int) throws(JournalError) {
             guard ftruncate(fd, off_t(length)) == 0 else { throw FileIO.failure("ftruncate", path) }
-            guard fsync(fd) == 0 else { throw FileIO.failure("fsync", path) }
+            if let call = FileSync.fullSync(fd, path: path) { throw FileIO.failure(call, path) }
             goodLength = off_t(length)
         }
 

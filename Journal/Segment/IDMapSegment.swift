@@ -92,8 +92,7 @@ public struct IDMapSegment: Sendable, Equatable {
                 Varint.append(current &- previous &- 1, to: &raw)
                 previous = current
             }
-            let compressed = LZ4Block.compress(raw)
-            if compressed.count < raw.count {
+            if let compressed = LZ4Block.compress(raw), compressed.count < raw.count {
                 encoding = .varintLZ4
                 payload = compressed
             } else {

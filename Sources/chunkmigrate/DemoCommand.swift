@@ -37,11 +37,13 @@ struct DemoCommand: AsyncParsableCommand {
         let summary = try DemoStore.summary(source: files.source, destination: destination)
         say("migrated in \(elapsed.formatted(.units(allowed: [.seconds, .milliseconds], width: .abbreviated)))")
         say(summary)
+        // The tools built next to this one (a release build when run as `swift run -c release`).
+        let tools = Bundle.main.executableURL?.deletingLastPathComponent().path ?? "."
         say("""
 
-            Inspect the journal:   swift run chunkjournal info \(journal.path)
-            Where did message 6 go: swift run chunkjournal lookup \(journal.path) Message 6
-            Run it yourself:       swift run chunkmigrate run --source \(files.source.path) \\
+            Inspect the journal:   \(tools)/chunkjournal info \(journal.path)
+            Where did message 6 go: \(tools)/chunkjournal lookup \(journal.path) Message 6
+            Run it yourself:       \(tools)/chunkmigrate run --source \(files.source.path) \\
                                      --destination /tmp/new.sqlite --schema \(files.schema.path) \\
                                      --plan \(files.plan.path) --journal /tmp/new.journal
             """)

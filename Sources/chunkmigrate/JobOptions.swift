@@ -21,6 +21,9 @@ struct JobOptions: ParsableArguments {
     @Flag(name: .long, help: "Before each batch commits, compare a checksum of the rows written with the mapped source values.")
     var verifyChecksums = false
 
+    @Flag(name: .long, help: "Let a new job write into destination tables that already hold rows (allocated keys follow them); refused otherwise. Never for a Core Data plan.")
+    var append = false
+
     @Flag(name: .long, help: "Print the final status as JSON on stdout.")
     var json = false
 
@@ -38,6 +41,7 @@ struct JobOptions: ParsableArguments {
         options.batchTimeTarget = .milliseconds(Int64(batchSeconds * 1000))
         options.idMapCacheBytes = idMapCacheMib << 20
         options.verifyChecksums = verifyChecksums
+        options.appendToExistingRows = append
         options.sqliteCacheKiB = sqliteCacheMib << 10
         return options
     }

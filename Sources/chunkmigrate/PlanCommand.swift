@@ -27,6 +27,18 @@ struct PlanCommand: ParsableCommand {
             help: "An entity renamed between the models, as NEW=OLD (repeatable).")
     var rename: [String] = []
 
+    @Option(name: .long, help: "The source model's .xcdatamodel folder or its contents XML: to-one targets the store alone does not tell.")
+    var modelFrom: String?
+
+    @Option(name: .long, help: "The destination model's .xcdatamodel folder or contents XML: its renamingIdentifiers and to-one targets.")
+    var modelTo: String?
+
+    @Option(name: .long, help: "preserve (default: object IDs saved as URIs stay valid) or allocate (keys after each table's largest).")
+    var keys: EntityMapping.KeyPolicy = .preserve
+
+    @Flag(name: .long, help: "Where the new model adds a uniqueness constraint that source rows violate, keep the first row of each value (in key order) and leave the rest out, instead of failing the batch.")
+    var keepFirstDuplicate = false
+
     func validate() throws {
         for pair in rename where pair.split(separator: "=").count != 2 {
             throw ValidationError("--rename takes NEW=OLD, not \(pair)")
@@ -39,8 +51,13 @@ struct PlanCommand: ParsableCommand {
             return (parts[0], parts[1])
         }, uniquingKeysWith: { _, last in last })
         do {
+            let options = InferenceOptions(
+                renames: renames,
+                sourceModel: try modelFrom.map { try CoreDataModel.read(contentsOf: URL(fileURLWithPath: $0)) },
+                destinationModel: try modelTo.map { try CoreDataModel.read(contentsOf: URL(fileURLWithPath: $0)) },
+                keys: keys, keepFirstDuplicate: keepFirstDuplicate)
             let inferred = try MigrationPlan.infer(source: URL(fileURLWithPath: source),
-                                                   destination: URL(fileURLWithPath: destination), renames: renames)
+                                                   destination: URL(fileURLWithPath: destination), options: options)
             var report = inferred.decisions.map { "decided: \($0)" }
             report += inferred.notes.map { "note: \($0)" }
             FileHandle.standardError.write(Data((report.joined(separator: "\n") + "\n").utf8))
@@ -58,3 +75,5 @@ struct PlanCommand: ParsableCommand {
         }
     }
 }
+
+extension EntityMapping.KeyPolicy: ExpressibleByArgument {}

@@ -43,9 +43,13 @@ struct RunCommand: AsyncParsableCommand {
                     throw MigrationError(.store, "cannot read the schema file", file: schema)
                 }
             }
-            return try MigrationJob.start(
+            let job = try MigrationJob.start(
                 plan: decoded, source: URL(fileURLWithPath: source), destination: URL(fileURLWithPath: destination),
                 journal: journalURL, schema: schemaSQL, options: migrationOptions, logger: logger)
+            if !options.quiet, let left = try? decoded.tablesNotCopied(from: URL(fileURLWithPath: source)), !left.isEmpty {
+                FileHandle.standardError.write(Data("not copied (no entity of the plan reads them): \(left.joined(separator: ", "))\n".utf8))
+            }
+            return job
         }
     }
 }

@@ -2,7 +2,6 @@ import ArgumentParser
 import ChunkMigrate
 import Foundation
 import Logging
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -39,13 +38,30 @@ enum Runner {
             FileHandle.standardError.write(Data((summary + "\n").utf8))
         }
         switch outcome {
-        case .complete: return
+        case .complete:
+            if job.plan.coreData != nil { try checkCoreData(job.destinationURL, quiet: options.quiet || options.json) }
+            return
         case .paused(let signal):
             if let signal {
                 FileHandle.standardError.write(Data("chunkmigrate: stopped at a batch boundary by signal \(signal); run the same command again to continue\n".utf8))
                 throw ExitCode(128 + signal)
             }
             FileHandle.standardError.write(Data("chunkmigrate: time budget used; run the same command again to continue\n".utf8))
+        }
+    }
+
+    /// After a Core Data migration: the invariants Core Data relies on, checked on the
+    /// destination (`check-coredata`); exits 1 naming the violations.
+    static func checkCoreData(_ store: URL, quiet: Bool) throws {
+        let report: CoreDataStoreCheck.Report
+        do { report = try CoreDataStoreCheck.run(store: store) } catch let error as MigrationError { Output.fail(error) }
+        guard report.isValid else {
+            let lines = report.violations.prefix(20).map { "  \($0)" }.joined(separator: "\n")
+            FileHandle.standardError.write(Data("chunkmigrate: error: \(store.path): the migrated store breaks invariants Core Data relies on:\n\(lines)\n".utf8))
+            throw ExitCode(1)
+        }
+        if !quiet {
+            FileHandle.standardError.write(Data("  check-coredata: \(report.checked) checks passed\n".utf8))
         }
     }
 
@@ -80,39 +96,40 @@ enum Runner {
     }
 }
 
-/// The signal that asked the job to stop, set by the signal handler (an atomic store is all a
-/// handler may safely do).
-private let receivedSignal = Atomic<Int32>(0)
-
-/// Turns SIGINT and SIGTERM into ``MigrationJob/pause()``: a handler records the signal, and a
-/// watcher thread passes it on to the job, which stops at the next batch boundary.
-final class SignalWatch: Sendable {
-    private let stopped = Atomic<Bool>(false)
+/// Turns SIGINT and SIGTERM into ``MigrationJob/pause()``: the signals are ignored as signals and
+/// watched by dispatch sources instead, whose handler runs on a queue (not in signal context), so
+/// it may record the signal and pause the job; the job stops at the next batch boundary.
+///
+/// "A dispatch source does not install a signal handler or otherwise alter the behavior of signal
+/// delivery", hence `SIG_IGN` first. Dispatch is in the toolchain on Linux and in the OS on Apple
+/// platforms, unlike `Synchronization`'s `Atomic` (macOS 15).
+/// https://developer.apple.com/documentation/dispatch/dispatchsource/makesignalsource(signal:queue:)
+///
+/// `@unchecked`: the dispatch sources are only cancelled after `init`, which dispatch allows from
+/// any thread; the signal itself is behind a lock.
+final class SignalWatch: @unchecked Sendable {
+    private let sources: [any DispatchSourceSignal]
+    private let caught = Locked<Int32?>(nil)
 
     init(job: MigrationJob) {
-        for number in [SIGINT, SIGTERM] {
-            signal(number) { signal in receivedSignal.store(signal, ordering: .relaxed) }
-        }
-        let thread = Thread { [self] in
-            while !stopped.load(ordering: .relaxed) {
-                if receivedSignal.load(ordering: .relaxed) != 0 {
-                    job.pause()
-                    return
-                }
-                usleep(20_000)
+        let queue = DispatchQueue(label: "chunkmigrate signals")
+        let caught = self.caught
+        sources = [SIGINT, SIGTERM].map { number in
+            _ = signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler {
+                caught.withLock { $0 = $0 ?? number }
+                job.pause()
             }
+            source.activate()
+            return source
         }
-        thread.name = "chunkmigrate signals"
-        thread.start()
     }
 
     /// The signal received, if any.
-    var received: Int32? {
-        let signal = receivedSignal.load(ordering: .relaxed)
-        return signal == 0 ? nil : signal
-    }
+    var received: Int32? { caught.withLock { $0 } }
 
     func cancel() {
-        stopped.store(true, ordering: .relaxed)
+        for source in sources { source.cancel() }
     }
 }

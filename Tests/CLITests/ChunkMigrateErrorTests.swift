@@ -127,6 +127,33 @@ struct ChunkMigrateErrorTests {
         }
     }
 
+    @Test("run into the destination of a finished job: exit 3 naming the table, nothing written; with --append it writes after its rows")
+    func destinationOfFinishedJob() throws {
+        try withTemporaryDirectory { directory in
+            let demo = try DemoWorkspace.generate(in: directory, messages: 400)
+            let first = try demo.complete("first")
+            #expect(first.exitCode == 0, "\(first)")
+            let destination = demo.destination("first")
+            let before = try SQLiteShell.dump(destination)
+            let conversations = try SQLiteShell.integer(destination, "SELECT count(*) FROM conversation")
+
+            var arguments = demo.runArguments("second")
+            arguments[arguments.firstIndex(of: "--destination")! + 1] = destination
+            let refused = try chunkmigrate(arguments)
+            #expect(refused.exitCode == 3, "\(refused)")
+            #expect(refused.stderr.contains("\(destination), entity Conversation: the destination already holds rows in conversation"), "\(refused)")
+            #expect(!FileManager.default.fileExists(atPath: demo.journal("second")), "the refused job left its journal")
+            #expect(try SQLiteShell.dump(destination) == before)
+
+            // Asked to append, the job writes after the rows there: allocated conversation keys
+            // follow them, and the labels, whose keys the plan preserves, collide with their own.
+            let appended = try chunkmigrate(arguments + ["--append"])
+            #expect(appended.exitCode == 1, "\(appended)")
+            #expect(appended.stderr.contains("entity Label") && appended.stderr.contains("UNIQUE constraint failed: label"), "\(appended)")
+            #expect(try SQLiteShell.integer(destination, "SELECT count(*) FROM conversation") == 2 * conversations)
+        }
+    }
+
     @Test("a foreign key with no mapping and missing: fail: exit 1 naming the row; status says failed; fixed, the job resumes")
     func missingMapping() throws {
         try withTemporaryDirectory { directory in

@@ -104,11 +104,20 @@ struct PlanFeatureTests {
         let source = folder.path("source.sqlite")
         try makeBlogSource(at: source, danglingAuthor: false)
         let destination = folder.path("new.sqlite")
-        // Existing rows: allocated keys start after them.
+        // Existing rows: refused unless asked for, then allocated keys start after them.
         try execute(blogSchema + "INSERT INTO writer VALUES (100, 'existing', NULL);", on: destination)
         let journal = folder.path("journal")
+        let refused = try #require(throws: MigrationError.self) {
+            try MigrationJob.start(plan: blogPlan(missing: nil), source: source, destination: destination, journal: journal,
+                                   options: MigrationOptions(batchSize: 2), logger: quietLogger)
+        }
+        #expect(refused.entity == "Writer" && refused.file == destination.path
+                && refused.message.contains("the destination already holds rows in writer"), "\(refused)")
+        #expect(!FileManager.default.fileExists(atPath: journal.path))
+        var options = MigrationOptions(batchSize: 2)
+        options.appendToExistingRows = true
         let job = try MigrationJob.start(plan: blogPlan(missing: nil), source: source, destination: destination, journal: journal,
-                                         options: MigrationOptions(batchSize: 2), logger: quietLogger)
+                                         options: options, logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
         let writers = try scalar("SELECT group_concat(id || ':' || name, ' ') FROM (SELECT * FROM writer ORDER BY id)", on: destination)
         #expect(writers == .text("100:existing 101:ada 102:bob 103:cy"))
@@ -213,8 +222,10 @@ struct PlanFeatureTests {
         var plan = blogPlan(missing: nil)
         plan.entities[1].keys = .preserve
         let journal = folder.path("journal")
+        var options = MigrationOptions(batchSize: 10)
+        options.appendToExistingRows = true
         let job = try MigrationJob.start(plan: plan, source: source, destination: destination, journal: journal,
-                                         options: MigrationOptions(batchSize: 10), logger: quietLogger)
+                                         options: options, logger: quietLogger)
         let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
         #expect(error.code == .batch)
         #expect(error.entity == "Writer")

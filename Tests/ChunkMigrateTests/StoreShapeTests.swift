@@ -146,6 +146,19 @@ struct StoreShapeTests {
         #expect(try DemoStore.check(source: files.source, destination: destination) == [])
     }
 
+    @Test("the destination is synced with fullfsync and synchronous=FULL during a job (F_FULLFSYNC on Apple platforms)")
+    func destinationSyncSettings() throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("store"), messages: 10)
+        let destination = folder.path("new.sqlite")
+        let database = try Engine.openStores(source: files.source.path, destination: destination.path,
+                                             schema: DemoStore.destinationSchema, options: MigrationOptions())
+        // fullfsync is a per-connection flag: a new connection would report the default, 0.
+        #expect(try database.scalar("PRAGMA fullfsync") == .integer(1))
+        #expect(try database.scalar("PRAGMA main.synchronous") == .integer(2))
+        #expect(try scalar("PRAGMA fullfsync", on: destination) == .integer(0))
+    }
+
     @Test("a source whose path is not ASCII")
     func unicodePath() throws {
         let folder = try TemporaryFolder()
@@ -243,9 +256,11 @@ struct StoreShapeTests {
         let destination = folder.path("new.sqlite")
         try execute("CREATE TABLE person (id INTEGER PRIMARY KEY, email TEXT); INSERT INTO person VALUES (9223372036854775806, 'last');",
                     on: destination)
+        var options = MigrationOptions(batchSize: 10)
+        options.appendToExistingRows = true
         let job = try MigrationJob.start(plan: plan(source: .init(table: "person", key: "id"), destination: .init(table: "person", key: "id")),
                                          source: source, destination: destination, journal: folder.path("journal"),
-                                         options: MigrationOptions(batchSize: 10), logger: quietLogger)
+                                         options: options, logger: quietLogger)
         let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
         #expect(error.entity == "Person")
         #expect(error.message.contains("largest 64-bit integer"))

@@ -42,7 +42,10 @@ struct FormatExampleTests {
             """)
         // The LZ4 bytes are liblz4's; any valid block of the same keys decodes the same.
         #expect(try IDMapSegment.decode(expected, file: "example").sourceKeys == keys)
+        #if !canImport(Compression)
+        // Apple's encoder may make other bytes, or none this short (FORMAT.md, Encodings).
         #expect(segment.encoded() == expected)
+        #endif
     }
 
     @Test("The log example")

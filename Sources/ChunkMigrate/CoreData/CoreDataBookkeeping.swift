@@ -14,7 +14,8 @@ final class CoreDataBookkeeping {
     private let database: Database
     private let sourcePath: String
 
-    init(database: Database, plan: MigrationPlan, mapping: CoreDataMapping, sourcePath: String, destinationPath: String) throws {
+    init(database: Database, plan: MigrationPlan, mapping: CoreDataMapping, resolver: Resolver,
+         sourcePath: String, destinationPath: String) throws {
         self.database = database
         self.plan = plan
         self.sourcePath = sourcePath
@@ -55,28 +56,22 @@ final class CoreDataBookkeeping {
             let number = call.int64(0)
             guard let mapped = lookup[number] else {
                 let name = sourceNames[number].map { "\($0.name) (\(number))" } ?? "\(number), which the source's Z_PRIMARYKEY does not list"
-                throw Resolver.Failure(description: "source entity \(name) has no counterpart in the destination model; map it in coreData.entities or leave its rows out with a where filter")
+                let message = "source entity \(name) has no counterpart in the destination model; map it in coreData.entities or leave its rows out with a where filter"
+                // The row being written is the last one the batch took (its key is taken first).
+                resolver.failure = MigrationError(.batch, message, sourceKey: resolver.batchKeys.last)
+                throw Resolver.Failure(description: message)
             }
             call.result(mapped)
         }
     }
 
-    /// Inside the transaction that records a new job: refuses a destination whose tables already
-    /// hold rows, raises each preserved-key root's `Z_MAX` to the source's, and gives the
+    /// Inside the transaction that records a new job: raises each preserved-key root's `Z_MAX` to the source's, and gives the
     /// destination the source's store UUID.
     func start() throws {
         if let folder = CoreDataInference.externalDataFolder(of: sourcePath) {
             throw MigrationError(.store,
                 "the source keeps binary attributes in external files (\(folder)), which chunkmigrate does not copy yet; the migrated store would lose them",
                 file: sourcePath)
-        }
-        for entity in plan.entities {
-            let table = entity.destination.table
-            if try database.scalar("SELECT EXISTS (SELECT 1 FROM main.\(SQL.quote(table)))").integer == 1 {
-                throw MigrationError(.store,
-                    "the destination already holds rows in \(table): a Core Data migration writes into the empty store Core Data created with the new model (a finished migration's store cannot take a second copy)",
-                    entity: entity.name, file: database.path)
-            }
         }
         for entity in plan.entities where entity.keyPolicy == .preserve {
             guard let to = destination.table(named: entity.destination.table),

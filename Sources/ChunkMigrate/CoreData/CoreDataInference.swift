@@ -1,25 +1,34 @@
 import Foundation
 
-/// Infers a plan between two Core Data stores (see ``MigrationPlan/infer(source:destination:renames:)``),
+/// Infers a plan between two Core Data stores (see ``MigrationPlan/infer(source:destination:options:)``),
 /// on a connection with the destination as `main` and the source attached as `src`.
 struct CoreDataInference {
     let database: Database
     let sourcePath: String
     let destinationPath: String
-    let renames: [String: String]
+    let options: InferenceOptions
     private var decisions: [String] = []
     private var notes: [String] = []
 
-    init(database: Database, sourcePath: String, destinationPath: String, renames: [String: String]) {
+    init(database: Database, sourcePath: String, destinationPath: String, options: InferenceOptions) {
         self.database = database
         self.sourcePath = sourcePath
         self.destinationPath = destinationPath
-        self.renames = renames
+        self.options = options
     }
 
     mutating func infer() throws -> InferredPlan {
-        let source = try CoreDataLayout.read(database, schema: "src", file: sourcePath)
-        let destination = try CoreDataLayout.read(database, schema: "main", file: destinationPath)
+        var source = try CoreDataLayout.read(database, schema: "src", file: sourcePath)
+        var destination = try CoreDataLayout.read(database, schema: "main", file: destinationPath)
+        if let model = options.sourceModel { source = source.refined(with: model) }
+        if let model = options.destinationModel { destination = destination.refined(with: model) }
+        // Renames: given, or the destination model's renamingIdentifiers.
+        var renames = options.renames
+        for entity in options.destinationModel?.entities ?? [] {
+            if let old = entity.renamingIdentifier, old != entity.name, renames[entity.name] == nil, source.entity(named: old) != nil {
+                renames[entity.name] = old
+            }
+        }
 
         // Entities by name, renames given by the caller.
         var sourceOf: [Int64: Int64] = [:]
@@ -59,6 +68,9 @@ struct CoreDataInference {
             }
             entities.append(try entity(into: table, from: from, sourceOf: sourceOf, source: source, destination: destination))
         }
+        if options.keys == .allocate {
+            try allocateKeys(&entities, sourceOf: sourceOf, source: source, destination: destination)
+        }
 
         for join in destination.joinTables.sorted(by: { $0.name < $1.name }) {
             if let mapping = try joinEntity(join, sourceOf: sourceOf, source: source, destination: destination) {
@@ -92,7 +104,18 @@ struct CoreDataInference {
                                  sourceOf: [Int64: Int64], source: CoreDataLayout,
                                  destination: CoreDataLayout) throws -> EntityMapping {
         let rootName = destination.entities[table.root]!.name
-        let sourceColumns = Dictionary(from.columns.map { ($0.name.uppercased(), $0) }, uniquingKeysWith: { a, _ in a })
+        var sourceColumns = Dictionary(from.columns.map { ($0.name.uppercased(), $0) }, uniquingKeysWith: { a, _ in a })
+        // Attributes and relationships the destination model says were renamed.
+        for number in destination.descendants(of: table.root) {
+            guard let name = destination.entities[number]?.name,
+                  let entity = options.destinationModel?.entity(named: name) else { continue }
+            for property in entity.properties {
+                guard let old = property.renamingIdentifier, old != property.name,
+                      let column = sourceColumns["Z" + old.uppercased()] else { continue }
+                sourceColumns["Z" + property.name.uppercased()] = column
+                decisions.append("\(table.name).Z\(property.name.uppercased()): renamed from \(column.name) (renamingIdentifier)")
+            }
+        }
         var columns: [String: String] = [:]
         var used: Set<String> = ["Z_PK"]
         for column in table.columns where column.name != "Z_PK" {
@@ -107,7 +130,7 @@ struct CoreDataInference {
                table.toOnes.contains(where: { $0.entityColumn == column.name }) {
                 let relationship = "Z" + rest.dropFirst()
                 if let old = from.toOnes.first(where: { $0.column.uppercased() == relationship.uppercased() })?.entityColumn {
-                    columns[column.name] = "coredata_entity(\(SQL.quote(old)))"
+                    columns[column.name] = "coredata_entity(\(SQL.identifier(old)))"
                     used.insert(old.uppercased())
                     if old != column.name { decisions.append("\(table.name).\(column.name): entity numbers of \(from.name).\(old)") }
                 } else if let key = sourceColumns[relationship.uppercased()] {
@@ -131,29 +154,98 @@ struct CoreDataInference {
             used.insert(upper)
             columns[column.name] = try conversion(from: old, to: column, table: table.name)
         }
+        fillDefaults(&columns, table: table, destination: destination)
         for column in from.columns where !used.contains(column.name.uppercased()) {
             notes.append("\(from.name).\(column.name): no counterpart in \(table.name); not copied")
         }
-        try checkNewUniqueness(table, from: from)
+        var conditions = try checkNewUniqueness(table, from: from)
 
         // Source sub-entities with no counterpart are left out by name.
         let sourceTree = source.descendants(of: from.root)
         let kept = sourceTree.filter { number in sourceOf.values.contains(number) }
-        var condition: String?
         if kept.count < sourceTree.count {
             let names = kept.compactMap { source.entities[$0]?.name }.sorted().map { "'\($0.replacingOccurrences(of: "'", with: "''"))'" }
-            condition = "Z_ENT IN (SELECT Z_ENT FROM src.Z_PRIMARYKEY WHERE Z_NAME IN (\(names.joined(separator: ", "))))"
+            conditions.insert("Z_ENT IN (SELECT Z_ENT FROM src.Z_PRIMARYKEY WHERE Z_NAME IN (\(names.joined(separator: ", "))))", at: 0)
         }
+        let condition = conditions.isEmpty ? nil : conditions.joined(separator: " AND ")
         decisions.append("table \(from.name) -> \(table.name) (entity tree \(rootName)): \(columns.count) columns, keys preserved")
         return EntityMapping(name: rootName, source: .init(table: from.name, key: "Z_PK", where: condition),
                              destination: .init(table: table.name, key: "Z_PK"), keys: .preserve, columns: columns)
     }
 
+    /// Under `allocate`: every to-one column and join-table key through the ID map of its
+    /// target's entity tree, which needs every target; the polymorphic columns stay
+    /// `coredata_entity()`.
+    private mutating func allocateKeys(_ entities: inout [EntityMapping], sourceOf: [Int64: Int64],
+                                       source: CoreDataLayout, destination: CoreDataLayout) throws {
+        func planEntity(of number: Int64) -> String? {
+            destination.entities[number].flatMap { destination.entities[$0.root]?.name }
+                .flatMap { name in entities.contains { $0.name == name } ? name : nil }
+        }
+        var unknown: [String] = []
+        for index in entities.indices {
+            entities[index].keys = .allocate
+            if let table = destination.table(named: entities[index].destination.table) {
+                for toOne in table.toOnes {
+                    guard let from = entities[index].columns?[toOne.column] else { continue }
+                    guard let target = toOne.target, let name = planEntity(of: target) else {
+                        unknown.append("\(table.name).\(toOne.column)")
+                        continue
+                    }
+                    entities[index].columns?[toOne.column] = nil
+                    entities[index].relationships = (entities[index].relationships ?? [:])
+                        .merging([toOne.column: .init(from: from, to: name)]) { $1 }
+                }
+            } else if let join = destination.joinTables.first(where: { $0.name == entities[index].destination.table }) {
+                for column in join.columns where !column.isOrder {
+                    guard let from = entities[index].columns?[column.name], let name = planEntity(of: column.entity) else { continue }
+                    entities[index].columns?[column.name] = nil
+                    entities[index].relationships = (entities[index].relationships ?? [:])
+                        .merging([column.name: .init(from: from, to: name)]) { $1 }
+                }
+            }
+        }
+        guard unknown.isEmpty else {
+            throw MigrationError(.invalidPlan,
+                "keys allocate: the target of \(unknown.joined(separator: ", ")) is unknown from the stores alone (an indexed attribute, or a to-one named unlike its target); give the models (--model-from, --model-to) or keep the keys (preserve)",
+                file: destinationPath)
+        }
+        decisions.append("keys allocated after each table's largest key; to-one and join-table keys through the ID map (missing: fail)")
+    }
+
+    /// What lightweight migration does for a non-optional attribute with a default value in the
+    /// destination model: a new column takes the default, an existing one keeps its values and
+    /// takes the default where they are NULL. Only in rows of the entity that has the attribute
+    /// (and its sub-entities), named by the source's entity names when the tree holds others.
+    private mutating func fillDefaults(_ columns: inout [String: String], table: CoreDataLayout.EntityTable,
+                                       destination: CoreDataLayout) {
+        guard let model = options.destinationModel else { return }
+        let tree = destination.descendants(of: table.root)
+        for number in tree.sorted() {
+            guard let entity = destination.entities[number], let modelEntity = model.entity(named: entity.name) else { continue }
+            for attribute in modelEntity.properties where attribute.destination == nil && !attribute.isOptional {
+                guard let literal = attribute.defaultLiteral,
+                      let column = table.columns.first(where: { $0.name.uppercased() == "Z" + attribute.name.uppercased() })?.name
+                else { continue }
+                let value = columns[column].map { "ifnull(\($0), \(literal))" } ?? literal
+                let owners = destination.descendants(of: number)
+                if owners == tree {
+                    columns[column] = value
+                } else {
+                    // The rows of this entity: those whose destination entity number is one of its tree's.
+                    let numbers = owners.sorted().map(String.init).joined(separator: ", ")
+                    columns[column] = "CASE WHEN coredata_entity(Z_ENT) IN (\(numbers)) THEN \(value) ELSE \(columns[column] ?? "NULL") END"
+                }
+                decisions.append("\(table.name).\(column): non-optional with default \(literal) in \(entity.name): NULLs take the default")
+            }
+        }
+    }
+
     /// The expression copying `old` into `new`: the column itself, or a conversion where the
     /// declared type changed between numeric types.
     private mutating func conversion(from old: CoreDataLayout.Column, to new: CoreDataLayout.Column, table: String) throws -> String {
-        let quoted = SQL.quote(old.name)
-        let from = Self.storageClass(old.type), to = Self.storageClass(new.type)
+        let quoted = SQL.identifier(old.name)
+        let from = Engine.affinity(of: old.type), to = Engine.affinity(of: new.type)
         guard from != to else { return quoted }
         switch (from, to) {
         case ("INTEGER", "REAL"), ("NUMERIC", "REAL"):
@@ -170,20 +262,12 @@ struct CoreDataInference {
         }
     }
 
-    /// The storage a Core Data column type holds: `INTEGER` (integers, booleans), `REAL`
-    /// (`FLOAT`, `DOUBLE`), `NUMERIC` (`TIMESTAMP`, `DECIMAL`), `TEXT` (`VARCHAR`), `BLOB`.
-    static func storageClass(_ type: String) -> String {
-        let type = type.uppercased()
-        if type.contains("INT") { return "INTEGER" }
-        if type.contains("CHAR") || type.contains("TEXT") || type.contains("CLOB") { return "TEXT" }
-        if type.contains("BLOB") || type.isEmpty { return "BLOB" }
-        if type.contains("REAL") || type.contains("FLOA") || type.contains("DOUB") { return "REAL" }
-        return "NUMERIC"
-    }
-
     /// Reports a uniqueness constraint of the destination that the source table did not have,
-    /// with the number of source values that violate it.
-    private mutating func checkNewUniqueness(_ table: CoreDataLayout.EntityTable, from: CoreDataLayout.EntityTable) throws {
+    /// with the number of source rows that violate it. Those rows fail their batch, naming the
+    /// row; with ``InferenceOptions/keepFirstDuplicate`` the returned filters keep the first row
+    /// of each value in source-key order instead, and the report counts the rows left out.
+    private mutating func checkNewUniqueness(_ table: CoreDataLayout.EntityTable, from: CoreDataLayout.EntityTable) throws -> [String] {
+        var filters: [String] = []
         let old = Set(from.uniqueIndexes.map { $0.map { $0.uppercased() } })
         let sourceColumns = Set(from.columns.map { $0.name.uppercased() })
         for columns in table.uniqueIndexes where !old.contains(columns.map { $0.uppercased() }) {
@@ -195,13 +279,21 @@ struct CoreDataInference {
             let quoted = columns.map(SQL.quote).joined(separator: ", ")
             let nonNull = columns.map { "\(SQL.quote($0)) IS NOT NULL" }.joined(separator: " AND ")
             let duplicates = try database.scalar("""
-                SELECT count(*) FROM (SELECT 1 FROM src.\(SQL.quote(from.name)) WHERE \(nonNull)
-                                      GROUP BY \(quoted) HAVING count(*) > 1)
+                SELECT ifnull(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM src.\(SQL.quote(from.name)) WHERE \(nonNull)
+                                                   GROUP BY \(quoted) HAVING count(*) > 1)
                 """).integer ?? 0
-            notes.append(duplicates == 0
-                ? "\(table.name)(\(list)): a new uniqueness constraint; the source's rows satisfy it"
-                : "\(table.name)(\(list)): a new uniqueness constraint that \(duplicates) values of the source's rows violate: the batch that meets a second row with one of them fails, naming its source key")
+            if duplicates == 0 {
+                notes.append("\(table.name)(\(list)): a new uniqueness constraint; the source's rows satisfy it")
+            } else if options.keepFirstDuplicate {
+                let same = columns.map { "t.\(SQL.quote($0)) = s.\(SQL.quote($0))" }.joined(separator: " AND ")
+                let anyNull = columns.map { "s.\(SQL.quote($0)) IS NULL" }.joined(separator: " OR ")
+                filters.append("(\(anyNull) OR s.Z_PK = (SELECT min(t.Z_PK) FROM src.\(SQL.quote(from.name)) AS t WHERE \(same)))")
+                notes.append("\(table.name)(\(list)): a new uniqueness constraint that \(duplicates) rows of the source violate; the first row of each value (in key order) is kept and these \(duplicates) are not copied")
+            } else {
+                notes.append("\(table.name)(\(list)): a new uniqueness constraint that \(duplicates) rows of the source violate: the batch that meets one fails, naming its source key (infer with keep-first duplicates to keep the first row of each value instead)")
+            }
         }
+        return filters
     }
 
     /// The entity mapping of a destination join table, from the source join table that joins the
@@ -220,7 +312,7 @@ struct CoreDataInference {
                 notes.append("join table \(join.name): column \(column.name) has no counterpart in \(from.name); the table is not copied")
                 return nil
             }
-            columns[column.name] = SQL.quote(old.name)
+            columns[column.name] = SQL.identifier(old.name)
         }
         let renamed = from.name == join.name && columns.allSatisfy({ $0.key == $0.value }) ? "" : " (columns \(columns.sorted { $0.key < $1.key }.map { "\($0.value) -> \($0.key)" }.joined(separator: ", ")))"
         decisions.append("join table \(from.name) -> \(join.name)\(renamed)")

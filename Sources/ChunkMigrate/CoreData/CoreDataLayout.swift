@@ -126,6 +126,36 @@ public struct CoreDataLayout: Sendable {
         tables.values.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }
     }
 
+    /// The layout with what the store's model says of its to-one columns: the target of each
+    /// relationship (`Z<REL>` is relationship `rel` of an entity of the table's tree), and indexed
+    /// attributes, which the store alone cannot tell from relationships, left out.
+    public func refined(with model: CoreDataModel) -> CoreDataLayout {
+        var refined = self
+        for (root, table) in tables {
+            var targets: [String: Int64] = [:]
+            var attributes: Set<String> = []
+            for number in descendants(of: root) {
+                guard let name = entities[number]?.name, let entity = model.entity(named: name) else { continue }
+                for (relationship, destination) in model.toOneTargets(of: name) {
+                    if let target = self.entity(named: destination) { targets["Z" + relationship.uppercased()] = target.number }
+                }
+                for property in entity.properties where property.destination == nil {
+                    attributes.insert("Z" + property.name.uppercased())
+                }
+            }
+            var toOnes = table.toOnes.filter { targets[$0.column.uppercased()] != nil || !attributes.contains($0.column.uppercased()) }
+            for index in toOnes.indices {
+                if let target = targets[toOnes[index].column.uppercased()] { toOnes[index].target = target }
+            }
+            for column in table.columns where targets[column.name.uppercased()] != nil
+            && !toOnes.contains(where: { $0.column == column.name }) {
+                toOnes.append(ToOne(column: column.name, entityColumn: nil, target: targets[column.name.uppercased()]))
+            }
+            refined.tables[root]?.toOnes = toOnes
+        }
+        return refined
+    }
+
     /// Whether the store in `database` (as schema `schema`: `main`, or `src` for an attached
     /// source) has Core Data's `Z_PRIMARYKEY` table.
     static func isCoreData(_ database: Database, schema: String = "main") throws(SQLiteError) -> Bool {

@@ -56,17 +56,20 @@ public struct CoreDataMetadata: @unchecked Sendable {
             throw MigrationError(.store, "Z_METADATA names no store UUID", file: sourcePath)
         }
         let destination = try read(database, schema: "main", file: destinationPath)
-        var plist: SQLiteValue = .null
-        if var dictionary = destination.plist {
-            if dictionary["NSStoreUUID"] != nil { dictionary["NSStoreUUID"] = uuid }
-            do {
-                plist = .blob(Array(try PropertyListSerialization.data(fromPropertyList: dictionary, format: .binary, options: 0)))
-            } catch {
-                throw MigrationError(.store, "cannot encode the destination's metadata: \(error)", file: destinationPath)
-            }
+        let setUUID = try database.prepare("UPDATE main.Z_METADATA SET Z_UUID = ?1 WHERE Z_VERSION = ?2")
+        try setUUID.bind([.text(uuid), .integer(destination.version)])
+        _ = try setUUID.step()
+        // The property list is rewritten only where it keeps the UUID too; otherwise its bytes stay.
+        guard var dictionary = destination.plist, let stored = dictionary["NSStoreUUID"] as? String, stored != uuid else { return }
+        dictionary["NSStoreUUID"] = uuid
+        let bytes: Data
+        do {
+            bytes = try PropertyListSerialization.data(fromPropertyList: dictionary, format: .binary, options: 0)
+        } catch {
+            throw MigrationError(.store, "cannot encode the destination's metadata: \(error)", file: destinationPath)
         }
-        let update = try database.prepare("UPDATE main.Z_METADATA SET Z_UUID = ?1, Z_PLIST = ?2 WHERE Z_VERSION = ?3")
-        try update.bind([.text(uuid), plist, .integer(destination.version)])
-        _ = try update.step()
+        let setPlist = try database.prepare("UPDATE main.Z_METADATA SET Z_PLIST = ?1 WHERE Z_VERSION = ?2")
+        try setPlist.bind([.blob(Array(bytes)), .integer(destination.version)])
+        _ = try setPlist.step()
     }
 }

@@ -28,8 +28,14 @@ extension Engine {
                 try database.execute(schema)
                 try database.execute("COMMIT")
             }
+            // fullfsync: SQLite syncs with F_FULLFSYNC where the OS has it (Apple platforms, where
+            // fsync leaves data in the drive's cache), and ignores it elsewhere. It covers every
+            // file of the connection; the attached source is never written.
+            // https://sqlite.org/pragma.html#pragma_fullfsync
+            // https://developer.apple.com/documentation/coredata/nssqlitepragmasoption
             try database.execute("""
                 PRAGMA synchronous = FULL;
+                PRAGMA fullfsync = ON;
                 PRAGMA cache_size = -\(options.sqliteCacheKiB);
                 PRAGMA foreign_keys = \(options.checkForeignKeys ? "ON" : "OFF");
                 """)

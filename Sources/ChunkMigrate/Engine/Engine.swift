@@ -75,10 +75,11 @@ final class Engine {
         self.database = database
         self.journal = journal
         self.idMap = idMap
-        self.resolver = Resolver(idMap: idMap)
+        let resolver = Resolver(idMap: idMap)
+        self.resolver = resolver
         coreData = try plan.coreData.map { mapping in
-            try CoreDataBookkeeping(database: database, plan: plan, mapping: mapping, sourcePath: sourcePath,
-                                    destinationPath: database.path)
+            try CoreDataBookkeeping(database: database, plan: plan, mapping: mapping, resolver: resolver,
+                                    sourcePath: sourcePath, destinationPath: database.path)
         }
         self.checkpoints = try CheckpointStore(database: database)
         self.states = Array(repeating: EntityState(), count: plan.entities.count)

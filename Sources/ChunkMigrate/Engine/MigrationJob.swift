@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import MigrationJournal
-import Synchronization
 
 /// A migration job: one run of a plan from a source store to a destination store, recorded in a
 /// journal directory so that it can stop at any instant and continue where it stopped.
@@ -39,7 +38,7 @@ public final class MigrationJob: Sendable {
 
     private let options: MigrationOptions
     private let logger: Logger
-    private let control: Mutex<Control>
+    private let control: Locked<Control>
 
     private struct Control {
         var pauseRequested = false
@@ -59,7 +58,7 @@ public final class MigrationJob: Sendable {
         self.options = options
         self.logger = logger
         self.progress = Progress(totalUnitCount: 0)
-        self.control = Mutex(Control(complete: complete))
+        self.control = Locked(Control(complete: complete))
     }
 
     /// Whether every entity and fix-up is done.
@@ -97,6 +96,9 @@ public final class MigrationJob: Sendable {
                 throw MigrationError(.mismatch,
                     "the destination already holds the checkpoint of job \(other); resume that job's journal, or use a fresh destination",
                     file: destination.path)
+            }
+            if !options.appendToExistingRows || plan.coreData != nil {
+                try refuseExistingRows(database, plan: plan, file: destination.path)
             }
             let jobID = UUID().uuidString.lowercased()
             let header = JournalHeader(
@@ -143,6 +145,22 @@ public final class MigrationJob: Sendable {
                 }
             }
             throw MigrationError.wrapping(error)
+        }
+    }
+
+    /// Refuses a destination whose tables the plan writes already hold rows: the store a finished
+    /// job wrote, say, which a new job would otherwise fill with a second copy.
+    private static func refuseExistingRows(_ database: Database, plan: MigrationPlan, file: String) throws {
+        for entity in plan.entities {
+            let table = entity.destination.table
+            guard try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1 COLLATE NOCASE",
+                                      .text(table)).integer == 1,
+                  try database.scalar("SELECT EXISTS (SELECT 1 FROM main.\(SQL.quote(table)))").integer == 1 else { continue }
+            let advice = plan.coreData != nil
+                ? "a Core Data migration writes into the empty store Core Data created with the new model"
+                : "a new job writes into empty tables unless asked to append after the rows there (--append, MigrationOptions.appendToExistingRows)"
+            throw MigrationError(.store, "the destination already holds rows in \(table) (the store of a finished job?): \(advice)",
+                                 entity: entity.name, file: file)
         }
     }
 

@@ -28,6 +28,10 @@ public struct MigrationOptions: Sendable {
     public var verifyChecksums = false
     /// Keeps the `_chunkmigrate_*` checkpoint tables in the destination after the job completes.
     public var keepCheckpointTables = false
+    /// Whether a new job may write into destination tables that already hold rows (allocated keys
+    /// then follow them). Off by default, so that a second job into the store a finished job
+    /// wrote is refused instead of adding a second copy; never allowed for a Core Data plan.
+    public var appendToExistingRows = false
     /// Functions the plan's column expressions call.
     public var functions: [SQLFunction] = []
 

@@ -7,6 +7,14 @@ enum SQL {
         "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
+    /// `name` as it reads best in an expression a person may edit: bare where it is a plain
+    /// identifier and no keyword (`ZTITLE`), quoted otherwise (`"order"`, `"first name"`).
+    static func identifier(_ name: String) -> String {
+        let plain = name.first.map { $0 == "_" || ($0.isASCII && $0.isLetter) } == true
+            && name.allSatisfy { $0 == "_" || ($0.isASCII && ($0.isLetter || $0.isNumber)) }
+        return plain && !Database.isKeyword(name) ? name : quote(name)
+    }
+
     /// The key column of a table side, or `rowid` when the plan names none.
     static func key(_ column: String?) -> String {
         column.map(quote) ?? "rowid"

@@ -14,6 +14,35 @@ public struct InferredPlan: Sendable {
     public var notes: [String]
 }
 
+/// What plan inference may know beyond the two stores.
+public struct InferenceOptions: Sendable {
+    /// Destination entity name -> source entity name, for entities renamed between the models.
+    public var renames: [String: String]
+    /// The source store's model: to-one targets the store alone does not tell.
+    public var sourceModel: CoreDataModel?
+    /// The destination store's model: its `renamingIdentifier`s (entities and attributes) and
+    /// to-one targets.
+    public var destinationModel: CoreDataModel?
+    /// `preserve` (the default for Core Data: object IDs the app saved as URIs stay valid) or
+    /// `allocate` (to-one and join-table keys then go through the ID map, which needs every
+    /// to-one's target: from the stores, or from the models).
+    public var keys: EntityMapping.KeyPolicy
+    /// Where the destination has a uniqueness constraint that rows of the source violate: `false`
+    /// (the default) lets the batch that meets such a row fail, naming it; `true` keeps the first
+    /// row of each value in source-key order and leaves the others out (the report counts them).
+    public var keepFirstDuplicate: Bool
+
+    /// Creates inference options.
+    public init(renames: [String: String] = [:], sourceModel: CoreDataModel? = nil, destinationModel: CoreDataModel? = nil,
+                keys: EntityMapping.KeyPolicy = .preserve, keepFirstDuplicate: Bool = false) {
+        self.renames = renames
+        self.sourceModel = sourceModel
+        self.destinationModel = destinationModel
+        self.keys = keys
+        self.keepFirstDuplicate = keepFirstDuplicate
+    }
+}
+
 extension MigrationPlan {
     /// Infers a plan from two stores, the way Core Data's lightweight migration infers a mapping
     /// model.
@@ -27,11 +56,11 @@ extension MigrationPlan {
     /// destination's declared foreign keys, keys preserved.
     ///
     /// - Parameters:
-    ///   - renames: destination entity name -> source entity name, for entities renamed between
-    ///     the models (the stores alone cannot tell a rename from a removal and an addition).
+    ///   - options: renames and models the stores alone cannot reveal (a rename looks like a
+    ///     removal and an addition), and the key policy.
     /// - Throws: ``MigrationError`` naming the file when a store cannot be read, only one of them
     ///   is a Core Data store, or the two models have no entity in common.
-    public static func infer(source: URL, destination: URL, renames: [String: String] = [:]) throws -> InferredPlan {
+    public static func infer(source: URL, destination: URL, options: InferenceOptions = InferenceOptions()) throws -> InferredPlan {
         try Engine.checkSource(source.path)
         guard FileManager.default.fileExists(atPath: destination.path) else {
             throw MigrationError(.store, "the destination does not exist; create it first (for Core Data: add a persistent store with the new model)",
@@ -49,7 +78,7 @@ extension MigrationPlan {
         switch (try CoreDataLayout.isCoreData(database, schema: "src"), try CoreDataLayout.isCoreData(database, schema: "main")) {
         case (true, true):
             var inference = CoreDataInference(database: database, sourcePath: source.path,
-                                              destinationPath: destination.path, renames: renames)
+                                              destinationPath: destination.path, options: options)
             return try inference.infer()
         case (false, false):
             return try inferPlain(database)
@@ -60,6 +89,16 @@ extension MigrationPlan {
             throw MigrationError(.store, "the destination is a Core Data store but the source is not (it has no Z_PRIMARYKEY)",
                                  file: source.path)
         }
+    }
+
+    /// The tables of `source` that no entity of the plan reads (Core Data's own bookkeeping
+    /// tables aside), so that a run can say what it leaves behind.
+    public func tablesNotCopied(from source: URL) throws -> [String] {
+        let database = try Database(path: source.path, mode: .source)
+        let read = Set(entities.map { $0.source.table.lowercased() })
+        return try database.rows("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+            .compactMap { $0[0].text }
+            .filter { !read.contains($0.lowercased()) && !CoreDataLayout.bookkeepingTables.contains($0) }
     }
 
     /// Plain SQLite stores: tables and columns by name; the rowid alias as the key, preserved;
@@ -109,7 +148,7 @@ extension MigrationPlan {
                 if let target = foreignKeys[name] {
                     relationships[name] = .init(from: sourceName, to: target)
                 } else {
-                    columns[name] = SQL.quote(sourceName)
+                    columns[name] = SQL.identifier(sourceName)
                 }
             }
             for row in sourceColumns {
@@ -131,7 +170,7 @@ extension MigrationPlan {
         for index in entities.indices {
             for (column, relationship) in entities[index].relationships ?? [:] where !names.contains(relationship.to) {
                 entities[index].relationships?[column] = nil
-                entities[index].columns?[column] = SQL.quote(relationship.from)
+                entities[index].columns?[column] = SQL.identifier(relationship.from)
                 notes.append("\(entities[index].name).\(column): references \(relationship.to), which the plan does not copy; copied as it is")
             }
         }

@@ -138,3 +138,11 @@ final class Database {
     /// Keeps an object alive as long as the connection (function boxes registered with SQLite).
     func retain(_ object: AnyObject) { functionBoxes.append(object) }
 }
+
+extension Database {
+    /// Whether SQLite reserves `word` as a keyword (`ORDER`, `GROUP`, ...), so that an identifier
+    /// spelled like it must be quoted. The corresponding C function is `sqlite3_keyword_check`.
+    static func isKeyword(_ word: String) -> Bool {
+        sqlite3_keyword_check(word, Int32(word.utf8.count)) != 0
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+
+/// `chunkmigrate plan`, `run` and `check-coredata` on real Core Data stores from the shared
+/// fixtures (copied into the test's directory first; skipped when absent), and a Core Data job
+/// killed with SIGKILL at each crash point, then run again.
+@Suite("chunkmigrate on Core Data stores")
+struct ChunkMigrateCoreDataTests {
+    static let fixtures = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("shared/fixtures/coredata").path
+    static let present = ["knowledgec-10.13.db", "knowledgec-10.14.db"].allSatisfy {
+        FileManager.default.fileExists(atPath: fixtures + "/" + $0)
+    }
+
+    /// knowledgeC 10.13 as the source and an emptied copy of 10.14 as the destination, in `directory`.
+    struct Stores {
+        let directory: String
+        var source: String { directory + "/old.db" }
+        var emptyDestination: String { directory + "/empty.db" }
+        func destination(_ name: String) -> String { directory + "/" + name + ".db" }
+        func journal(_ name: String) -> String { directory + "/" + name + ".journal" }
+        var plan: String { directory + "/plan.json" }
+
+        init(in directory: String) throws {
+            self.directory = directory
+            try FileManager.default.copyItem(atPath: fixtures + "/knowledgec-10.13.db", toPath: source)
+            try FileManager.default.copyItem(atPath: fixtures + "/knowledgec-10.14.db", toPath: emptyDestination)
+            let tables = try SQLiteShell.query(emptyDestination, """
+                SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT IN ('Z_PRIMARYKEY', 'Z_METADATA', 'Z_MODELCACHE')
+                """).map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "'")) }
+            try SQLiteShell.execute(emptyDestination, tables.map { "DELETE FROM \($0);" }.joined() + "UPDATE Z_PRIMARYKEY SET Z_MAX = 0;")
+        }
+
+        /// A fresh copy of the empty destination named `name`.
+        func newDestination(_ name: String) throws -> String {
+            try FileManager.default.copyItem(atPath: emptyDestination, toPath: destination(name))
+            return destination(name)
+        }
+
+        func runArguments(_ name: String) -> [String] {
+            ["run", "--source", source, "--destination", destination(name), "--plan", plan, "--journal", journal(name),
+             "--batch-size", "2", "--quiet"]
+        }
+    }
+
+    @Test("plan infers from the two stores, reports on stderr and writes the plan; run migrates and checks the result",
+          .enabled(if: present, "shared/fixtures/coredata is absent"))
+    func planAndRun() throws {
+        try withTemporaryDirectory { directory in
+            let stores = try Stores(in: directory)
+            let plan = try chunkmigrate("plan", "--source", stores.source, "--destination", stores.emptyDestination, "--out", stores.plan)
+            #expect(plan.exitCode == 0, "\(plan)")
+            #expect(plan.stderr.contains("decided: entity Object: number 8 -> 9"))
+            #expect(plan.stderr.contains("note: entity KeyValue (8): new in the destination model; left empty"))
+            #expect(plan.stderr.contains("note: ACHANGE: persistent history is not copied"))
+            let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: stores.plan))) as? [String: Any]
+            #expect((json?["coreData"] as? [String: Any])?["entities"] != nil)
+
+            _ = try stores.newDestination("migrated")
+            var arguments = stores.runArguments("migrated")
+            arguments.removeLast()  // without --quiet: the check's verdict and what is not copied
+            let run = try chunkmigrate(arguments)
+            #expect(run.exitCode == 0, "\(run)")
+            #expect(run.stderr.contains("not copied (no entity of the plan reads them): ACHANGE, ATRANSACTION"))
+            #expect(run.stderr.contains("check-coredata:") && run.stderr.contains("checks passed"))
+            #expect(try SQLiteShell.integer(stores.destination("migrated"), "SELECT count(*) FROM ZOBJECT WHERE Z_ENT = 11") == 21)
+
+            let check = try chunkmigrate("check-coredata", stores.destination("migrated"))
+            #expect(check.exitCode == 0 && check.stdout.contains("checks passed"), "\(check)")
+        }
+    }
+
+    @Test("check-coredata exits 1 naming the violation, and 3 naming a file that is not a Core Data store",
+          .enabled(if: present, "shared/fixtures/coredata is absent"))
+    func checkExitCodes() throws {
+        try withTemporaryDirectory { directory in
+            let store = directory + "/store.db"
+            try FileManager.default.copyItem(atPath: Self.fixtures + "/knowledgec-10.13.db", toPath: store)
+            try SQLiteShell.execute(store, "UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Object'")
+            let broken = try chunkmigrate("check-coredata", store)
+            #expect(broken.exitCode == 1, "\(broken)")
+            #expect(broken.stdout.contains("violation: Z_PRIMARYKEY: Z_MAX of Object is 1 but ZOBJECT holds key"))
+
+            let plain = directory + "/plain.db"
+            try SQLiteShell.execute(plain, "CREATE TABLE t (x)")
+            let notCoreData = try chunkmigrate("check-coredata", plain)
+            #expect(notCoreData.exitCode == 3 && notCoreData.stderr.contains("\(plain): not a Core Data store"), "\(notCoreData)")
+        }
+    }
+
+    static let killPoints = ["after-segment:Object:3", "before-commit:Object:3", "after-commit:Object:3", "mid-record:Object:3",
+                             "after-complete:job:0"]
+
+    @Test("a Core Data job killed at each crash point and run again gives the destination of an uninterrupted run",
+          .enabled(if: present, "shared/fixtures/coredata is absent"), arguments: killPoints)
+    func killAndRunAgain(_ point: String) throws {
+        try withTemporaryDirectory { directory in
+            let stores = try Stores(in: directory)
+            let plan = try chunkmigrate("plan", "--source", stores.source, "--destination", stores.emptyDestination, "--out", stores.plan)
+            #expect(plan.exitCode == 0, "\(plan)")
+            _ = try stores.newDestination("reference")
+            let reference = try chunkmigrate(stores.runArguments("reference"))
+            #expect(reference.exitCode == 0, "\(reference)")
+
+            _ = try stores.newDestination("killed")
+            let killed = try chunkmigrate(stores.runArguments("killed"), environment: ["CHUNKMIGRATE_KILL_AT": point])
+            #expect(killed.killedBySignal && killed.signal == SIGKILL, "\(killed)")
+            // Whatever committed, Z_MAX is ahead of every key, and the store identity is the source's.
+            #expect(try SQLiteShell.integer(stores.destination("killed"),
+                "SELECT count(*) FROM Z_PRIMARYKEY WHERE Z_NAME = 'Object' AND Z_MAX < (SELECT ifnull(max(Z_PK), 0) FROM ZOBJECT)") == 0)
+
+            let again = try chunkmigrate(stores.runArguments("killed"))
+            #expect(again.exitCode == 0 && !again.killedBySignal, "\(again)")
+            #expect(try SQLiteShell.dump(stores.destination("killed")) == (try SQLiteShell.dump(stores.destination("reference"))))
+            let check = try chunkmigrate("check-coredata", stores.destination("killed"))
+            #expect(check.exitCode == 0, "\(check)")
+        }
+    }
+}
