@@ -90,6 +90,7 @@ struct ChunkMigrateCoreDataTests {
     }
 
     static let killPoints = ["after-segment:Object:3", "before-commit:Object:3", "after-commit:Object:3", "mid-record:Object:3",
+                             "after-index:ZOBJECT_ZSOURCE_INDEX:0",
                              "after-complete:job:0"]
 
     @Test("a Core Data job killed at each crash point and run again gives the destination of an uninterrupted run",

@@ -6,6 +6,8 @@ import MigrationJournal
 struct CheckpointStore {
     static let jobTable = "_chunkmigrate_job"
     static let checkpointTable = "_chunkmigrate_checkpoint"
+    /// The destination's secondary indexes the job dropped, to build again once the rows are in.
+    static let indexTable = "_chunkmigrate_index"
 
     let database: Database
     private let upsert: Statement
@@ -50,9 +52,65 @@ struct CheckpointStore {
         try database.execute("""
             BEGIN IMMEDIATE;
             DROP TABLE IF EXISTS main.\(checkpointTable);
+            DROP TABLE IF EXISTS main.\(indexTable);
             DROP TABLE IF EXISTS main.\(jobTable);
             COMMIT;
             """)
+    }
+
+    /// Inside the transaction that records a new job: drops the secondary indexes of `tables`
+    /// (not unique, made by `CREATE INDEX`), recording each one's SQL. A batch then writes rows
+    /// without keeping an index in another order than the rows arrive in, where a random insert
+    /// into a large index touches, and journals, pages all over it in every batch; the indexes
+    /// are built once at the end (``deferredIndexes(in:)``), by sorting.
+    static func deferIndexes(in database: Database, tables: [String]) throws(SQLiteError) {
+        var deferred: [(name: String, sql: String)] = []
+        for table in Set(tables.map { $0.lowercased() }).sorted() {
+            // index_list: seq, name, unique, origin, partial
+            for index in try database.rows("PRAGMA main.index_list(\(SQL.quote(table)))")
+            where index[2].integer == 0 && index[3].text == "c" {
+                guard let name = index[1].text,
+                      let sql = try database.scalar("SELECT sql FROM main.sqlite_schema WHERE type = 'index' AND name = ?1",
+                                                    .text(name)).text else { continue }
+                deferred.append((name, sql))
+            }
+        }
+        guard !deferred.isEmpty else { return }
+        try database.execute("CREATE TABLE IF NOT EXISTS main.\(indexTable) (name TEXT PRIMARY KEY, sql TEXT NOT NULL)")
+        let record = try database.prepare("INSERT OR IGNORE INTO main.\(indexTable) (name, sql) VALUES (?1, ?2)")
+        for index in deferred {
+            try record.bind([.text(index.name), .text(index.sql)])
+            _ = try record.step()
+            record.reset()
+            try database.execute("DROP INDEX main.\(SQL.quote(index.name))")
+        }
+    }
+
+    /// The indexes ``deferIndexes(in:tables:)`` dropped that are not built again yet, by name.
+    static func deferredIndexes(in database: Database) throws(SQLiteError) -> [(name: String, sql: String)] {
+        guard try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1",
+                                  .text(indexTable)).integer == 1 else { return [] }
+        return try database.rows("SELECT name, sql FROM main.\(indexTable) ORDER BY name").compactMap { row in
+            guard let name = row[0].text, let sql = row[1].text else { return nil }
+            return (name, sql)
+        }
+    }
+
+    /// Builds one deferred index again and forgets it, in one transaction: a kill while it is
+    /// built leaves it to build again.
+    static func rebuild(index name: String, sql: String, in database: Database) throws(SQLiteError) {
+        try database.execute("BEGIN IMMEDIATE")
+        do {
+            let exists = try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE type = 'index' AND name = ?1", .text(name))
+            if exists.integer == 0 { try database.execute(sql) }
+            let forget = try database.prepare("DELETE FROM main.\(indexTable) WHERE name = ?1")
+            try forget.bind([.text(name)])
+            _ = try forget.step()
+            try database.execute("COMMIT")
+        } catch {
+            if database.inTransaction { try? database.execute("ROLLBACK") }
+            throw error
+        }
     }
 
     init(database: Database) throws(SQLiteError) {

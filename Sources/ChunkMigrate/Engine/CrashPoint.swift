@@ -18,6 +18,8 @@ enum CrashPoint: String, CaseIterable {
     case midRecord = "mid-record"
     /// A fix-up batch is committed, its log record not yet written.
     case afterFixupCommit = "after-fixup-commit"
+    /// A deferred index is built again and committed (`after-index:INDEX:0`).
+    case afterIndex = "after-index"
     /// The log records the job as complete; the destination still has its checkpoint tables and
     /// the job's journal mode (`after-complete:job:0`).
     case afterComplete = "after-complete"

@@ -300,6 +300,14 @@ final class Engine {
                     }
                 }
             }
+            // The secondary indexes the job deferred, built once the rows are in.
+            for index in try CheckpointStore.deferredIndexes(in: database) {
+                if stop() { return .paused }
+                try CheckpointStore.rebuild(index: index.name, sql: index.sql, in: database)
+                CrashPoint.check(.afterIndex, entity: index.name, batch: 0)
+                batchesThisRun += 1
+                if let last = order.entities.last { progress(entity: last, phase: "index \(index.name)", batch: 0) }
+            }
             try journal.append(.complete(atMillis: Self.nowMillis()))
             CrashPoint.check(.afterComplete, entity: "job", batch: 0)
             try CheckpointStore.finish(in: database, keepTables: options.keepCheckpointTables)

@@ -122,6 +122,9 @@ public final class MigrationJob: Sendable {
                                     idMap: IDMap(layout: layout, entityCount: plan.entities.count), sourcePath: source.path)
             try engine.prepare()
             try engine.coreData?.start()
+            if options.defersIndexes && !plan.readsDestination {
+                try CheckpointStore.deferIndexes(in: database, tables: plan.entities.map(\.destination.table))
+            }
             try database.execute("COMMIT")
             created.close()
             logger.info("started job", metadata: ["job": "\(jobID)", "journal": "\(journal.path)"])

@@ -32,6 +32,10 @@ public struct MigrationOptions: Sendable {
     /// then follow them). Off by default, so that a second job into the store a finished job
     /// wrote is refused instead of adding a second copy; never allowed for a Core Data plan.
     public var appendToExistingRows = false
+    /// Whether a new job drops the secondary indexes (not unique) of the destination tables it
+    /// writes and builds them again at the end, by sorting, instead of keeping them batch by
+    /// batch. On by default; a plan whose expressions read the destination (`main.`) keeps them.
+    public var defersIndexes = true
     /// Functions the plan's column expressions call.
     public var functions: [SQLFunction] = []
 

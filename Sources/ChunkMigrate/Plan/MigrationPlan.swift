@@ -42,6 +42,15 @@ public struct MigrationPlan: Codable, Sendable, Equatable {
         }
     }
 
+    /// Whether an expression or filter of the plan reads the destination (names `main.`), and so
+    /// may need the destination's indexes while the job runs.
+    var readsDestination: Bool {
+        entities.contains { entity in
+            ([entity.source.where].compactMap { $0 } + (entity.columns ?? [:]).values)
+                .contains { $0.range(of: "main.", options: .caseInsensitive) != nil }
+        }
+    }
+
     /// The plan as JSON, with sorted keys so that the same plan always gives the same bytes.
     public func encodedJSON() throws -> Data {
         let encoder = JSONEncoder()

@@ -1,0 +1,105 @@
+import Foundation
+import Testing
+@testable import ChunkMigrate
+
+/// The destination's secondary indexes are dropped when a job starts and built again, by sorting,
+/// once the rows are in: a batch then appends rows without updating an index in another order.
+@Suite("Deferred indexes")
+struct DeferredIndexTests {
+    static let schema = """
+        CREATE TABLE item (id INTEGER PRIMARY KEY, tag INTEGER, code TEXT);
+        CREATE INDEX item_tag ON item (tag);
+        CREATE INDEX item_code_partial ON item (code) WHERE code IS NOT NULL;
+        CREATE UNIQUE INDEX item_code_unique ON item (code, id);
+        """
+    static let plan = MigrationPlan(entities: [
+        EntityMapping(name: "Item", source: .init(table: "item", key: "id"), destination: .init(table: "item", key: "id"),
+                      keys: .preserve, columns: ["tag": "tag", "code": "code"]),
+    ])
+
+    static func source(in folder: TemporaryFolder) throws -> URL {
+        let source = folder.path("source.sqlite")
+        try execute("""
+            CREATE TABLE item (id INTEGER PRIMARY KEY, tag INTEGER, code TEXT);
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500)
+            INSERT INTO item SELECT i * 2, (i * 7919) % 13, CASE WHEN i % 3 = 0 THEN NULL ELSE 'c' || i END FROM n;
+            """, on: source)
+        return source
+    }
+
+    static func indexes(_ store: URL) throws -> [[SQLiteValue]] {
+        try Database(path: store.path, mode: .readOnly).rows(
+            "SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'item' ORDER BY name")
+    }
+
+    @Test("non-unique indexes are dropped while the job runs and built again at the end, the same SQL; unique ones stay")
+    func droppedAndRebuilt() throws {
+        let folder = try TemporaryFolder()
+        let source = try Self.source(in: folder)
+        let reference = folder.path("reference.sqlite")
+        try execute(Self.schema, on: reference)
+        let expected = try Self.indexes(reference)
+
+        let destination = folder.path("new.sqlite")
+        try execute(Self.schema, on: destination)
+        let job = try MigrationJob.start(plan: Self.plan, source: source, destination: destination, journal: folder.path("journal"),
+                                         options: MigrationOptions(batchSize: 100), logger: quietLogger)
+        // Between batches: only the unique index is there, and the other two are recorded.
+        #expect(try job.runBlocking(for: .zero) == .paused)
+        #expect(try Self.indexes(destination).map { $0[0] } == [.text("item_code_unique")])
+        #expect(try scalar("SELECT group_concat(name, ' ') FROM _chunkmigrate_index", on: destination)
+                == .text("item_code_partial item_tag"))
+
+        #expect(try job.runBlocking() == .complete)
+        #expect(try Self.indexes(destination) == expected)
+        #expect(try scalar("SELECT count(*) FROM sqlite_schema WHERE name LIKE '_chunkmigrate%'", on: destination) == .integer(0))
+        #expect(try Database(path: destination.path, mode: .readOnly).rows("PRAGMA integrity_check") == [[.text("ok")]])
+        #expect(try scalar("SELECT count(*) FROM item INDEXED BY item_tag WHERE tag = 3", on: destination)
+                == (try scalar("SELECT count(*) FROM item WHERE tag = 3", on: source)))
+    }
+
+    @Test("stopped between two index builds, the job builds the rest when resumed")
+    func stoppedBetweenIndexBuilds() throws {
+        let folder = try TemporaryFolder()
+        let source = try Self.source(in: folder)
+        let destination = folder.path("new.sqlite")
+        try execute(Self.schema, on: destination)
+        _ = try MigrationJob.start(plan: Self.plan, source: source, destination: destination, journal: folder.path("journal"),
+                                   options: MigrationOptions(batchSize: 1000), logger: quietLogger)
+        var runs = 0
+        var sawOneBuilt = false
+        while true {
+            let job = try MigrationJob.resume(at: folder.path("journal"), options: MigrationOptions(batchSize: 1000), logger: quietLogger)
+            let outcome = try job.runBlocking(for: .zero)
+            runs += 1
+            if outcome == .complete { break }
+            if try Self.indexes(destination).count == 2 { sawOneBuilt = true }
+        }
+        #expect(runs == 3)  // the batch; the end of the rows and the first index; the second index
+        #expect(sawOneBuilt)
+        #expect(try Self.indexes(destination).count == 3)
+    }
+
+    @Test("a plan whose expressions read the destination keeps its indexes; so does a job asked to")
+    func keptWhenNeeded() throws {
+        let folder = try TemporaryFolder()
+        let source = try Self.source(in: folder)
+        var reading = Self.plan
+        reading.entities[0].columns?["code"] = "(SELECT max(code) FROM main.item) || code"
+        let destination = folder.path("reading.sqlite")
+        try execute(Self.schema, on: destination)
+        let job = try MigrationJob.start(plan: reading, source: source, destination: destination, journal: folder.path("reading"),
+                                         options: MigrationOptions(batchSize: 100), logger: quietLogger)
+        #expect(try job.runBlocking(for: .zero) == .paused)
+        #expect(try Self.indexes(destination).count == 3)
+
+        var options = MigrationOptions(batchSize: 100)
+        options.defersIndexes = false
+        let other = folder.path("kept.sqlite")
+        try execute(Self.schema, on: other)
+        let kept = try MigrationJob.start(plan: Self.plan, source: source, destination: other, journal: folder.path("kept"),
+                                          options: options, logger: quietLogger)
+        #expect(try kept.runBlocking(for: .zero) == .paused)
+        #expect(try Self.indexes(other).count == 3)
+    }
+}
