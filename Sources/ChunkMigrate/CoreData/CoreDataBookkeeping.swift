@@ -49,6 +49,18 @@ final class CoreDataBookkeeping {
                 """)
         }
 
+        // The destination's number of an entity by name: for entities no source entity maps to
+        // (a de-duplicated Author made of Book.authorName).
+        let destinationNumbers = Dictionary(destination.entities.values.map { ($0.name, $0.number) }, uniquingKeysWith: min)
+        try database.createFunction("coredata_entity_number", argumentCount: 1, deterministic: true) { call in
+            guard case let .text(name) = call.value(0) else { return call.resultNull() }
+            guard let number = destinationNumbers[name] else {
+                let message = "coredata_entity_number: the destination model has no entity \"\(name)\""
+                resolver.failure = MigrationError(.batch, message, sourceKey: resolver.batchKeys.last)
+                throw Resolver.Failure(description: message)
+            }
+            call.result(number)
+        }
         let sourceNames = source.entities
         let lookup = numbers
         try database.createFunction("coredata_entity", argumentCount: 1, deterministic: true) { call in

@@ -75,18 +75,38 @@ struct CheckpointStore {
                 deferred.append((name, sql))
             }
         }
-        guard !deferred.isEmpty else { return }
-        try database.execute("CREATE TABLE IF NOT EXISTS main.\(indexTable) (name TEXT PRIMARY KEY, sql TEXT NOT NULL)")
-        let record = try database.prepare("INSERT OR IGNORE INTO main.\(indexTable) (name, sql) VALUES (?1, ?2)")
         for index in deferred {
-            try record.bind([.text(index.name), .text(index.sql)])
-            _ = try record.step()
-            record.reset()
+            try record(index: index.name, sql: index.sql, dropAtEnd: false, in: database)
             try database.execute("DROP INDEX main.\(SQL.quote(index.name))")
         }
     }
 
-    /// The indexes ``deferIndexes(in:tables:)`` dropped that are not built again yet, by name.
+    /// Inside the transaction that records a new job: a unique index on `column` of `table` for a
+    /// de-duplicated entity's lookups by value, unless one exists; an index the job creates is
+    /// removed at the end. Fails when the rows already there repeat a value.
+    static func ensureUniqueIndex(table: String, column: String, in database: Database) throws(SQLiteError) {
+        for index in try database.rows("PRAGMA main.index_list(\(SQL.quote(table)))") where index[2].integer == 1 {
+            guard let name = index[1].text else { continue }
+            let columns = try database.rows("PRAGMA main.index_info(\(SQL.quote(name)))").compactMap { $0[2].text?.lowercased() }
+            if columns == [column.lowercased()] { return }
+        }
+        let name = "_chunkmigrate_distinct_\(table)_\(column)"
+        try database.execute("CREATE UNIQUE INDEX main.\(SQL.quote(name)) ON \(SQL.quote(table)) (\(SQL.quote(column)))")
+        try record(index: name, sql: "DROP INDEX IF EXISTS main.\(SQL.quote(name))", dropAtEnd: true, in: database)
+    }
+
+    private static func record(index name: String, sql: String, dropAtEnd: Bool, in database: Database) throws(SQLiteError) {
+        try database.execute("""
+            CREATE TABLE IF NOT EXISTS main.\(indexTable) (name TEXT PRIMARY KEY, sql TEXT NOT NULL, drop_at_end INTEGER NOT NULL)
+            """)
+        let insert = try database.prepare("INSERT OR IGNORE INTO main.\(indexTable) (name, sql, drop_at_end) VALUES (?1, ?2, ?3)")
+        try insert.bind([.text(name), .text(sql), .integer(dropAtEnd ? 1 : 0)])
+        _ = try insert.step()
+    }
+
+    /// The indexes ``deferIndexes(in:tables:)`` dropped that are not built again yet, and those
+    /// ``ensureUniqueIndex(table:column:in:)`` created that are not removed yet, by name: `sql`
+    /// builds or removes each.
     static func deferredIndexes(in database: Database) throws(SQLiteError) -> [(name: String, sql: String)] {
         guard try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1",
                                   .text(indexTable)).integer == 1 else { return [] }
@@ -96,13 +116,13 @@ struct CheckpointStore {
         }
     }
 
-    /// Builds one deferred index again and forgets it, in one transaction: a kill while it is
-    /// built leaves it to build again.
+    /// Builds one deferred index again (or removes the job's own) and forgets it, in one
+    /// transaction: a kill while it is built leaves it to build again.
     static func rebuild(index name: String, sql: String, in database: Database) throws(SQLiteError) {
         try database.execute("BEGIN IMMEDIATE")
         do {
             let exists = try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE type = 'index' AND name = ?1", .text(name))
-            if exists.integer == 0 { try database.execute(sql) }
+            if exists.integer == 0 || sql.hasPrefix("DROP") { try database.execute(sql) }
             let forget = try database.prepare("DELETE FROM main.\(indexTable) WHERE name = ?1")
             try forget.bind([.text(name)])
             _ = try forget.step()

@@ -82,6 +82,14 @@ extension Engine {
                 throw invalid("\(path).relationships.\(column): the destination table \"\(entity.destination.table)\" has no column \"\(column)\"\(MigrationPlan.suggestion(for: column, among: destinationNames))",
                               column: column)
             }
+            if plan.isDistinct(relationship.to) {
+                // By value: `from` is an expression over the source row.
+                do { _ = try database.prepare("SELECT (\(relationship.from)) FROM \(sourceFrom) LIMIT 0") } catch {
+                    throw invalid("\(path).relationships.\(column).from: SQLite rejects \"\(relationship.from)\": \(error.message)\(Self.nearName(in: error.message, among: sourceNames))",
+                                  column: column)
+                }
+                continue
+            }
             guard sourceNames.contains(where: { $0.lowercased() == relationship.from.lowercased() }) else {
                 throw invalid("\(path).relationships.\(column).from: the source table \"\(entity.source.table)\" has no column \"\(relationship.from)\"\(MigrationPlan.suggestion(for: relationship.from, among: sourceNames))",
                               column: column)
@@ -92,12 +100,22 @@ extension Engine {
                               column: column)
             }
         }
+        if let distinct = entity.distinct {
+            guard hasDestinationColumn(distinct.destination) else {
+                throw invalid("\(path).distinct.destination: the destination table \"\(entity.destination.table)\" has no column \"\(distinct.destination)\"\(MigrationPlan.suggestion(for: distinct.destination, among: destinationNames))",
+                              column: distinct.destination)
+            }
+            do { _ = try database.prepare("SELECT (\(distinct.source)) FROM \(sourceFrom) LIMIT 0") } catch {
+                throw invalid("\(path).distinct.source: SQLite rejects \"\(distinct.source)\": \(error.message)\(Self.nearName(in: error.message, among: sourceNames))")
+            }
+        }
         let destinationKey = entity.destination.key?.lowercased()
         for info in destinationColumns {
             guard let name = info[1].text, info[3].integer == 1, info[4] == .null, info[5].integer == 0,
                   name.lowercased() != destinationKey,
                   !(entity.columns ?? [:]).keys.contains(where: { $0.lowercased() == name.lowercased() }),
-                  !(entity.relationships ?? [:]).keys.contains(where: { $0.lowercased() == name.lowercased() })
+                  !(entity.relationships ?? [:]).keys.contains(where: { $0.lowercased() == name.lowercased() }),
+                  entity.distinct?.destination.lowercased() != name.lowercased()
             else { continue }
             throw invalid("\(path).columns: destination column \"\(name)\" of \"\(entity.destination.table)\" is NOT NULL with no default, and the plan does not map it; every row would be rejected",
                           column: name)

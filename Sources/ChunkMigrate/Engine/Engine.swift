@@ -98,10 +98,12 @@ final class Engine {
             }
             relationshipIndexes.append(indexes)
         }
+        // A de-duplicated entity is looked up by value, never through its ID map.
         isRelationshipTarget = plan.entities.indices.map { entity in
-            resolver.relationships.contains { Int($0.target) == entity }
+            plan.entities[entity].distinct == nil && resolver.relationships.contains { Int($0.target) == entity }
         }
         try resolver.register(on: database)
+        try ValueFunctions(resolver: resolver).register(on: database)
         for function in options.functions {
             let body = function.body
             // One arguments array per function, emptied and refilled for each row, so its storage
@@ -128,8 +130,15 @@ final class Engine {
                                                        entity: entity.name)
             try checkAgainstStores(entity: entity, index: index)
             do {
+                if let distinct = entity.distinct {
+                    resolver.naturalKeys[UInt32(index)] = try database.prepare(
+                        "SELECT \(SQL.key(entity.destination.key)) FROM main.\(SQL.quote(entity.destination.table)) "
+                        + "WHERE \(SQL.quote(distinct.destination)) = ?1 LIMIT 1")
+                }
                 let copier = try EntityCopier(database: database, entity: entity, index: UInt32(index),
-                                              relationshipIndexes: relationshipIndexes[index], sourceAccess: sourceAccess,
+                                              relationshipIndexes: relationshipIndexes[index],
+                                              byValue: Set(entity.sortedRelationships.filter { plan.isDistinct($0.relationship.to) }.map(\.column)),
+                                              sourceAccess: sourceAccess,
                                               destinationAccess: destinationAccess,
                                               assignsNextRowid: try Self.assignsNextRowid(database, table: entity.destination.table),
                                               verifyChecksums: options.verifyChecksums)

@@ -42,8 +42,12 @@ final class EntityCopier {
     /// ``Engine/assignsNextRowid(_:table:)``). Otherwise (no relationship, a source walked by an
     /// index, a destination key SQLite does not assign) `cm_take` records the key and gives the
     /// destination key.
+    ///
+    /// A de-duplicated entity (``EntityMapping/distinct``) keeps a row only when `cm_new` has not
+    /// seen its value in the batch nor finds it in the destination; a relationship to one
+    /// (`byValue`) is looked up by value with `cm_natural`.
     init(database: Database, entity: EntityMapping, index: UInt32, relationshipIndexes: [String: Int],
-         sourceAccess: KeyAccess, destinationAccess: KeyAccess, assignsNextRowid: Bool,
+         byValue: Set<String> = [], sourceAccess: KeyAccess, destinationAccess: KeyAccess, assignsNextRowid: Bool,
          verifyChecksums: Bool) throws(SQLiteError) {
         self.index = index
         self.entity = entity
@@ -58,20 +62,23 @@ final class EntityCopier {
             keepArguments += ", \(relationshipIndexes[column]!), s.\(SQL.quote(relationship.from))"
         }
         hasSkipRelationships = !keepArguments.isEmpty
-        isBounded = hasSkipRelationships || entity.source.where != nil
-        // The filter decides before cm_keep counts the row: SQLite does not promise the order of
-        // the terms of a WHERE clause, but it does evaluate CASE in order.
+        isBounded = hasSkipRelationships || entity.source.where != nil || entity.distinct != nil
+        // The filter decides before cm_keep counts the row or cm_new records its value: SQLite
+        // does not promise the order of the terms of a WHERE clause, but it does evaluate CASE in
+        // order.
+        var tests: [String] = []
+        if let filter = entity.source.where { tests.append("(\(filter))") }
+        if let distinct = entity.distinct { tests.append("cm_new(\(index), (\(distinct.source)))") }
+        if hasSkipRelationships { tests.append("cm_keep(\(sourceKey)\(keepArguments))") }
         var condition = ""
-        switch (entity.source.where, hasSkipRelationships) {
-        case let (filter?, true): condition = " AND CASE WHEN (\(filter)) THEN cm_keep(\(sourceKey)\(keepArguments)) ELSE 0 END"
-        case (nil, true): condition = " AND cm_keep(\(sourceKey)\(keepArguments))"
-        case let (filter?, false): condition = " AND (\(filter))"
-        case (nil, false): break
+        if let last = tests.last {
+            condition = " AND " + tests.dropLast().reversed().reduce(last) { inner, test in "CASE WHEN \(test) THEN \(inner) ELSE 0 END" }
         }
         maxDestination = mapping == .allocate
             ? try database.prepare("SELECT max(\(destinationKey)) FROM \(destinationTable)") : nil
 
-        let relationships = entity.sortedRelationships
+        // Relationships through the ID map; those to a de-duplicated entity are looked up by value.
+        let relationships = entity.sortedRelationships.filter { !byValue.contains($0.column) }
         // A preserved key is copied as it is only from a rowid, which SQLite keeps an integer.
         let takesInRelationship = !relationships.isEmpty && (mapping == .preserve
             ? sourceAccess == .rowid
@@ -99,7 +106,15 @@ final class EntityCopier {
             values.append((takesInRelationship && position == 0 ? "cm_take_ref(" : "cm_ref(") + arguments + ")")
             lookups.append("cm_lookup(\(arguments))")
         }
-        for (column, expression) in entity.sortedColumns {
+        for (column, relationship) in entity.sortedRelationships where byValue.contains(column) {
+            let value = "cm_natural(\(relationshipIndexes[column]!), (\(relationship.from)), \(sourceKey))"
+            columns.append(SQL.quote(column))
+            values.append(value)
+            lookups.append(value)
+        }
+        var mappedColumns = entity.sortedColumns
+        if let distinct = entity.distinct { mappedColumns.append((distinct.destination, distinct.source)) }
+        for (column, expression) in mappedColumns {
             columns.append(SQL.quote(column))
             values.append("(\(expression))")
             lookups.append("(\(expression))")

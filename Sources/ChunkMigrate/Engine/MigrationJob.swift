@@ -122,6 +122,16 @@ public final class MigrationJob: Sendable {
                                     idMap: IDMap(layout: layout, entityCount: plan.entities.count), sourcePath: source.path)
             try engine.prepare()
             try engine.coreData?.start()
+            for (index, entity) in plan.entities.enumerated() {
+                guard let distinct = entity.distinct else { continue }
+                do {
+                    try CheckpointStore.ensureUniqueIndex(table: entity.destination.table, column: distinct.destination, in: database)
+                } catch {
+                    throw MigrationError(.invalidPlan,
+                        "entities[\(index)].distinct.destination: the natural key \(distinct.destination) must be unique in \(entity.destination.table), but \(error.message)",
+                        entity: entity.name, column: distinct.destination, file: destination.path)
+                }
+            }
             if options.defersIndexes && !plan.readsDestination {
                 try CheckpointStore.deferIndexes(in: database, tables: plan.entities.map(\.destination.table))
             }

@@ -43,6 +43,11 @@ final class Resolver {
     /// The failure a function raised, with the context SQLite's message cannot carry.
     var failure: MigrationError?
 
+    /// De-duplicated entities: the statement finding a value's destination key (`?1` the value),
+    /// by entity index, and the values the running batch has kept.
+    var naturalKeys: [UInt32: Statement] = [:]
+    private var batchValues: Set<SQLiteValue> = []
+
     init(idMap: IDMap) {
         self.idMap = idMap
     }
@@ -55,7 +60,17 @@ final class Resolver {
         batchMapping = mapping
         scanned = 0
         skipped = 0
+        batchValues = []
         resetCounters()
+    }
+
+    /// The destination key of a de-duplicated entity's row with natural-key value `value`.
+    private func naturalKey(_ value: SQLiteValue, entity: UInt32) throws(SQLiteError) -> Int64? {
+        guard let statement = naturalKeys[entity] else { return nil }
+        defer { statement.reset() }
+        try statement.bind([value])
+        guard try statement.step(), !statement.isNull(at: 0) else { return nil }
+        return statement.int64(at: 0)
     }
 
     func resetCounters() {
@@ -150,6 +165,35 @@ final class Resolver {
                 argument += 2
             }
             call.result(1)
+        }
+        // A de-duplicated entity's row with natural-key value v: 1 when v is not NULL and neither
+        // the batch so far nor the destination has it (the row is kept), else 0.
+        try database.createFunction("cm_new", argumentCount: 2, deterministic: false) { [self] call in
+            guard !call.isNull(1) else { return call.result(0) }
+            let value = call.value(1)
+            if batchValues.contains(value) { return call.result(0) }
+            if try naturalKey(value, entity: UInt32(call.int64(0))) != nil { return call.result(0) }
+            batchValues.insert(value)
+            call.result(1)
+        }
+        // A relationship to a de-duplicated entity: the destination key of the row whose natural
+        // key is v, or, when there is none, the relationship's missing policy.
+        try database.createFunction("cm_natural", argumentCount: 3, deterministic: false) { [self] call in
+            guard !call.isNull(1) else { return call.resultNull() }
+            let index = Int(call.int64(0))
+            let value = call.value(1)
+            if let key = try naturalKey(value, entity: relationships[index].target) { return call.result(key) }
+            guard relationships[index].policy == .fail else {
+                nulled += 1
+                return call.resultNull()
+            }
+            let relationship = relationships[index]
+            let error = MigrationError(
+                .missingMapping,
+                "\(value) has no row in \(relationship.targetName) (missing: fail); fix the source row, or set \"missing\" to \"null\"",
+                entity: relationship.entity, sourceKey: call.int64(2), column: relationship.column)
+            failure = error
+            throw Failure(description: error.description)
         }
         try database.createFunction("cm_ref", argumentCount: 3, deterministic: false) { [self] call in
             try reference(call)

@@ -18,6 +18,17 @@ extension MigrationPlan {
                 throw MigrationError(.invalidPlan,
                     "\(path).relationships.\(column): destination column \(column) is also mapped in \(path).columns")
             }
+            if let distinct = entity.distinct {
+                guard entity.keyPolicy == .allocate else {
+                    throw MigrationError(.invalidPlan, "\(path).keys: a de-duplicated entity (distinct) allocates its keys; its rows are values, not source rows")
+                }
+                guard !distinct.source.isEmpty, !distinct.destination.isEmpty else {
+                    throw MigrationError(.invalidPlan, "\(path).distinct: source and destination must both be given")
+                }
+                if entity.columns?[distinct.destination] != nil {
+                    throw MigrationError(.invalidPlan, "\(path).columns.\(distinct.destination): the natural-key column is filled from distinct.source; remove it from columns")
+                }
+            }
             if let key = entity.destination.key {
                 if entity.columns?[key] != nil || entity.relationships?[key] != nil {
                     throw MigrationError(.invalidPlan,
@@ -32,6 +43,16 @@ extension MigrationPlan {
                 guard seen[relationship.to] != nil else {
                     throw MigrationError(.invalidPlan,
                         "\(path).to: no entity is named \"\(relationship.to)\"\(Self.suggestion(for: relationship.to, among: names))")
+                }
+                if let target = entities.first(where: { $0.name == relationship.to }), target.distinct != nil {
+                    if relationship.missingPolicy == .skip {
+                        throw MigrationError(.invalidPlan,
+                            "\(path).missing: \"skip\" is not available for a relationship to a de-duplicated entity (\(target.name)); use \"null\" or \"fail\"")
+                    }
+                    if order.isDeferred(entity: index, column: column) {
+                        throw MigrationError(.invalidPlan,
+                            "\(path).to: a relationship to a de-duplicated entity resolves by value and must not refer to its own entity or close a cycle")
+                    }
                 }
                 if order.isDeferred(entity: index, column: column) && relationship.missingPolicy == .skip {
                     throw MigrationError(.invalidPlan,

@@ -42,6 +42,12 @@ public struct MigrationPlan: Codable, Sendable, Equatable {
         }
     }
 
+    /// Whether the entity named `name` is de-duplicated (``EntityMapping/distinct``), so that
+    /// relationships to it resolve by value.
+    func isDistinct(_ name: String) -> Bool {
+        entities.first { $0.name == name }?.distinct != nil
+    }
+
     /// Whether an expression or filter of the plan reads the destination (names `main.`), and so
     /// may need the destination's indexes while the job runs.
     var readsDestination: Bool {
@@ -112,9 +118,11 @@ public struct EntityMapping: Codable, Sendable, Equatable {
     }
 
     /// A destination foreign-key column filled from a source foreign-key column through the
-    /// target entity's ID map.
+    /// target entity's ID map, or, for a de-duplicated target (``EntityMapping/distinct``), from
+    /// the value of a source expression looked up in the target's natural-key column.
     public struct Relationship: Codable, Sendable, Equatable {
-        /// The source column holding the target's source key.
+        /// The source column holding the target's source key; for a de-duplicated target, an SQL
+        /// expression over the source row giving the target's value (`"from": "ZAUTHORNAME"`).
         public var from: String
         /// The target entity's name.
         public var to: String
@@ -132,6 +140,24 @@ public struct EntityMapping: Codable, Sendable, Equatable {
         public var missingPolicy: MissingPolicy { missing ?? .fail }
     }
 
+    /// The rows of a de-duplicated entity: one destination row per distinct non-null value of a
+    /// source expression, in order of first appearance by source key (an attribute that becomes
+    /// an entity: `Book.authorName` -> `Author`).
+    public struct Distinct: Codable, Sendable, Equatable {
+        /// The SQL expression over the source row whose distinct values are the entity's rows.
+        public var source: String
+        /// The destination column that holds the value, unique in the destination table (the
+        /// job creates a unique index on it for its lookups when the schema has none, and removes
+        /// it at the end).
+        public var destination: String
+
+        /// Creates the natural key of a de-duplicated entity.
+        public init(source: String, destination: String) {
+            self.source = source
+            self.destination = destination
+        }
+    }
+
     /// The entity's name, used by relationships, the journal and every message.
     public var name: String
     /// Where the rows come from.
@@ -144,16 +170,20 @@ public struct EntityMapping: Codable, Sendable, Equatable {
     public var columns: [String: String]?
     /// Destination column -> relationship.
     public var relationships: [String: Relationship]?
+    /// When set, the entity's rows are the distinct values of a source expression; a
+    /// relationship to it then resolves by value: its `from` is an expression giving the value.
+    public var distinct: Distinct?
 
     /// Creates an entity mapping.
     public init(name: String, source: Source, destination: Destination, keys: KeyPolicy? = nil,
-                columns: [String: String] = [:], relationships: [String: Relationship] = [:]) {
+                columns: [String: String] = [:], relationships: [String: Relationship] = [:], distinct: Distinct? = nil) {
         self.name = name
         self.source = source
         self.destination = destination
         self.keys = keys
         self.columns = columns
         self.relationships = relationships
+        self.distinct = distinct
     }
 
     /// The key policy in force.

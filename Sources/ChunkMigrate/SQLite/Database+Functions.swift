@@ -27,6 +27,14 @@ struct FunctionCall {
         }
     }
 
+    /// The bytes of a BLOB (or TEXT) argument, read in place: valid only inside `body`.
+    func withBytes<T>(_ index: Int, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        let value = arguments[index]
+        let count = Int(sqlite3_value_bytes(value))
+        guard count > 0, let pointer = sqlite3_value_blob(value) else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try body(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+
     @inline(__always) func result(_ integer: Int64) { sqlite3_result_int64(context, integer) }
     @inline(__always) func resultNull() { sqlite3_result_null(context) }
 
