@@ -64,12 +64,65 @@ public struct CoreDataMetadata: @unchecked Sendable {
         dictionary["NSStoreUUID"] = uuid
         let bytes: Data
         do {
-            bytes = try PropertyListSerialization.data(fromPropertyList: dictionary, format: .binary, options: 0)
+            bytes = try encoded(dictionary)
         } catch {
             throw MigrationError(.store, "cannot encode the destination's metadata: \(error)", file: destinationPath)
         }
         let setPlist = try database.prepare("UPDATE main.Z_METADATA SET Z_PLIST = ?1 WHERE Z_VERSION = ?2")
         try setPlist.bind([.blob(Array(bytes)), .integer(destination.version)])
         _ = try setPlist.step()
+    }
+
+    /// A property list as a binary plist, keys in sorted order. `PropertyListSerialization` writes
+    /// a dictionary's keys in its hash order, which differs from one process to the next on Linux,
+    /// so a job resumed in another process would write other bytes for the same metadata; Foundation's
+    /// `PropertyListEncoder` writes a keyed container in the order its keys are encoded.
+    static func encoded(_ plist: [String: Any]) throws -> Data {
+        let encoder = PropertyListEncoder()
+        encoder.outputFormat = .binary
+        return try encoder.encode(PlistValue(plist))
+    }
+}
+
+/// A decoded property-list value, encodable in a fixed order (see ``CoreDataMetadata/encoded(_:)``).
+private struct PlistValue: Encodable {
+    let value: Any
+    init(_ value: Any) { self.value = value }
+
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        switch value {
+        case let dictionary as [String: Any]:
+            var container = encoder.container(keyedBy: Key.self)
+            for key in dictionary.keys.sorted() { try container.encode(PlistValue(dictionary[key]!), forKey: Key(stringValue: key)) }
+        case let array as [Any]:
+            var container = encoder.unkeyedContainer()
+            for element in array { try container.encode(PlistValue(element)) }
+        case let text as String:
+            var container = encoder.singleValueContainer()
+            try container.encode(text)
+        case let data as Data:
+            var container = encoder.singleValueContainer()
+            try container.encode(data)
+        case let date as Date:
+            var container = encoder.singleValueContainer()
+            try container.encode(date)
+        case let number as NSNumber:
+            // A property list's booleans are NSNumbers of type "c" (char), its reals "d" or "f".
+            var container = encoder.singleValueContainer()
+            switch String(cString: number.objCType) {
+            case "c", "B": try container.encode(number.boolValue)
+            case "d", "f": try container.encode(number.doubleValue)
+            default: try container.encode(number.int64Value)
+            }
+        default:
+            throw EncodingError.invalidValue(value, .init(codingPath: encoder.codingPath, debugDescription: "not a property-list value"))
+        }
     }
 }

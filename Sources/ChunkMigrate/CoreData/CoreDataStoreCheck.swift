@@ -29,8 +29,8 @@ public enum CoreDataStoreCheck {
         public var isValid: Bool { violations.isEmpty }
     }
 
-    /// Checks the store at `store`, opened read-only (a WAL store's `-wal` file is read as Core
-    /// Data would).
+    /// Checks the store at `store`, opened read-only (a WAL store's `-wal` file, when there is one,
+    /// is read as Core Data would).
     ///
     /// - Throws: ``MigrationError`` naming the file when it is not a readable Core Data store.
     public static func run(store: URL) throws -> Report {
@@ -39,7 +39,9 @@ public enum CoreDataStoreCheck {
         }
         let database: Database
         do {
-            database = try Database(path: store.path, mode: .readOnly)
+            // Read-only, and immutable when no process has the WAL store open: no -wal or -shm
+            // file appears next to the store checked.
+            database = try Database(path: store.path, mode: .source)
             _ = try database.scalar("SELECT count(*) FROM sqlite_schema")
         } catch {
             throw MigrationError(.store, "not a readable SQLite store: \(error.message)", file: store.path)

@@ -69,7 +69,13 @@ final class Engine {
     init(plan: MigrationPlan, options: MigrationOptions, logger: Logger, database: Database,
          journal: JournalWriter, idMap: IDMap, sourcePath: String) throws {
         self.plan = plan
-        self.order = plan.executionOrder()
+        self.order = plan.executionOrder(reads: try Self.destinationReads(of: plan, database: database))
+        if let conflict = order.conflicts.first {
+            let reader = plan.entities[conflict[0]], writer = plan.entities[conflict[1]]
+            throw MigrationError(.invalidPlan,
+                "entities[\(conflict[0])]: an expression reads the destination table \(writer.destination.table), which entity \(writer.name) writes, but \(writer.name) depends on \(reader.name), so it cannot run first; resolve the value through a relationship instead",
+                entity: reader.name)
+        }
         self.options = options
         self.logger = logger
         self.database = database
@@ -116,6 +122,28 @@ final class Engine {
                 call.result(try body(arguments))
             }
         }
+    }
+
+    /// For each entity, the other entities whose destination tables its expressions and filter
+    /// read (`main.<table>`): they must run before it, or it would read them empty, so the order
+    /// takes them as dependencies. An expression SQLite rejects is left to the plan check.
+    static func destinationReads(of plan: MigrationPlan, database: Database) throws -> [Int: Set<Int>] {
+        var writers: [String: Set<Int>] = [:]
+        for (index, entity) in plan.entities.enumerated() { writers[entity.destination.table.lowercased(), default: []].insert(index) }
+        var reads: [Int: Set<Int>] = [:]
+        for (index, entity) in plan.entities.enumerated() {
+            let from = "src.\(SQL.quote(entity.source.table)) AS s"
+            var statements = (entity.columns ?? [:]).values.filter { $0.range(of: "main.", options: .caseInsensitive) != nil }
+                .map { "SELECT (\($0)) FROM \(from)" }
+            if let condition = entity.source.where, condition.range(of: "main.", options: .caseInsensitive) != nil {
+                statements.append("SELECT 1 FROM \(from) WHERE (\(condition))")
+            }
+            for sql in statements {
+                guard let tables = try? database.tablesRead(in: "main", preparing: sql) else { continue }
+                for table in tables { reads[index, default: []].formUnion((writers[table.lowercased()] ?? []).subtracting([index])) }
+            }
+        }
+        return reads
     }
 
     /// Prepares every entity's statements; a plan error (unknown table or column, an expression
