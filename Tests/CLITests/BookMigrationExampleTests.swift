@@ -12,7 +12,7 @@ struct BookMigrationExampleTests {
 
     @Test("model 1 to model 3: users kept, one Author per distinct name with all its books, every book with its author, one File per (book, user) with the book's fileURL",
           .enabled(if: FileManager.default.fileExists(atPath: fixture), "shared/fixtures/coredata/BookMigration is absent"),
-          arguments: [nil, "before-commit:BookAuthors:2", "after-commit:Author:1"])
+          arguments: [nil, "before-start-commit:job:0", "before-commit:BookAuthors:2", "after-commit:Author:1"])
     func modelOneToThree(_ kill: String?) throws {
         try withTemporaryDirectory { directory in
             let source = directory + "/Model1.sqlite"

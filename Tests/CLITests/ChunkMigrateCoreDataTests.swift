@@ -89,7 +89,7 @@ struct ChunkMigrateCoreDataTests {
         }
     }
 
-    static let killPoints = ["after-segment:Object:3", "before-commit:Object:3", "after-commit:Object:3", "mid-record:Object:3",
+    static let killPoints = ["before-start-commit:job:0", "after-segment:Object:3", "before-commit:Object:3", "after-commit:Object:3", "mid-record:Object:3",
                              "after-index:ZOBJECT_ZSOURCE_INDEX:0",
                              "after-complete:job:0"]
 

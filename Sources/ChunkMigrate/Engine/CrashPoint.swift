@@ -8,6 +8,9 @@ import Darwin
 /// chosen with the environment variable `CHUNKMIGRATE_KILL_AT=POINT:ENTITY:BATCH`
 /// (for example `after-commit:Message:3`). Unset, it costs one comparison per batch.
 enum CrashPoint: String, CaseIterable {
+    /// A new job's journal exists; the transaction that records the job in the destination is
+    /// not committed yet (`before-start-commit:job:0`).
+    case beforeStartCommit = "before-start-commit"
     /// The segment is durable, the transaction not yet committed.
     case afterSegment = "after-segment"
     /// Rows and checkpoint are written, the transaction not yet committed.

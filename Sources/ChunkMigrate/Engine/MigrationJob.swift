@@ -98,6 +98,7 @@ public final class MigrationJob: Sendable {
                     file: destination.path)
             }
             if !options.appendToExistingRows || plan.coreData != nil {
+                // Checked again in the transaction that records the job; here before a journal exists.
                 try refuseExistingRows(database, plan: plan, file: destination.path)
             }
             let jobID = UUID().uuidString.lowercased()
@@ -121,20 +122,8 @@ public final class MigrationJob: Sendable {
             let engine = try Engine(plan: plan, options: options, logger: logger, database: database, journal: created,
                                     idMap: IDMap(layout: layout, entityCount: plan.entities.count), sourcePath: source.path)
             try engine.prepare()
-            try engine.coreData?.start()
-            for (index, entity) in plan.entities.enumerated() {
-                guard let distinct = entity.distinct else { continue }
-                do {
-                    try CheckpointStore.ensureUniqueIndex(table: entity.destination.table, column: distinct.destination, in: database)
-                } catch {
-                    throw MigrationError(.invalidPlan,
-                        "entities[\(index)].distinct.destination: the natural key \(distinct.destination) must be unique in \(entity.destination.table), but \(error.message)",
-                        entity: entity.name, column: distinct.destination, file: destination.path)
-                }
-            }
-            if options.defersIndexes && !plan.readsDestination {
-                try CheckpointStore.deferIndexes(in: database, tables: plan.entities.map(\.destination.table))
-            }
+            try Self.prepareDestination(engine, options: options, file: destination.path)
+            CrashPoint.check(.beforeStartCommit, entity: "job", batch: 0)
             try database.execute("COMMIT")
             created.close()
             logger.info("started job", metadata: ["job": "\(jobID)", "journal": "\(journal.path)"])
@@ -374,21 +363,62 @@ public final class MigrationJob: Sendable {
         defer { writer.close() }
         let database = try Engine.openStores(source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
         try checkStores(database, header: writer.header, records: writer.records)
-        if !writer.records.recordsCompletion {
-            if try CheckpointStore.jobIDs(in: database).isEmpty {
-                // Created, but stopped before its checkpoint tables were: the journal mode is still
-                // the store's own.
+        let idMap = IDMap(layout: writer.layout, entityCount: plan.entities.count, cacheBudget: options.idMapCacheBytes)
+        func makeEngine() throws -> Engine {
+            let engine = try Engine(plan: plan, options: options, logger: logger, database: database, journal: writer, idMap: idMap,
+                                    sourcePath: sourceURL.path)
+            try engine.prepare()
+            return engine
+        }
+        let engine: Engine
+        if !writer.records.recordsCompletion, try CheckpointStore.jobIDs(in: database).isEmpty {
+            // Created, but stopped before the transaction that records the job in the destination
+            // committed: do all of it now (the journal mode is still the store's own).
+            let journalMode = try Engine.journalMode(of: database)
+            try database.execute("BEGIN IMMEDIATE")
+            do {
                 try CheckpointStore.create(in: database, jobID: jobID, planFingerprint: writer.header.planFingerprint,
-                                           journalMode: try Engine.journalMode(of: database))
+                                           journalMode: journalMode)
+                engine = try makeEngine()
+                try Self.prepareDestination(engine, options: options, file: destinationURL.path)
+                try database.execute("COMMIT")
+            } catch {
+                if database.inTransaction { try? database.execute("ROLLBACK") }
+                throw error
             }
             try Engine.useRollbackJournal(database)
+        } else {
+            if !writer.records.recordsCompletion { try Engine.useRollbackJournal(database) }
+            engine = try makeEngine()
         }
-        let idMap = IDMap(layout: writer.layout, entityCount: plan.entities.count, cacheBudget: options.idMapCacheBytes)
-        let engine = try Engine(plan: plan, options: options, logger: logger, database: database, journal: writer, idMap: idMap,
-                                sourcePath: sourceURL.path)
-        try engine.prepare()
         try engine.reconcile()
         return try body(engine)
+    }
+
+    /// Inside the transaction that records a new job in the destination, after its checkpoint
+    /// tables: refuses tables that already hold rows (unless asked to append), does Core Data's
+    /// start-of-job bookkeeping, creates the unique indexes de-duplicated entities look values up
+    /// in, and defers the secondary indexes. A job whose start was killed before this committed
+    /// does it all on its next run.
+    private static func prepareDestination(_ engine: Engine, options: MigrationOptions, file: String) throws {
+        let plan = engine.plan, database = engine.database
+        if !options.appendToExistingRows || plan.coreData != nil {
+            try refuseExistingRows(database, plan: plan, file: file)
+        }
+        try engine.coreData?.start()
+        for (index, entity) in plan.entities.enumerated() {
+            guard let distinct = entity.distinct else { continue }
+            do {
+                try CheckpointStore.ensureUniqueIndex(table: entity.destination.table, column: distinct.destination, in: database)
+            } catch {
+                throw MigrationError(.invalidPlan,
+                    "entities[\(index)].distinct.destination: the natural key \(distinct.destination) must be unique in \(entity.destination.table), but \(error.message)",
+                    entity: entity.name, column: distinct.destination, file: file)
+            }
+        }
+        if options.defersIndexes && !plan.readsDestination {
+            try CheckpointStore.deferIndexes(in: database, tables: plan.entities.map(\.destination.table))
+        }
     }
 
     /// Reads a journal, or throws naming what is wrong with it.
