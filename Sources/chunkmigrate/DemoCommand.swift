@@ -39,14 +39,14 @@ struct DemoCommand: AsyncParsableCommand {
         say(summary)
         // The tools of the build that ran this one (a release build when run as `swift run -c
         // release`); `swift run -c release chunkjournal` where chunkjournal is not built yet.
-        let folder = Bundle.main.executableURL?.deletingLastPathComponent().path ?? "."
-        let chunkjournal = FileManager.default.isExecutableFile(atPath: folder + "/chunkjournal")
-            ? folder + "/chunkjournal" : "swift run -c release chunkjournal"
+        let tools = Bundle.main.executableURL?.deletingLastPathComponent().path ?? "."
+        let chunkjournal = FileManager.default.isExecutableFile(atPath: tools + "/chunkjournal")
+            ? tools + "/chunkjournal" : "swift run -c release chunkjournal"
         say("""
 
             Inspect the journal:   \(chunkjournal) info \(journal.path)
             Where did message 6 go: \(chunkjournal) lookup \(journal.path) Message 6
-            Run it yourself:       \(folder)/chunkmigrate run --source \(files.source.path) \\
+            Run it yourself:       \(tools)/chunkmigrate run --source \(files.source.path) \\
                                      --destination /tmp/new.sqlite --schema \(files.schema.path) \\
                                      --plan \(files.plan.path) --journal /tmp/new.journal
             """)
