@@ -300,6 +300,9 @@ struct CoreDataMigrationTests {
                 == [[.text("Item"), .integer(4)], [.text("Person"), .integer(2)]])
         let report = try CoreDataStoreCheck.run(store: new)
         #expect(report.violations == [] && report.unchecked.contains("ZITEM.ZOWNER"))
+        // New keys: the old store's object-ID URIs must not name these objects.
+        #expect(try scalar("SELECT Z_UUID FROM Z_METADATA", on: new) == .text("NEW-UUID"))
+        #expect(inferred.notes.contains { $0.hasPrefix("keys allocated: the destination keeps its own store UUID") })
     }
 
     @Test("a new uniqueness constraint that source rows violate: the batch fails naming the row, or, when asked, the first row of each value is kept and the rest counted",
@@ -381,6 +384,48 @@ struct CoreDataMigrationTests {
         try database.execute("DETACH DATABASE o")
         let report = try CoreDataStoreCheck.run(store: files.new)
         #expect(report.violations == [] && report.checked >= 10)
+    }
+
+    @Test("a sub-entity that becomes a root of its own, a removed sub-entity with join rows and a duplicate of a kept row: each table gets its own rows, join rows to left-out rows are left out, the kept row is the first of the tree")
+    func subEntitiesLeftOutAndMoved() throws {
+        let folder = try TemporaryFolder()
+        let old = folder.path("old.sqlite"), new = folder.path("new.sqlite")
+        let bookkeeping = """
+            CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER);
+            CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB);
+            INSERT INTO Z_METADATA VALUES (1, 'U', NULL);
+            """
+        // Old: Item 1 with sub-entities Note 2 and Photo 3, Tag 4, Item.tags many-to-many.
+        try execute(bookkeeping + """
+            INSERT INTO Z_PRIMARYKEY VALUES (1, 'Item', 0, 9), (2, 'Note', 1, 0), (3, 'Photo', 1, 0), (4, 'Tag', 0, 2);
+            CREATE TABLE ZITEM (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZCODE VARCHAR);
+            CREATE INDEX ZITEM_ZCODE_INDEX ON ZITEM (ZCODE);
+            CREATE TABLE ZTAG (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR);
+            CREATE TABLE Z_1TAGS (Z_1ITEMS INTEGER, Z_4TAGS INTEGER, PRIMARY KEY (Z_1ITEMS, Z_4TAGS));
+            INSERT INTO ZITEM VALUES (1, 1, 1, 'a'), (2, 3, 1, 'x'), (3, 2, 1, 'n'), (4, 1, 1, 'x'), (5, 1, 1, 'x'), (6, 3, 1, 'p');
+            INSERT INTO ZTAG VALUES (1, 4, 1, 'red'), (2, 4, 1, 'blue');
+            INSERT INTO Z_1TAGS VALUES (1, 1), (2, 1), (3, 2), (4, 2), (5, 1), (6, 2);
+            """, on: old)
+        // New: Photo removed, Note a root of its own, a unique constraint on ZITEM.ZCODE.
+        try execute(bookkeeping + """
+            INSERT INTO Z_PRIMARYKEY VALUES (1, 'Item', 0, 0), (2, 'Note', 0, 0), (3, 'Tag', 0, 0);
+            CREATE TABLE ZITEM (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZCODE VARCHAR);
+            CREATE UNIQUE INDEX Z_Item_UNIQUE_code ON ZITEM (ZCODE);
+            CREATE TABLE ZNOTE (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZCODE VARCHAR);
+            CREATE TABLE ZTAG (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR);
+            CREATE TABLE Z_1TAGS (Z_1ITEMS INTEGER, Z_3TAGS INTEGER, PRIMARY KEY (Z_1ITEMS, Z_3TAGS));
+            """, on: new)
+        let inferred = try Self.migrate(old, into: new, folder: folder, batchSize: 2, options: InferenceOptions(keepFirstDuplicate: true))
+        #expect(inferred.notes.contains { $0.hasPrefix("ZITEM(ZCODE): a new uniqueness constraint that 1 rows of the source violate") },
+                "\(inferred.notes)")
+        // Items only (Photo rows 2 and 6 left out, Note row 3 in its own table); of 'x', row 4 is
+        // the first Item (row 2 was a Photo) and row 5 its duplicate.
+        #expect(try Self.rows(new, "ZITEM") == [[.integer(1), .integer(1), .integer(1), .text("a")],
+                                                [.integer(4), .integer(1), .integer(1), .text("x")]])
+        #expect(try Self.rows(new, "ZNOTE") == [[.integer(3), .integer(2), .integer(1), .text("n")]])
+        // Join rows of the Photos and of the duplicate are gone with them.
+        #expect(try Self.rows(new, "Z_1TAGS") == [[.integer(1), .integer(1)], [.integer(4), .integer(2)]])
+        #expect(try CoreDataStoreCheck.run(store: new).violations == [])
     }
 
     @Test("a source entity the plan maps nowhere fails its batch naming the entity and the row, not a silent NULL")

@@ -13,6 +13,8 @@ final class CoreDataBookkeeping {
     private let plan: MigrationPlan
     private let database: Database
     private let sourcePath: String
+    /// Where the bookkeeping says what it did not do.
+    var logger: ((String) -> Void)?
 
     init(database: Database, plan: MigrationPlan, mapping: CoreDataMapping, resolver: Resolver,
          sourcePath: String, destinationPath: String) throws {
@@ -91,7 +93,23 @@ final class CoreDataBookkeeping {
                   let sourceMax = source.entities[from.root]?.max else { continue }
             try database.execute("UPDATE main.Z_PRIMARYKEY SET Z_MAX = \(sourceMax) WHERE Z_ENT = \(to.root) AND Z_MAX < \(sourceMax)")
         }
-        try CoreDataMetadata.adoptStoreUUID(database, sourcePath: sourcePath, destinationPath: database.path)
+        // Object-ID URIs name the store UUID and the key: they keep pointing at the same objects
+        // only where the keys of the source's entities are kept.
+        if keepsObjectIDs {
+            try CoreDataMetadata.adoptStoreUUID(database, sourcePath: sourcePath, destinationPath: database.path)
+        } else {
+            logger?("the destination keeps its own store UUID: keys of source entities are allocated anew, so object-ID URIs saved before the migration must not name the new objects")
+        }
+    }
+
+    /// Whether every entity of the source copied into the destination keeps its keys: new
+    /// entities (a de-duplicated Author) may allocate theirs, since no URI names them yet.
+    var keepsObjectIDs: Bool {
+        let mapped = Set(numbers.values)
+        return plan.entities.allSatisfy { entity in
+            guard entity.keyPolicy == .allocate, let table = destination.table(named: entity.destination.table) else { return true }
+            return destination.descendants(of: table.root).isDisjoint(with: mapped)
+        }
     }
 
     /// Inside a batch's transaction, after its rows are written: raises `Z_MAX` of the root the

@@ -8,6 +8,9 @@ struct CoreDataInference {
     let destinationPath: String
     let options: InferenceOptions
     private var decisions: [String] = []
+    /// Destination entity table -> the source table it is copied from and the filter that leaves
+    /// rows out, for the join tables that refer to its rows.
+    private var rowFilters: [String: (source: String, filter: String)] = [:]
     private var notes: [String] = []
 
     init(database: Database, sourcePath: String, destinationPath: String, options: InferenceOptions) {
@@ -66,7 +69,8 @@ struct CoreDataInference {
                 notes.append("table \(table.name): its entities come from several source entity trees (\(names.joined(separator: ", "))); not inferred, write these entities in the plan")
                 continue
             }
-            entities.append(try entity(into: table, from: from, sourceOf: sourceOf, source: source, destination: destination))
+            entities.append(try entity(into: table, from: from, mapped: Set(sourceEntities), sourceOf: sourceOf,
+                                       source: source, destination: destination))
         }
         if options.keys == .allocate {
             try allocateKeys(&entities, sourceOf: sourceOf, source: source, destination: destination)
@@ -101,7 +105,7 @@ struct CoreDataInference {
 
     /// The entity mapping of one destination entity tree's table.
     private mutating func entity(into table: CoreDataLayout.EntityTable, from: CoreDataLayout.EntityTable,
-                                 sourceOf: [Int64: Int64], source: CoreDataLayout,
+                                 mapped: Set<Int64>, sourceOf: [Int64: Int64], source: CoreDataLayout,
                                  destination: CoreDataLayout) throws -> EntityMapping {
         let rootName = destination.entities[table.root]!.name
         var sourceColumns = Dictionary(from.columns.map { ($0.name.uppercased(), $0) }, uniquingKeysWith: { a, _ in a })
@@ -158,16 +162,19 @@ struct CoreDataInference {
         for column in from.columns where !used.contains(column.name.uppercased()) {
             notes.append("\(from.name).\(column.name): no counterpart in \(table.name); not copied")
         }
-        var conditions = try checkNewUniqueness(table, from: from)
-
-        // Source sub-entities with no counterpart are left out by name.
+        // Source sub-entities with no counterpart here are left out by name: only the source
+        // entities mapped into this destination tree (a sub-entity that became a root of its own
+        // is copied by that root's entity, not this one).
         let sourceTree = source.descendants(of: from.root)
-        let kept = sourceTree.filter { number in sourceOf.values.contains(number) }
+        let kept = sourceTree.intersection(mapped)
+        var entityFilter: String?
         if kept.count < sourceTree.count {
             let names = kept.compactMap { source.entities[$0]?.name }.sorted().map { "'\($0.replacingOccurrences(of: "'", with: "''"))'" }
-            conditions.insert("Z_ENT IN (SELECT Z_ENT FROM src.Z_PRIMARYKEY WHERE Z_NAME IN (\(names.joined(separator: ", "))))", at: 0)
+            entityFilter = "Z_ENT IN (SELECT Z_ENT FROM src.Z_PRIMARYKEY WHERE Z_NAME IN (\(names.joined(separator: ", "))))"
         }
+        let conditions = [entityFilter].compactMap { $0 } + (try checkNewUniqueness(table, from: from, entityFilter: entityFilter))
         let condition = conditions.isEmpty ? nil : conditions.joined(separator: " AND ")
+        if let condition { rowFilters[table.name] = (from.name, condition) }
         decisions.append("table \(from.name) -> \(table.name) (entity tree \(rootName)): \(columns.count) columns, keys preserved")
         return EntityMapping(name: rootName, source: .init(table: from.name, key: "Z_PK", where: condition),
                              destination: .init(table: table.name, key: "Z_PK"), keys: .preserve, columns: columns)
@@ -211,6 +218,7 @@ struct CoreDataInference {
                 file: destinationPath)
         }
         decisions.append("keys allocated after each table's largest key; to-one and join-table keys through the ID map (missing: fail)")
+        notes.append("keys allocated: the destination keeps its own store UUID, since object-ID URIs saved before the migration would name other objects")
     }
 
     /// What lightweight migration does for a non-optional attribute with a default value in the
@@ -266,8 +274,10 @@ struct CoreDataInference {
     /// with the number of source rows that violate it. Those rows fail their batch, naming the
     /// row; with ``InferenceOptions/keepFirstDuplicate`` the returned filters keep the first row
     /// of each value in source-key order instead, and the report counts the rows left out.
-    private mutating func checkNewUniqueness(_ table: CoreDataLayout.EntityTable, from: CoreDataLayout.EntityTable) throws -> [String] {
+    private mutating func checkNewUniqueness(_ table: CoreDataLayout.EntityTable, from: CoreDataLayout.EntityTable,
+                                             entityFilter: String?) throws -> [String] {
         var filters: [String] = []
+        let inTree = entityFilter.map { " AND \($0)" } ?? ""
         let old = Set(from.uniqueIndexes.map { $0.map { $0.uppercased() } })
         let sourceColumns = Set(from.columns.map { $0.name.uppercased() })
         for columns in table.uniqueIndexes where !old.contains(columns.map { $0.uppercased() }) {
@@ -279,7 +289,7 @@ struct CoreDataInference {
             let quoted = columns.map(SQL.quote).joined(separator: ", ")
             let nonNull = columns.map { "\(SQL.quote($0)) IS NOT NULL" }.joined(separator: " AND ")
             let duplicates = try database.scalar("""
-                SELECT ifnull(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM src.\(SQL.quote(from.name)) WHERE \(nonNull)
+                SELECT ifnull(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM src.\(SQL.quote(from.name)) WHERE \(nonNull)\(inTree)
                                                    GROUP BY \(quoted) HAVING count(*) > 1)
                 """).integer ?? 0
             if duplicates == 0 {
@@ -287,8 +297,15 @@ struct CoreDataInference {
             } else if options.keepFirstDuplicate {
                 let same = columns.map { "t.\(SQL.quote($0)) = s.\(SQL.quote($0))" }.joined(separator: " AND ")
                 let anyNull = columns.map { "s.\(SQL.quote($0)) IS NULL" }.joined(separator: " OR ")
-                filters.append("(\(anyNull) OR s.Z_PK = (SELECT min(t.Z_PK) FROM src.\(SQL.quote(from.name)) AS t WHERE \(same)))")
-                notes.append("\(table.name)(\(list)): a new uniqueness constraint that \(duplicates) rows of the source violate; the first row of each value (in key order) is kept and these \(duplicates) are not copied")
+                let treeOfT = entityFilter.map { " AND t.\($0)" } ?? ""
+                filters.append("(\(anyNull) OR s.Z_PK = (SELECT min(t.Z_PK) FROM src.\(SQL.quote(from.name)) AS t WHERE \(same)\(treeOfT)))")
+                notes.append("\(table.name)(\(list)): a new uniqueness constraint that \(duplicates) rows of the source violate; the first row of each value (in key order) is kept and these \(duplicates) are not copied, nor the join-table rows that refer to them; to-one references to them stay as they are")
+                let single = try CoreDataLayout.singleColumnIndexes(database, schema: "src", table: from.name)
+                let indexed = from.uniqueIndexes.contains { $0.first?.uppercased() == columns[0].uppercased() }
+                    || single.contains { $0.uppercased() == columns[0].uppercased() }
+                if !indexed {
+                    notes.append("\(from.name).\(columns[0]): the source has no index on it, so keeping the first row of each value reads the table once per row; on a large store add the index to a copy of the source first")
+                }
             } else {
                 notes.append("\(table.name)(\(list)): a new uniqueness constraint that \(duplicates) rows of the source violate: the batch that meets one fails, naming its source key (infer with keep-first duplicates to keep the first row of each value instead)")
             }
@@ -306,6 +323,15 @@ struct CoreDataInference {
             return nil
         }
         var columns: [String: String] = [:]
+        var filters: [String] = []
+        for column in join.columns where !column.isOrder {
+            // A join row whose key refers to a row the plan leaves out is left out with it.
+            guard let entity = sourceOf[column.entity], let table = destination.entities[column.entity]?.table,
+                  let copied = rowFilters[table],
+                  let old = from.columns.first(where: { $0.entity == entity && $0.relationship == column.relationship && !$0.isOrder }) else { continue }
+            filters.append("\(SQL.identifier(old.name)) IN (SELECT s.Z_PK FROM src.\(SQL.quote(copied.source)) AS s WHERE \(copied.filter))")
+        }
+        if !filters.isEmpty { decisions.append("join table \(from.name): rows that refer to rows left out are left out") }
         for column in join.columns {
             guard let entity = sourceOf[column.entity],
                   let old = from.columns.first(where: { $0.entity == entity && $0.relationship == column.relationship && $0.isOrder == column.isOrder }) else {
@@ -316,8 +342,9 @@ struct CoreDataInference {
         }
         let renamed = from.name == join.name && columns.allSatisfy({ $0.key == $0.value }) ? "" : " (columns \(columns.sorted { $0.key < $1.key }.map { "\($0.value) -> \($0.key)" }.joined(separator: ", ")))"
         decisions.append("join table \(from.name) -> \(join.name)\(renamed)")
-        return EntityMapping(name: join.name, source: .init(table: from.name), destination: .init(table: join.name),
-                             columns: columns)
+        return EntityMapping(name: join.name,
+                             source: .init(table: from.name, where: filters.isEmpty ? nil : filters.joined(separator: " AND ")),
+                             destination: .init(table: join.name), columns: columns)
     }
 
     private func count(schema: String, table: String, entities: Set<Int64>) throws -> Int64 {

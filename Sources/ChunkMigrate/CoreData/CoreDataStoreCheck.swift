@@ -46,7 +46,11 @@ public enum CoreDataStoreCheck {
         } catch {
             throw MigrationError(.store, "not a readable SQLite store: \(error.message)", file: store.path)
         }
-        return try check(database, file: store.path)
+        do {
+            return try check(database, file: store.path)
+        } catch let error as SQLiteError {
+            throw MigrationError(.store, "cannot read the store as a Core Data store: \(error.message)", file: store.path, sql: error.sql)
+        }
     }
 
     /// Checks the store open as `main` in `database`.

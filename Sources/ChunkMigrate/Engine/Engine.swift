@@ -69,13 +69,6 @@ final class Engine {
     init(plan: MigrationPlan, options: MigrationOptions, logger: Logger, database: Database,
          journal: JournalWriter, idMap: IDMap, sourcePath: String) throws {
         self.plan = plan
-        self.order = plan.executionOrder(reads: try Self.destinationReads(of: plan, database: database))
-        if let conflict = order.conflicts.first {
-            let reader = plan.entities[conflict[0]], writer = plan.entities[conflict[1]]
-            throw MigrationError(.invalidPlan,
-                "entities[\(conflict[0])]: an expression reads the destination table \(writer.destination.table), which entity \(writer.name) writes, but \(writer.name) depends on \(reader.name), so it cannot run first; resolve the value through a relationship instead",
-                entity: reader.name)
-        }
         self.options = options
         self.logger = logger
         self.database = database
@@ -83,9 +76,34 @@ final class Engine {
         self.idMap = idMap
         let resolver = Resolver(idMap: idMap)
         self.resolver = resolver
+        // Every function first: the resolver's read their relationships when called, and the order
+        // below prepares the plan's expressions, which may call any of them.
+        try resolver.register(on: database)
+        try ValueFunctions(resolver: resolver).register(on: database)
+        for function in options.functions {
+            let body = function.body
+            // One arguments array per function, emptied and refilled for each row, so its storage
+            // is allocated once rather than per call.
+            var arguments: [SQLiteValue] = []
+            try database.createFunction(function.name, argumentCount: function.argumentCount,
+                                        deterministic: function.isDeterministic) { call in
+                arguments.removeAll(keepingCapacity: true)
+                for index in 0..<call.count { arguments.append(call.value(index)) }
+                call.result(try body(arguments))
+            }
+        }
         coreData = try plan.coreData.map { mapping in
             try CoreDataBookkeeping(database: database, plan: plan, mapping: mapping, resolver: resolver,
                                     sourcePath: sourcePath, destinationPath: database.path)
+        }
+        coreData?.logger = { [logger] message in logger.warning("\(message)") }
+        // An expression reading another entity's destination table makes that entity a dependency.
+        self.order = plan.executionOrder(reads: try Self.destinationReads(of: plan, database: database))
+        if let conflict = order.conflicts.first {
+            let reader = plan.entities[conflict[0]], writer = plan.entities[conflict[1]]
+            throw MigrationError(.invalidPlan,
+                "entities[\(conflict[0])]: an expression reads the destination table \(writer.destination.table), which entity \(writer.name) writes, but \(writer.name) depends on \(reader.name), so it cannot run first; resolve the value through a relationship instead",
+                entity: reader.name)
         }
         self.checkpoints = try CheckpointStore(database: database)
         self.states = Array(repeating: EntityState(), count: plan.entities.count)
@@ -107,20 +125,6 @@ final class Engine {
         // A de-duplicated entity is looked up by value, never through its ID map.
         isRelationshipTarget = plan.entities.indices.map { entity in
             plan.entities[entity].distinct == nil && resolver.relationships.contains { Int($0.target) == entity }
-        }
-        try resolver.register(on: database)
-        try ValueFunctions(resolver: resolver).register(on: database)
-        for function in options.functions {
-            let body = function.body
-            // One arguments array per function, emptied and refilled for each row, so its storage
-            // is allocated once rather than per call.
-            var arguments: [SQLiteValue] = []
-            try database.createFunction(function.name, argumentCount: function.argumentCount,
-                                        deterministic: function.isDeterministic) { call in
-                arguments.removeAll(keepingCapacity: true)
-                for index in 0..<call.count { arguments.append(call.value(index)) }
-                call.result(try body(arguments))
-            }
         }
     }
 
