@@ -70,6 +70,22 @@ struct ValueFunctionTests {
         #expect(Date(timeIntervalSince1970: 1_678_307_200.5) == Date(timeIntervalSinceReferenceDate: 700_000_000.5))
     }
 
+    @Test("a malformed key path is a plan error naming the plan path")
+    func malformedKeyPath() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        try execute("CREATE TABLE item (id INTEGER PRIMARY KEY, meta BLOB);", on: source)
+        let plan = MigrationPlan(entities: [EntityMapping(name: "Item", source: .init(table: "item", key: "id"),
+                                                          destination: .init(table: "item", key: "id"), keys: .preserve,
+                                                          columns: ["k": "plist_value(meta, 'address..city')"])])
+        let error = try #require(throws: MigrationError.self) {
+            try MigrationJob.start(plan: plan, source: source, destination: folder.path("new.sqlite"), journal: folder.path("journal"),
+                                   schema: "CREATE TABLE item (id INTEGER PRIMARY KEY, k);", logger: quietLogger)
+        }
+        #expect(error.code == .invalidPlan && error.message.hasPrefix("entities[0].columns.k: plist_value key path 'address..city'"), "\(error)")
+        #expect(ChunkMigrate.Engine.keyPathProblem(in: "plist_value(meta, 'address.city')") == nil)
+    }
+
     @Test("a blob that is not a property list fails the batch naming the row, unless the plan guards with is_plist")
     func notAPlist() throws {
         let good = try Self.plist(["k": "v"])

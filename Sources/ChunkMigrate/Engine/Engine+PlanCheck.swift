@@ -68,6 +68,9 @@ extension Engine {
                 throw invalid("\(path).columns.\(column): the destination table \"\(entity.destination.table)\" has no column \"\(column)\"\(MigrationPlan.suggestion(for: column, among: destinationNames))",
                               column: column)
             }
+            if let problem = Self.keyPathProblem(in: expression) {
+                throw invalid("\(path).columns.\(column): \(problem)", column: column)
+            }
             let sql = "SELECT (\(expression)) FROM \(sourceFrom) LIMIT 0"
             do {
                 _ = try database.prepare(sql)
@@ -153,6 +156,24 @@ extension Engine {
         throw MigrationError(.invalidPlan,
             "\(path): source column \"\(source[1].text ?? bare)\" has \(from) affinity and destination column \"\(column)\" \(to) affinity; SQLite would silently convert values (text such as '007' into 7, or numbers into text). Write the conversion in the expression if it is intended, e.g. CAST(\(source[1].text ?? bare) AS \(to))",
             entity: entity.name, column: column)
+    }
+
+    /// What is wrong with a literal key path given to `plist_value` in `expression`, if anything:
+    /// an empty path, or an empty component (`'address..city'`). A path to a key that rows do not
+    /// have is not an error (the value is NULL); the plan check cannot see the rows' keys.
+    static func keyPathProblem(in expression: String) -> String? {
+        guard let pattern = try? NSRegularExpression(pattern: #"plist_value\s*\([^,]*,\s*'([^']*)'\s*\)"#, options: [.caseInsensitive]) else {
+            return nil
+        }
+        let range = NSRange(expression.startIndex..., in: expression)
+        for match in pattern.matches(in: expression, range: range) {
+            guard let found = Range(match.range(at: 1), in: expression) else { continue }
+            let keyPath = String(expression[found])
+            if keyPath.isEmpty || keyPath.split(separator: ".", omittingEmptySubsequences: false).contains(where: \.isEmpty) {
+                return "plist_value key path '\(keyPath)' is empty or has an empty component; write keys separated by single dots ('address.city', 'lines.0')"
+            }
+        }
+        return nil
     }
 
     /// A declared type's affinity, by SQLite's rules (https://www.sqlite.org/datatype3.html#determination_of_column_affinity).
