@@ -105,8 +105,10 @@ final class ValueFunctions {
         lastPlist = nil
         do {
             let decoded = try PropertyListSerialization.propertyList(from: Data(lastBlob), options: [], format: nil)
-            lastPlist = decoded
-            return decoded
+            // Kept as a Swift dictionary: bridged once per row, not once per column that reads it.
+            let root: Any = (decoded as? [String: Any]) ?? decoded
+            lastPlist = root
+            return root
         } catch {
             throw fail("the blob is not a property list (\(lastBlob.count) bytes)")
         }
