@@ -89,18 +89,11 @@ private struct PlistValue: Encodable {
     let value: Any
     init(_ value: Any) { self.value = value }
 
-    private struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
     func encode(to encoder: any Encoder) throws {
         switch value {
         case let dictionary as [String: Any]:
-            var container = encoder.container(keyedBy: Key.self)
-            for key in dictionary.keys.sorted() { try container.encode(PlistValue(dictionary[key]!), forKey: Key(stringValue: key)) }
+            var container = encoder.container(keyedBy: PropertyListKey.self)
+            for key in dictionary.keys.sorted() { try container.encode(PlistValue(dictionary[key]!), forKey: PropertyListKey(stringValue: key)) }
         case let array as [Any]:
             var container = encoder.unkeyedContainer()
             for element in array { try container.encode(PlistValue(element)) }
@@ -125,4 +118,13 @@ private struct PlistValue: Encodable {
             throw EncodingError.invalidValue(value, .init(codingPath: encoder.codingPath, debugDescription: "not a property-list value"))
         }
     }
+}
+
+/// A dictionary key of a property list written with `PropertyListEncoder`, for dictionaries whose
+/// keys are only known at run time.
+struct PropertyListKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
 }

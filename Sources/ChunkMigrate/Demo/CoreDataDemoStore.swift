@@ -292,16 +292,9 @@ public enum CoreDataDemoStore {
     private struct OrderedDictionary: Encodable {
         var pairs: [(String, Data)]
 
-        private struct Key: CodingKey {
-            var stringValue: String
-            var intValue: Int? { nil }
-            init(stringValue: String) { self.stringValue = stringValue }
-            init?(intValue: Int) { nil }
-        }
-
         func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: Key.self)
-            for (key, value) in pairs { try container.encode(value, forKey: Key(stringValue: key)) }
+            var container = encoder.container(keyedBy: PropertyListKey.self)
+            for (key, value) in pairs { try container.encode(value, forKey: PropertyListKey(stringValue: key)) }
         }
     }
 

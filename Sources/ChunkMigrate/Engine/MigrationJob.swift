@@ -97,10 +97,6 @@ public final class MigrationJob: Sendable {
                     "the destination already holds the checkpoint of job \(other); resume that job's journal, or use a fresh destination",
                     file: destination.path)
             }
-            if !options.appendToExistingRows || plan.coreData != nil {
-                // Checked again in the transaction that records the job; here before a journal exists.
-                try refuseExistingRows(database, plan: plan, file: destination.path)
-            }
             let jobID = UUID().uuidString.lowercased()
             let header = JournalHeader(
                 jobID: jobID, createdAt: ISO8601DateFormatter().string(from: Date()),
