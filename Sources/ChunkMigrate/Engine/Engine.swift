@@ -175,7 +175,8 @@ final class Engine {
                                               assignsNextRowid: try Self.assignsNextRowid(database, table: entity.destination.table),
                                               verifyChecksums: options.verifyChecksums)
                 try copier.prepareFixups(database: database, deferred: order.deferred[index] ?? [],
-                                         relationshipIndexes: relationshipIndexes[index])
+                                         relationshipIndexes: relationshipIndexes[index],
+                                         selfReferences: Set(entity.sortedRelationships.filter { $0.relationship.to == entity.name }.map(\.column)))
                 guard try copier.walksInKeyOrder(database: database) else {
                     throw MigrationError(.invalidPlan,
                         "SQLite would sort the rows of \(entity.source.table) instead of reading them in key order; batches need the key's own order",
@@ -499,7 +500,7 @@ final class Engine {
         try database.execute("BEGIN IMMEDIATE")
         do {
             resolver.resetCounters()
-            try copier.fix(column: column, first: first, last: last)
+            try copier.fix(column: column, destination: first...last, source: ref.firstKey...ref.lastKey)
             let record = FixupRecord(entity: UInt32(index), column: column, batch: batch,
                                      firstDestinationKey: first, lastDestinationKey: last,
                                      rowsUpdated: UInt32(resolver.updated), rowsNulled: UInt32(resolver.nulled),

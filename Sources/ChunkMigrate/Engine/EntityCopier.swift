@@ -18,7 +18,8 @@ final class EntityCopier {
     /// afterwards instead of writing each key itself.
     let assignsKeys: Bool
     /// Deferred relationships: destination column -> (resolver index, UPDATE statement).
-    private(set) var fixups: [String: (relationship: Int, statement: Statement)] = [:]
+    /// `bySource`: the statement takes the batch's source keys rather than its destination keys.
+    private(set) var fixups: [String: (relationship: Int, statement: Statement, bySource: Bool)] = [:]
 
     private let maxDestination: Statement?
     /// Digests of a batch's rows as written, and of the source values they were mapped from.
@@ -214,22 +215,47 @@ final class EntityCopier {
         }
     }
 
-    /// Prepares the fix-up statements of the deferred relationships.
-    func prepareFixups(database: Database, deferred: Set<String>, relationshipIndexes: [String: Int]) throws(SQLiteError) {
+    /// Prepares the fix-up statements of the deferred relationships. A fix-up batch covers the
+    /// rows of one copy batch: `?1` and `?2` are its first and last destination keys, or, for a
+    /// self-reference, its first and last source keys.
+    ///
+    /// A self-reference needs only the rows whose foreign key is larger than their own key (the
+    /// copy resolved or settled every other one, see ``Resolver/Relationship/isSelfReference``):
+    /// they are found in the source, in key order, and only the rows whose target now has a
+    /// destination key are written. A relationship that closes a cycle between entities visits
+    /// the batch's rows still NULL.
+    func prepareFixups(database: Database, deferred: Set<String>, relationshipIndexes: [String: Int],
+                       selfReferences: Set<String>) throws(SQLiteError) {
         let sourceTable = "src." + SQL.quote(entity.source.table)
         let sourceKey = "s." + SQL.key(entity.source.key)
         let destinationTable = "main." + SQL.quote(entity.destination.table)
         let destinationKey = "d." + SQL.key(entity.destination.key)
         for (column, relationship) in entity.sortedRelationships where deferred.contains(column) {
             let index = relationshipIndexes[column]!
-            let ownRows = mapping == .preserve ? " AND cm_source_of(\(self.index), \(destinationKey)) IS NOT NULL" : ""
-            let sql = """
-                UPDATE \(destinationTable) AS d SET \(SQL.quote(column)) = cm_fix(\(index),
-                    (SELECT s.\(SQL.quote(relationship.from)) FROM \(sourceTable) AS s
-                     WHERE \(sourceKey) = cm_source_of(\(self.index), \(destinationKey))), \(destinationKey))
-                WHERE \(destinationKey) BETWEEN ?1 AND ?2 AND d.\(SQL.quote(column)) IS NULL\(ownRows)
-                """
-            fixups[column] = (index, try database.prepare(sql))
+            let foreignKey = "s." + SQL.quote(relationship.from)
+            let sql: String
+            if selfReferences.contains(column) {
+                // MATERIALIZED: each row's cm_fix runs once, however SQLite plans the UPDATE.
+                sql = """
+                    WITH fix AS MATERIALIZED (
+                      SELECT own, cm_fix(\(index), foreign_key, own) AS target FROM (
+                        SELECT cm_destination_of(\(self.index), \(sourceKey)) AS own, \(foreignKey) AS foreign_key
+                        FROM \(sourceTable) AS s
+                        WHERE \(sourceKey) BETWEEN ?1 AND ?2 AND \(foreignKey) > \(sourceKey))
+                      WHERE own IS NOT NULL)
+                    UPDATE \(destinationTable) AS d SET \(SQL.quote(column)) = fix.target
+                    FROM fix WHERE \(destinationKey) = fix.own AND fix.target IS NOT NULL
+                    """
+            } else {
+                let ownRows = mapping == .preserve ? " AND cm_source_of(\(self.index), \(destinationKey)) IS NOT NULL" : ""
+                sql = """
+                    UPDATE \(destinationTable) AS d SET \(SQL.quote(column)) = cm_fix(\(index),
+                        (SELECT \(foreignKey) FROM \(sourceTable) AS s
+                         WHERE \(sourceKey) = cm_source_of(\(self.index), \(destinationKey))), \(destinationKey))
+                    WHERE \(destinationKey) BETWEEN ?1 AND ?2 AND d.\(SQL.quote(column)) IS NULL\(ownRows)
+                    """
+            }
+            fixups[column] = (index, try database.prepare(sql), selfReferences.contains(column))
         }
     }
 
@@ -258,10 +284,12 @@ final class EntityCopier {
         try insertFirst.step()
     }
 
-    /// Sets one deferred column on the destination rows between `first` and `last`.
-    func fix(column: String, first: Int64, last: Int64) throws(SQLiteError) {
+    /// Sets one deferred column on the rows of one copy batch: destination keys `destination`,
+    /// source keys `source`.
+    func fix(column: String, destination: ClosedRange<Int64>, source: ClosedRange<Int64>) throws(SQLiteError) {
         guard let fixup = fixups[column] else { return }
-        try fixup.statement.bind([.integer(first), .integer(last)])
+        let keys = fixup.bySource ? source : destination
+        try fixup.statement.bind([.integer(keys.lowerBound), .integer(keys.upperBound)])
         defer { fixup.statement.reset() }
         try fixup.statement.step()
     }

@@ -14,6 +14,11 @@ final class Resolver {
         var targetName: String
         var policy: EntityMapping.MissingPolicy
         var deferred: Bool
+        /// Whether the relationship refers to its own entity. Rows are written in source-key
+        /// order, so a reference to a smaller key that is not resolved when the row is written
+        /// never will be: its policy applies at once, and only references to larger keys wait
+        /// for the fix-up pass.
+        var isSelfReference: Bool { target == owner }
     }
 
     // The state below is read and written once or more per row, only on the engine's thread,
@@ -32,6 +37,10 @@ final class Resolver {
     /// Rows the batch's filter looked at (kept or skipped).
     @exclusivity(unchecked) var scanned = 0
     @exclusivity(unchecked) var skipped = 0
+
+    /// The last foreign key each relationship resolved in the running batch and its destination
+    /// key, so that `cm_keep` and the `cm_ref` of the same row resolve a `skip` relationship once.
+    @exclusivity(unchecked) private var lastResolved: [(foreignKey: Int64, destination: Int64)?] = []
 
     /// The order-independent digest `cm_digest` accumulates: the wrapping sum of one hash per row.
     @exclusivity(unchecked) var digest: UInt64 = 0
@@ -61,6 +70,7 @@ final class Resolver {
         scanned = 0
         skipped = 0
         batchValues = []
+        lastResolved = Array(repeating: nil, count: relationships.count)
         resetCounters()
     }
 
@@ -105,6 +115,14 @@ final class Resolver {
         return takenInBatch(key, entity: entity)
     }
 
+    /// `resolve` for relationship `index`, remembering the answer for the row's next call.
+    @inline(__always) private func resolve(_ key: Int64, relationship index: Int) throws(JournalError) -> Int64? {
+        if let last = lastResolved[index], last.foreignKey == key { return last.destination }
+        guard let mapped = try resolve(key, entity: relationships[index].target) else { return nil }
+        lastResolved[index] = (key, mapped)
+        return mapped
+    }
+
     struct Failure: Error, CustomStringConvertible {
         var description: String
     }
@@ -123,10 +141,10 @@ final class Resolver {
         // Fields are read in place: copying the relationship would retain its strings per row.
         let index = Int(call.int64(0))
         let foreignKey = call.int64(1)
-        if let mapped = try resolve(foreignKey, entity: relationships[index].target) {
+        if let mapped = try resolve(foreignKey, relationship: index) {
             return call.result(mapped)
         }
-        if relationships[index].deferred {
+        if relationships[index].deferred && !(relationships[index].isSelfReference && foreignKey <= call.int64(2)) {
             deferred += 1
             return call.resultNull()
         }
@@ -156,8 +174,7 @@ final class Resolver {
             var argument = 1
             while argument + 1 < call.count {
                 if !call.isNull(argument + 1) {
-                    let target = relationships[Int(call.int64(argument))].target
-                    if try resolve(call.int64(argument + 1), entity: target) == nil {
+                    if try resolve(call.int64(argument + 1), relationship: Int(call.int64(argument))) == nil {
                         skipped += 1
                         return call.result(0)
                     }
@@ -233,6 +250,14 @@ final class Resolver {
         try database.createFunction("cm_digest", argumentCount: -1, deterministic: false) { [self] call in
             digest &+= RowHash(call).value
             call.resultNull()
+        }
+        // The destination key of a committed row of an entity, from its source key.
+        try database.createFunction("cm_destination_of", argumentCount: 2, deterministic: false) { [self] call in
+            if let destination = try idMap.destination(of: call.int64(1), entity: UInt32(call.int64(0))) {
+                call.result(destination)
+            } else {
+                call.resultNull()
+            }
         }
         try database.createFunction("cm_source_of", argumentCount: 2, deterministic: false) { [self] call in
             if let source = try idMap.source(ofDestination: call.int64(1), entity: UInt32(call.int64(0))) {
