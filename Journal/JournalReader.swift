@@ -99,9 +99,10 @@ public struct JournalReader: Sendable {
         records.contains { if case let .entityComplete(done, _, _) = $0 { done == entity } else { false } }
     }
 
-    /// An ID map over the batches of this journal, reading segments from its directory.
-    public func idMap(cacheBudget: Int = IDMap.defaultCacheBudget) throws(JournalError) -> IDMap {
-        let map = IDMap(layout: layout, entityCount: header.entities.count, cacheBudget: cacheBudget)
+    /// An ID map over the batches of this journal, reading segments from its directory; its
+    /// cache holds `cacheBudget` bytes of keys and grows up to `cacheLimit` when lookups need it.
+    public func idMap(cacheBudget: Int = IDMap.defaultCacheBudget, cacheLimit: Int? = nil) throws(JournalError) -> IDMap {
+        let map = IDMap(layout: layout, entityCount: header.entities.count, cacheBudget: cacheBudget, cacheLimit: cacheLimit)
         for record in batches { try map.add(record) }
         return map
     }

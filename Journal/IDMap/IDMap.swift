@@ -2,14 +2,25 @@
 /// map in memory.
 ///
 /// The index holds one ``SegmentRef`` per batch (48 bytes); a lookup binary-searches the index,
-/// then the one segment that can hold the key. Decoded segments stay in a cache bounded by
-/// ``cacheBudget`` bytes and are evicted least recently used first. A sorted list of keys is
+/// then the one segment that can hold the key. Decoded segments stay in a cache, packed (about
+/// 2 bytes a key where keys are a few apart, see `PackedKeys`), bounded by ``cacheBudget`` bytes
+/// and evicted least recently used first. The budget starts small and doubles, up to
+/// ``cacheLimit``, when the lookups keep decoding again segments the cache had evicted, more
+/// keys than they look up: it grows to what the lookup pattern needs, not to the size of the
+/// map. (A pass in key order over a map larger than the cache reads each segment once and
+/// decodes about one key per lookup: it does not grow the cache.) A sorted list of keys is
 /// looked up in one pass that decodes each segment it needs once.
 ///
 /// Not `Sendable`: one job, or one inspector, owns an `IDMap`.
 public final class IDMap {
-    /// 32 MiB of decoded keys: four million keys.
-    public static let defaultCacheBudget = 32 << 20
+    /// 2 MiB of packed keys: about a million keys a few apart.
+    public static let defaultCacheBudget = 2 << 20
+    /// 64 MiB: how far the budget grows by default when lookups need it.
+    public static let defaultCacheLimit = 64 << 20
+    /// How many segments decoded again after eviction make a window in which the budget doubles
+    /// when they decoded more than ``redecodedKeysPerLookup`` keys per lookup of the window.
+    static let redecodesPerWindow = 16
+    static let redecodedKeysPerLookup = 8
 
     /// What the index keeps of one batch.
     public struct SegmentRef: Sendable, Equatable {
@@ -32,42 +43,61 @@ public final class IDMap {
         public var isDense: Bool { IDMapSegment.isDense(first: firstKey, last: lastKey, count: count) }
     }
 
-    private struct CacheKey: Hashable {
+    private struct CacheKey: Equatable {
         var entity: Int
         var segment: Int
     }
 
     private final class Decoded {
-        let keys: [Int64]
+        let keys: PackedKeys
         @exclusivity(unchecked) var lastUse: UInt64
-        init(keys: [Int64], lastUse: UInt64) {
+        init(keys: PackedKeys, lastUse: UInt64) {
             self.keys = keys
             self.lastUse = lastUse
         }
-        var bytes: Int { keys.count * 8 + 64 }
+        var bytes: Int { keys.byteCount }
     }
 
     // Lookups run once per row of a batch, on the owner's thread, and never overlap:
     // `@exclusivity(unchecked)` spares each access the runtime's exclusivity bookkeeping.
     private let layout: JournalLayout
     @exclusivity(unchecked) private var index: [[SegmentRef]]
-    @exclusivity(unchecked) private var cache: [CacheKey: Decoded] = [:]
+    /// The cached segments, by entity and position in the index (`nil`: not cached), and the
+    /// list of them, which eviction scans for the least recently used.
+    @exclusivity(unchecked) private var cache: [[Decoded?]]
+    @exclusivity(unchecked) private var cached: [CacheKey] = []
+    /// Segments decoded once, so that a second decode is known to follow an eviction.
+    @exclusivity(unchecked) private var everDecoded: [[Bool]]
+    /// The window of redecodes: how many, the keys they decoded, and the lookups before it.
+    @exclusivity(unchecked) private var windowRedecodes = 0
+    @exclusivity(unchecked) private var windowRedecodedKeys = 0
+    @exclusivity(unchecked) private var windowStartLookups = 0
     @exclusivity(unchecked) private var clock: UInt64 = 0
 
-    /// The most bytes of decoded keys the cache holds.
-    public let cacheBudget: Int
-    /// The bytes of decoded keys the cache holds now.
+    /// The most bytes of packed keys the cache holds now.
+    @exclusivity(unchecked) public private(set) var cacheBudget: Int
+    /// The most ``cacheBudget`` grows to.
+    public let cacheLimit: Int
+    /// The bytes of packed keys the cache holds now.
     @exclusivity(unchecked) public private(set) var cachedBytes = 0
     /// The most ``cachedBytes`` has been.
     @exclusivity(unchecked) public private(set) var peakCachedBytes = 0
     /// How many segments have been read and decoded from disk.
     @exclusivity(unchecked) public private(set) var segmentDecodes = 0
+    /// How many of those decodes read a segment the cache had evicted.
+    @exclusivity(unchecked) public private(set) var segmentRedecodes = 0
+    /// How many source keys have been looked up in segments that are not dense.
+    @exclusivity(unchecked) public private(set) var lookups = 0
 
-    /// An empty map for a journal with `entityCount` entities.
-    public init(layout: JournalLayout, entityCount: Int, cacheBudget: Int = IDMap.defaultCacheBudget) {
+    /// An empty map for a journal with `entityCount` entities, whose cache holds `cacheBudget`
+    /// bytes of keys at first and grows up to `cacheLimit` (by default: not at all).
+    public init(layout: JournalLayout, entityCount: Int, cacheBudget: Int = IDMap.defaultCacheBudget, cacheLimit: Int? = nil) {
         self.layout = layout
         self.index = Array(repeating: [], count: entityCount)
+        self.cache = Array(repeating: [], count: entityCount)
+        self.everDecoded = Array(repeating: [], count: entityCount)
         self.cacheBudget = cacheBudget
+        self.cacheLimit = max(cacheBudget, cacheLimit ?? cacheBudget)
     }
 
     /// The index of one entity.
@@ -104,8 +134,11 @@ public final class IDMap {
             }
         }
         index[entity].append(ref)
+        cache[entity].append(nil)
+        everDecoded[entity].append(false)
         if let keys, !ref.isDense {
-            store(Decoded(keys: keys, lastUse: tick()), at: CacheKey(entity: entity, segment: index[entity].count - 1))
+            everDecoded[entity][index[entity].count - 1] = true
+            store(Decoded(keys: PackedKeys(keys), lastUse: tick()), at: CacheKey(entity: entity, segment: index[entity].count - 1))
         }
     }
 
@@ -133,10 +166,14 @@ public final class IDMap {
         let entity = Int(entity)
         guard entity < index.count else { return }
         while let last = index[entity].last, last.batch > batch {
-            if let dropped = cache.removeValue(forKey: CacheKey(entity: entity, segment: index[entity].count - 1)) {
+            let segment = index[entity].count - 1
+            if let dropped = cache[entity][segment] {
                 cachedBytes -= dropped.bytes
+                cached.removeAll { $0 == CacheKey(entity: entity, segment: segment) }
             }
             index[entity].removeLast()
+            cache[entity].removeLast()
+            everDecoded[entity].removeLast()
         }
     }
 
@@ -152,9 +189,8 @@ public final class IDMap {
         guard position < index[Int(entity)].count, index[Int(entity)][position].firstKey <= sourceKey else { return nil }
         let ref = index[Int(entity)][position]
         if ref.isDense { return ref.destination(at: Int(sourceKey &- ref.firstKey), key: sourceKey) }
-        let keys = try decoded(entity: Int(entity), segment: position).keys
-        let offset = keys.withUnsafeBufferPointer { Self.lowerBound(of: sourceKey, in: $0, from: 0) }
-        guard offset < keys.count, keys[offset] == sourceKey else { return nil }
+        lookups &+= 1
+        guard let offset = try decoded(entity: Int(entity), segment: position).keys.position(of: sourceKey) else { return nil }
         return ref.destination(at: offset, key: sourceKey)
     }
 
@@ -179,7 +215,8 @@ public final class IDMap {
         guard distance < UInt64(ref.count) else { return nil }
         let offset = Int(distance)
         if ref.isDense { return Int64(bitPattern: UInt64(bitPattern: ref.firstKey) &+ distance) }
-        return try decoded(entity: Int(entity), segment: low - 1).keys[offset]
+        lookups &+= 1
+        return try decoded(entity: Int(entity), segment: low - 1).keys.key(at: offset)
     }
 
     /// The destination keys of `sourceKeys`, which must be sorted ascending (repeats allowed), in
@@ -234,14 +271,13 @@ public final class IDMap {
                 position = end
                 continue
             }
+            lookups &+= end - position
             let keys = try decoded(entity: Int(entity), segment: segment).keys
-            keys.withUnsafeBufferPointer { keys in
-                var cursor = 0
-                for index in position..<end {
-                    let key = sourceKeys[index]
-                    cursor = Self.lowerBound(of: key, in: keys, from: cursor)
-                    if cursor < keys.count && keys[cursor] == key { found(index, ref.destination(at: cursor, key: key)) }
-                }
+            var cursor = 0
+            for index in position..<end {
+                let key = sourceKeys[index]
+                cursor = keys.lowerBound(of: key, from: cursor)
+                if cursor < keys.count && keys.key(at: cursor) == key { found(index, ref.destination(at: cursor, key: key)) }
             }
             position = end
         }
@@ -283,32 +319,59 @@ public final class IDMap {
     }
 
     private func decoded(entity: Int, segment: Int) throws(JournalError) -> Decoded {
-        let key = CacheKey(entity: entity, segment: segment)
-        if let hit = cache[key] {
+        if let hit = cache[entity][segment] {
             hit.lastUse = tick()
             return hit
         }
         let loaded = try readSegment(entity: UInt32(entity), ref: index[entity][segment])
         segmentDecodes += 1
-        let entry = Decoded(keys: loaded.sourceKeys, lastUse: tick())
-        store(entry, at: key)
+        if everDecoded[entity][segment] {
+            segmentRedecodes += 1
+            noteRedecode(keys: loaded.sourceKeys.count)
+        }
+        everDecoded[entity][segment] = true
+        let entry = loaded.sourceKeys.withUnsafeBufferPointer { Decoded(keys: PackedKeys($0), lastUse: tick()) }
+        store(entry, at: CacheKey(entity: entity, segment: segment))
         return entry
     }
 
+    /// Doubles the budget, within the limit, at the end of a window of redecodes that decoded
+    /// more keys than its lookups needed: the lookups come back to what the cache evicts.
+    private func noteRedecode(keys: Int) {
+        windowRedecodes += 1
+        windowRedecodedKeys += keys
+        guard windowRedecodes >= Self.redecodesPerWindow else { return }
+        if windowRedecodedKeys > Self.redecodedKeysPerLookup * (lookups &- windowStartLookups) {
+            cacheBudget = min(cacheLimit, cacheBudget * 2)
+        }
+        windowRedecodes = 0
+        windowRedecodedKeys = 0
+        windowStartLookups = lookups
+    }
+
     private func store(_ entry: Decoded, at key: CacheKey) {
-        if let old = cache.updateValue(entry, forKey: key) { cachedBytes -= old.bytes }
+        if let old = cache[key.entity][key.segment] {
+            cachedBytes -= old.bytes
+        } else {
+            cached.append(key)
+        }
+        cache[key.entity][key.segment] = entry
         cachedBytes += entry.bytes
         // Evict least recently used entries, never the one just stored: a single segment larger
         // than the budget is used and then dropped on the next store.
-        while cachedBytes > cacheBudget, cache.count > 1 {
-            var victim: CacheKey?
+        while cachedBytes > cacheBudget, cached.count > 1 {
+            var victim: Int?
             var oldest = UInt64.max
-            for (candidate, value) in cache where candidate != key && value.lastUse < oldest {
-                oldest = value.lastUse
-                victim = candidate
+            for (position, candidate) in cached.enumerated() where candidate != key {
+                if let value = cache[candidate.entity][candidate.segment], value.lastUse < oldest {
+                    oldest = value.lastUse
+                    victim = position
+                }
             }
-            guard let victim, let removed = cache.removeValue(forKey: victim) else { break }
-            cachedBytes -= removed.bytes
+            guard let victim else { break }
+            let evicted = cached.remove(at: victim)
+            if let removed = cache[evicted.entity][evicted.segment] { cachedBytes -= removed.bytes }
+            cache[evicted.entity][evicted.segment] = nil
         }
         peakCachedBytes = max(peakCachedBytes, cachedBytes)
     }

@@ -1,6 +1,9 @@
 import ArgumentParser
 import ChunkMigrate
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @main
 struct ChunkMigrateCommand: AsyncParsableCommand {
@@ -30,6 +33,17 @@ struct ChunkMigrateCommand: AsyncParsableCommand {
     /// argument, an unknown subcommand) exits with 2, as the exit codes above say, instead of
     /// ArgumentParser's 64; everything else goes the parser's way.
     static func main() async {
+        #if canImport(Glibc)
+        // glibc raises its mmap threshold each time a large block is freed, after which blocks
+        // of a batch's size (its keys, its segment) come from the heap and their pages stay with
+        // the process when freed. A fixed threshold gives them back: peak memory stays where the
+        // caches put it instead of growing with the batch sizes a long job went through.
+        // (`mallopt` is declared in malloc.h, which the Glibc module leaves out; -3 is M_MMAP_THRESHOLD.)
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") {
+            typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
+            _ = unsafeBitCast(symbol, to: Mallopt.self)(-3, 128 << 10)
+        }
+        #endif
         do {
             var command = try await asyncParseAsRoot()
             if var command = command as? any AsyncParsableCommand {

@@ -12,8 +12,8 @@ struct JobOptions: ParsableArguments {
     @Option(name: .long, help: "Stop at the first batch boundary after this many seconds; run again to continue.")
     var budget: Double?
 
-    @Option(name: .long, help: "MiB of decoded ID-map segments kept in memory.")
-    var idMapCacheMib = 32
+    @Option(name: .long, help: "MiB of ID-map keys kept in memory (fixed). By default the cache starts at 4 MiB and grows, up to 64 MiB, only when lookups keep reading segments it evicted.")
+    var idMapCacheMib: Int?
 
     @Option(name: .long, help: "MiB of SQLite page cache for each of the source and the destination.")
     var sqliteCacheMib = 2
@@ -33,13 +33,16 @@ struct JobOptions: ParsableArguments {
     func validate() throws {
         if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
         if batchSeconds <= 0 { throw ValidationError("--batch-seconds must be positive") }
-        if idMapCacheMib < 1 || sqliteCacheMib < 1 { throw ValidationError("cache sizes must be at least 1 MiB") }
+        if idMapCacheMib.map({ $0 < 1 }) == true || sqliteCacheMib < 1 { throw ValidationError("cache sizes must be at least 1 MiB") }
     }
 
     var migrationOptions: MigrationOptions {
         var options = MigrationOptions(batchSize: batchSize)
         options.batchTimeTarget = .milliseconds(Int64(batchSeconds * 1000))
-        options.idMapCacheBytes = idMapCacheMib << 20
+        if let idMapCacheMib {
+            options.idMapCacheBytes = idMapCacheMib << 20
+            options.idMapCacheLimitBytes = idMapCacheMib << 20
+        }
         options.verifyChecksums = verifyChecksums
         options.appendToExistingRows = append
         options.sqliteCacheKiB = sqliteCacheMib << 10

@@ -158,6 +158,50 @@ struct PlanFeatureTests {
         #expect(try !JournalReader(directory: folder.path("journal").path).fixups.isEmpty)
     }
 
+    @Test("a self-reference: backward references resolve as rows are copied, the fix-up pass writes only the forward ones, and a backward reference to a row left out fails at once under missing: fail")
+    func selfReference() throws {
+        let folder = try TemporaryFolder()
+        let source = folder.path("source.sqlite")
+        // 2, 7 and 10 refer backward, 3 and 5 forward, 4 to itself, 9 back to a row the filter
+        // leaves out (8), 11 back to a key that does not exist.
+        try execute("""
+            CREATE TABLE note (id INTEGER PRIMARY KEY, parent INTEGER, hidden INTEGER NOT NULL DEFAULT 0);
+            INSERT INTO note (id, parent) VALUES (1, NULL), (2, 1), (3, 6), (4, 4), (5, 10), (6, NULL), (7, 2), (9, 8), (10, 1), (11, -5);
+            INSERT INTO note (id, parent, hidden) VALUES (8, NULL, 1);
+            """, on: source)
+        func plan(_ missing: EntityMapping.MissingPolicy) -> MigrationPlan {
+            MigrationPlan(entities: [
+                EntityMapping(name: "Note", source: .init(table: "note", where: "hidden = 0"), destination: .init(table: "note"),
+                              keys: .allocate, relationships: ["parent_id": .init(from: "parent", to: "Note", missing: missing)]),
+            ])
+        }
+        let schema = "CREATE TABLE note (id INTEGER PRIMARY KEY, parent_id INTEGER);"
+        let destination = folder.path("new.sqlite")
+        let job = try MigrationJob.start(plan: plan(.null), source: source, destination: destination,
+                                         journal: folder.path("journal"), schema: schema,
+                                         options: MigrationOptions(batchSize: 3), logger: quietLogger)
+        #expect(try job.runBlocking() == .complete)
+        // Destination keys 1...10 follow source keys 1...11 without 8; parents through the same map.
+        #expect(try scalar("SELECT group_concat(id || '>' || ifnull(parent_id, '-'), ' ') FROM note ORDER BY id", on: destination)
+                == .text("1>- 2>1 3>6 4>4 5>9 6>- 7>2 8>- 9>1 10>-"))
+        let journal = try JournalReader(directory: folder.path("journal").path)
+        // Only the two forward references wait for the fix-up pass; the two that can never
+        // resolve (a row left out, a missing key) are nulled as their rows are copied.
+        #expect(journal.batches.reduce(0) { $0 + Int($1.relationshipsDeferred) } == 2)
+        #expect(journal.batches.reduce(0) { $0 + Int($1.relationshipsNulled) } == 2)
+        #expect(journal.fixups.reduce(0) { $0 + Int($1.rowsUpdated) } == 2)
+        #expect(journal.fixups.reduce(0) { $0 + Int($1.rowsNulled) } == 0)
+
+        // Under missing: fail, the reference to the row left out fails its copy batch, naming it.
+        let failing = try MigrationJob.start(plan: plan(.fail), source: source, destination: folder.path("fail.sqlite"),
+                                             journal: folder.path("fail.journal"), schema: schema,
+                                             options: MigrationOptions(batchSize: 3), logger: quietLogger)
+        let error = try #require(throws: MigrationError.self) { try failing.runBlocking() }
+        #expect(error.code == .missingMapping)
+        #expect(error.sourceKey == 9 && error.column == "parent_id" && error.batch == 3)
+        #expect(try JournalReader(directory: folder.path("fail.journal").path).fixups.isEmpty)
+    }
+
     @Test("a function registered from Swift transforms a column")
     func swiftFunction() throws {
         let folder = try TemporaryFolder()

@@ -125,7 +125,7 @@ struct IDMapTests {
         for budget in [IDMap.defaultCacheBudget, 1] {
             let map = try journal.idMap(cacheBudget: budget)
             for expected in Self.entities { try check(map, expected) }
-            #expect(map.peakCachedBytes <= max(budget, 500 * 8 + 64))
+            #expect(map.peakCachedBytes <= max(budget, 500 * 8 + 4 * 16 + 64))
         }
         let map = try journal.idMap()
         #expect(map.segments(entity: 0).allSatisfy { $0.isDense })
@@ -269,6 +269,8 @@ struct IDMapTests {
         }
         writer.close()
 
+        // Keys 1 to 5 apart pack into 2 bytes each, plus 16 bytes for each block of 128.
+        let entryBound = perSegment * 2 + (perSegment / 128 + 1) * 16 + 64
         let budget = 256 << 10
         let map = try JournalReader(directory: path).idMap(cacheBudget: budget)
         #expect(map.cacheBudget == budget)
@@ -322,14 +324,63 @@ struct IDMapTests {
         }
         #expect(lookups > 2_500_000, "a few million lookups")
         #expect(map.peakCachedBytes <= budget)
-        #expect(map.peakCachedBytes >= budget - (perSegment * 8 + 64), "the cache is used up to its budget")
+        #expect(map.peakCachedBytes >= budget - entryBound, "the cache is used up to its budget")
 
         // A budget smaller than one segment holds that one segment alone.
         let tiny = try JournalReader(directory: path).idMap(cacheBudget: 1_000)
         let firstThree = try tiny.destinations(of: Array(allKeys.prefix(3 * perSegment)), entity: 1)
         #expect(firstThree.allSatisfy { $0 != nil })
         #expect(tiny.segmentDecodes == 3)
-        #expect(tiny.peakCachedBytes <= perSegment * 8 + 64)
-        #expect(tiny.cachedBytes <= perSegment * 8 + 64)
+        #expect(tiny.peakCachedBytes <= entryBound)
+        #expect(tiny.cachedBytes <= entryBound)
+    }
+
+    @Test("The cache grows when lookups keep reading segments it evicted, up to its limit, and not for one pass in order")
+    func cacheGrowth() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("job.journal")
+        let writer = try JournalWriter.create(directory: path, header: testHeader(), plan: testPlan)
+        var allKeys: [Int64] = []
+        var next: Int64 = 1
+        for batch in 1...100 {
+            let keys = sparseKeys(2_000, from: next, gaps: 1...5, seed: UInt64(batch))
+            try appendBatch(writer, entity: 1, batch: UInt64(batch), keys: keys, destinationBase: Int64(allKeys.count) + 1)
+            allKeys += keys
+            next = keys[keys.count - 1] + 7
+        }
+        writer.close()
+        let reader = try JournalReader(directory: path)
+        let budget = 16 << 10
+        let limit = 128 << 10
+
+        // One pass in key order reads each segment once: nothing to grow for.
+        let ordered = try reader.idMap(cacheBudget: budget, cacheLimit: limit)
+        for (position, key) in allKeys.enumerated() where position % 50 == 0 {
+            #expect(try ordered.destination(of: key, entity: 1) == Int64(position) + 1)
+        }
+        #expect(ordered.segmentDecodes == 100 && ordered.segmentRedecodes == 0)
+        #expect(ordered.cacheBudget == budget && ordered.peakCachedBytes <= budget)
+
+        // Random lookups over every segment: evicted segments are read again, so the budget
+        // doubles up to the limit and no further.
+        let random = try reader.idMap(cacheBudget: budget, cacheLimit: limit)
+        var generator = SplitMix64(seed: 9)
+        var wrong = 0
+        for _ in 0..<20_000 {
+            let position = Int(generator.next() % UInt64(allKeys.count))
+            if try random.destination(of: allKeys[position], entity: 1) != Int64(position) + 1 { wrong += 1 }
+        }
+        #expect(wrong == 0)
+        #expect(random.segmentRedecodes > 0)
+        #expect(random.cacheBudget == limit)
+        #expect(random.peakCachedBytes <= limit && random.peakCachedBytes > budget)
+
+        // A fixed cache (no limit given) never grows.
+        let fixed = try reader.idMap(cacheBudget: budget)
+        for _ in 0..<5_000 {
+            let position = Int(generator.next() % UInt64(allKeys.count))
+            _ = try fixed.destination(of: allKeys[position], entity: 1)
+        }
+        #expect(fixed.segmentRedecodes > 100 && fixed.cacheBudget == budget && fixed.peakCachedBytes <= budget)
     }
 }

@@ -382,6 +382,9 @@ final class Engine {
         let state = states[index]
         let batch = state.batch + 1
         let started = clock.now
+        // The source rows the batch covers: its rows read, or, for a bounded entity, every key of
+        // its range, left out or not (what its time is spent on, and what sizes the next batch).
+        var covered = 0
 
         try database.execute("BEGIN IMMEDIATE")
         var record: BatchRecord
@@ -400,7 +403,9 @@ final class Engine {
             resolver.beginBatch(entity: entityIndex, base: base, mapping: copier.mapping, capacity: batchSize)
             var range: ClosedRange<Int64>?
             if copier.isBounded {
-                range = try copier.nextRange(after: state.cursor, limit: batchSize)
+                let next = try copier.nextRange(after: state.cursor, limit: batchSize)
+                range = next?.keys
+                covered = next?.count ?? 0
                 guard range != nil else {
                     try database.execute("ROLLBACK")
                     return nil
@@ -487,7 +492,7 @@ final class Engine {
         try journal.append(.batch(record))
 
         states[index].apply(record)
-        adaptBatchSize(elapsed: clock.now - started, rows: Int(record.rowsRead))
+        adaptBatchSize(elapsed: clock.now - started, rows: max(covered, Int(record.rowsRead)))
         return Int(record.rowsRead)
     }
 

@@ -163,7 +163,7 @@ final class EntityCopier {
             insertFirst = try database.prepare(insertSQL)
             insertNext = insertFirst
             func range(_ after: String) -> String {
-                "SELECT min(k), max(k) FROM (SELECT \(sourceKey) AS k FROM \(sourceTable) WHERE \(after) ORDER BY \(sourceKey) LIMIT ?2)"
+                "SELECT min(k), max(k), count(*) FROM (SELECT \(sourceKey) AS k FROM \(sourceTable) WHERE \(after) ORDER BY \(sourceKey) LIMIT ?2)"
             }
             rangeFirst = try database.prepare(range("1"))
             rangeNext = try database.prepare(range("\(sourceKey) > ?1"))
@@ -194,14 +194,14 @@ final class EntityCopier {
     }
 
     /// For a bounded entity: the first and last of the next `limit` source keys after `cursor`
-    /// (from the start when `nil`), or `nil` when there are none.
-    func nextRange(after cursor: Int64?, limit: Int) throws(SQLiteError) -> ClosedRange<Int64>? {
+    /// (from the start when `nil`) and how many keys that is, or `nil` when there are none.
+    func nextRange(after cursor: Int64?, limit: Int) throws(SQLiteError) -> (keys: ClosedRange<Int64>, count: Int)? {
         guard let statement = cursor == nil ? rangeFirst : rangeNext else { return nil }
         try statement.bind(.integer(Int64(limit)), at: 2)
         if let cursor { try statement.bind(.integer(cursor), at: 1) }
         defer { statement.reset() }
         guard try statement.step(), !statement.isNull(at: 0) else { return nil }
-        return statement.int64(at: 0)...statement.int64(at: 1)
+        return (statement.int64(at: 0)...statement.int64(at: 1), Int(statement.int64(at: 2)))
     }
 
     /// Whether the batch statements walk the source in key order without sorting, as the

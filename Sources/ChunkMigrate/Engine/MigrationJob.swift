@@ -359,7 +359,8 @@ public final class MigrationJob: Sendable {
         defer { writer.close() }
         let database = try Engine.openStores(source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
         try checkStores(database, header: writer.header, records: writer.records)
-        let idMap = IDMap(layout: writer.layout, entityCount: plan.entities.count, cacheBudget: options.idMapCacheBytes)
+        let idMap = IDMap(layout: writer.layout, entityCount: plan.entities.count, cacheBudget: options.idMapCacheBytes,
+                          cacheLimit: options.idMapCacheLimitBytes)
         func makeEngine() throws -> Engine {
             let engine = try Engine(plan: plan, options: options, logger: logger, database: database, journal: writer, idMap: idMap,
                                     sourcePath: sourceURL.path)

@@ -12,8 +12,11 @@ public struct MigrationOptions: Sendable {
     public var maximumBatchSize = 250_000
     /// The size of the first adaptive batch.
     public var initialBatchSize = 2_000
-    /// The most bytes of decoded ID-map segments kept in memory.
+    /// The bytes of ID-map keys the cache holds at first (packed: about 2 bytes a key).
     public var idMapCacheBytes = IDMap.defaultCacheBudget
+    /// The most the ID-map cache grows to when lookups keep reading segments it evicted; equal
+    /// to ``idMapCacheBytes`` for a fixed cache.
+    public var idMapCacheLimitBytes = IDMap.defaultCacheLimit
     /// SQLite's page cache per connection, in KiB (`PRAGMA cache_size = -N`).
     public var sqliteCacheKiB = 2_048
     /// Turns on `PRAGMA foreign_keys` in the destination so declared foreign keys are checked on
