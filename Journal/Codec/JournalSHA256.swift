@@ -4,8 +4,8 @@
 /// Named so that it collides with neither CryptoKit's nor swift-crypto's `SHA256`, and visible to
 /// this package only: it is how the package fingerprints, not an API to hash with. Not
 /// swift-crypto, because on Linux that brings BoringSSL into every build for these few
-/// kilobytes: a cold release build of a fresh clone on 2 cores took 128 s of CPU (1:29) without
-/// it and 331 s with swift-crypto 4.5.2 (5:39, the machine shared with other builds).
+/// kilobytes: on 2 cores, a cold release build of a fresh clone took 160 s of CPU (3:58) without
+/// it and 403 s (8:55) with swift-crypto 4.5.2, both while other builds shared the machine.
 ///
 /// ```swift
 /// let fingerprint = JournalSHA256.hex(planBytes)   // 64 lowercase hexadecimal digits

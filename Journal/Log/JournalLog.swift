@@ -14,33 +14,32 @@
 public struct JournalLog: Sendable {
     /// What the log says of one entity of the plan.
     public struct Entity: Sendable, Equatable {
-        /// The number of the entity's last logged batch; 0 before its first. Batches are numbered
-        /// from 1 without gaps, so in an intact log this is also how many there are.
-        public internal(set) var lastBatch: UInt64 = 0
         /// How many batch records the entity has.
         public internal(set) var batchCount = 0
         /// The first source key its first batch read.
         public internal(set) var firstSourceKey: Int64?
-        /// The last source key its last batch read: where the next batch starts after.
-        public internal(set) var cursor: Int64?
         /// Source rows read, in all its batches.
         public internal(set) var rowsRead: UInt64 = 0
         /// Rows written to the destination.
         public internal(set) var rowsWritten: UInt64 = 0
         /// Rows left out by a `skip` relationship.
         public internal(set) var rowsSkipped: UInt64 = 0
-        /// The record of its last batch, from which a resumed run paces its first batch.
+        /// The record of its last batch in the log.
         public internal(set) var lastBatchRecord: BatchRecord?
         /// Whether the log records the entity as complete.
         public internal(set) var isComplete = false
         /// The number of the last fix-up batch of each deferred column: `column -> batch`.
         public internal(set) var fixupBatches: [String: UInt64] = [:]
 
+        /// The number of the entity's last logged batch; 0 before its first. Batches are numbered
+        /// from 1 without gaps, so in an intact log this is also how many there are.
+        public var lastBatch: UInt64 { lastBatchRecord?.batch ?? 0 }
+        /// The last source key its last batch read: where the next batch starts after.
+        public var cursor: Int64? { lastBatchRecord?.lastSourceKey }
+
         mutating func count(_ record: BatchRecord) {
             if batchCount == 0 { firstSourceKey = record.firstSourceKey }
             batchCount += 1
-            lastBatch = record.batch
-            cursor = record.lastSourceKey
             rowsRead += UInt64(record.rowsRead)
             rowsWritten += UInt64(record.rowsWritten)
             rowsSkipped += UInt64(record.rowsSkipped)
