@@ -67,6 +67,7 @@ let package = Package(
             name: "ChunkMigrateCLI",
             dependencies: [
                 "ChunkMigrate",
+                "MigrationJournal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

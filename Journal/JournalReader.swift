@@ -4,7 +4,7 @@
 /// ```swift
 /// let journal = try JournalReader(directory: "/tmp/job.journal")
 /// print(journal.header.jobID, journal.batches.count, journal.state)
-/// let map = journal.idMap()
+/// let map = try journal.idMap()
 /// let destination = try map.destination(of: 42, entity: 1)
 /// ```
 public struct JournalReader: Sendable {
@@ -14,8 +14,8 @@ public struct JournalReader: Sendable {
     public let header: JournalHeader
     /// The frozen plan's bytes.
     public let plan: [UInt8]
-    /// The valid records, and how the log ends.
-    public let log: LogFile.Scan
+    /// The log, read once and indexed.
+    public let log: JournalLog
 
     /// Opens the journal at `directory`; throws when it is not a journal, was written by a newer
     /// format, or its header or a record before the last is damaged.
@@ -29,30 +29,20 @@ public struct JournalReader: Sendable {
         }
         header = try JournalHeader.decode(try FileIO.read(layout.header), file: layout.header)
         plan = try FileIO.read(layout.plan)
-        log = try LogFile.scan(try FileIO.read(layout.log), file: layout.log)
+        log = try JournalLog(scanning: try FileIO.read(layout.log), file: layout.log, entityCount: header.entities.count)
     }
 
     /// Every log record, in order.
-    public var records: [LogRecord] { log.entries.map(\.record) }
+    public var records: [LogRecord] { log.records }
 
     /// The batch records, in log order; for one entity when `entity` is given.
-    public func batches(entity: UInt32? = nil) -> [BatchRecord] {
-        log.entries.compactMap { entry in
-            guard case let .batch(record) = entry.record else { return nil }
-            return entity == nil || record.entity == entity ? record : nil
-        }
-    }
+    public func batches(entity: UInt32? = nil) -> [BatchRecord] { log.batches(entity: entity) }
 
     /// Every batch record, in log order.
-    public var batches: [BatchRecord] { batches() }
+    public var batches: [BatchRecord] { log.batches() }
 
     /// The fix-up records, in log order.
-    public var fixups: [FixupRecord] {
-        log.entries.compactMap { entry in
-            guard case let .fixup(record) = entry.record else { return nil }
-            return record
-        }
-    }
+    public var fixups: [FixupRecord] { log.fixups }
 
     /// The index of the entity named `name`, if the plan has one.
     public func entityIndex(named name: String) -> UInt32? {
@@ -73,37 +63,24 @@ public struct JournalReader: Sendable {
 
     /// Where the job stands, from the log and the lock.
     public var state: State {
-        if records.recordsCompletion { return .complete }
+        if log.recordsCompletion { return .complete }
         if FileIO.Lock.isHeld(path: layout.lock) { return .running }
-        for record in records.reversed() {
-            switch record {
-            case .failed: return .failed
-            case .batch, .fixup, .started, .entityComplete: return .interrupted
-            case .complete: return .complete
-            }
-        }
-        return .interrupted
+        return log.endsInFailure ? .failed : .interrupted
     }
 
     /// The last failure message recorded since the last start, if the job is failed.
-    public var lastFailure: String? {
-        for record in records.reversed() {
-            if case let .failed(_, message) = record { return message }
-            if case .started = record { return nil }
-        }
-        return nil
-    }
+    public var lastFailure: String? { log.lastFailure }
 
     /// Whether the log records the entity as complete.
     public func isComplete(entity: UInt32) -> Bool {
-        records.contains { if case let .entityComplete(done, _, _) = $0 { done == entity } else { false } }
+        log.entities.indices.contains(Int(entity)) && log.entities[Int(entity)].isComplete
     }
 
     /// An ID map over the batches of this journal, reading segments from its directory; its
     /// cache holds `cacheBudget` bytes of keys and grows up to `cacheLimit` when lookups need it.
     public func idMap(cacheBudget: Int = IDMap.defaultCacheBudget, cacheLimit: Int? = nil) throws(JournalError) -> IDMap {
         let map = IDMap(layout: layout, entityCount: header.entities.count, cacheBudget: cacheBudget, cacheLimit: cacheLimit)
-        for record in batches { try map.add(record) }
+        for case let .batch(record) in log.records { try map.add(record) }
         return map
     }
 }

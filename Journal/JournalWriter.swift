@@ -7,24 +7,26 @@ public final class JournalWriter {
     public let layout: JournalLayout
     /// The header the journal was created with.
     public let header: JournalHeader
-    /// The records in the log, in order, including those appended through this writer.
-    public private(set) var records: [LogRecord]
-    /// Whether opening dropped a torn last record, and which.
-    public let droppedTail: LogFile.Tail
+    /// The log as read when the journal was opened, indexed, with the records appended through
+    /// this writer since.
+    public private(set) var log: JournalLog
 
-    private let log: FileIO.AppendFile
+    private let logFile: FileIO.AppendFile
     private let lock: FileIO.Lock
     private var knownSegmentFolders: Set<UInt32> = []
 
-    private init(layout: JournalLayout, header: JournalHeader, records: [LogRecord], tail: LogFile.Tail,
-                 log: FileIO.AppendFile, lock: FileIO.Lock) {
+    private init(layout: JournalLayout, header: JournalHeader, log: JournalLog, logFile: FileIO.AppendFile, lock: FileIO.Lock) {
         self.layout = layout
         self.header = header
-        self.records = records
-        self.droppedTail = tail
         self.log = log
+        self.logFile = logFile
         self.lock = lock
     }
+
+    /// The records in the log, in order, including those appended through this writer.
+    public var records: [LogRecord] { log.records }
+    /// Whether opening dropped a torn last record, and which.
+    package var droppedTail: LogFile.Tail { log.tail }
 
     /// Creates a new journal at `directory`, which must not exist or be empty. The header is
     /// written last, so a directory without one is a creation that never finished.
@@ -32,8 +34,9 @@ public final class JournalWriter {
         let layout = JournalLayout(directory: directory)
         if FileIO.exists(layout.directory) {
             let entries = try FileIO.list(layout.directory)
-            let leftovers: Set<String> = ["plan.json", "log", "lock", "segments"]
-            guard entries.isEmpty || !entries.contains("header") && entries.allSatisfy({ leftovers.contains($0) || $0.hasSuffix(".tmp") }) else {
+            let leftovers = Set(JournalLayout.names).subtracting([JournalLayout.headerName])
+            guard entries.isEmpty || !entries.contains(JournalLayout.headerName)
+                && entries.allSatisfy({ leftovers.contains($0) || JournalLayout.isTemporary($0) }) else {
                 throw JournalError(.invalidArgument, "a journal or other files are already here; resume it or choose an empty directory", file: layout.directory)
             }
         } else {
@@ -51,8 +54,8 @@ public final class JournalWriter {
             throw JournalError(.invalidArgument, "the header cannot be encoded: \(error)")
         }
         try FileIO.writeAtomically(headerBytes, to: layout.header)
-        let log = try FileIO.AppendFile(path: layout.log)
-        return JournalWriter(layout: layout, header: header, records: [], tail: .clean, log: log, lock: lock)
+        return JournalWriter(layout: layout, header: header, log: JournalLog(records: [], entityCount: header.entities.count),
+                             logFile: try FileIO.AppendFile(path: layout.log), lock: lock)
     }
 
     /// Opens an existing journal to continue it: takes the lock, reads the log, and cuts a torn
@@ -66,29 +69,29 @@ public final class JournalWriter {
             throw JournalError(.locked, "another process is running this job; wait for it or stop it", file: layout.lock)
         }
         let reader = try JournalReader(directory: directory)
-        let log = try FileIO.AppendFile(path: layout.log)
+        let logFile = try FileIO.AppendFile(path: layout.log)
         if case .torn = reader.log.tail {
-            try log.truncate(to: reader.log.validLength)
+            try logFile.truncate(to: reader.log.validLength)
             if reader.log.validLength < LogFile.fileHeaderLength {
                 // Only the file header itself was cut: write it again so the log stays readable.
-                try log.truncate(to: 0)
-                try log.append(LogFile.fileHeader(), sync: true)
+                try logFile.truncate(to: 0)
+                try logFile.append(LogFile.fileHeader(), sync: true)
             }
         }
-        return JournalWriter(layout: layout, header: reader.header, records: reader.records,
-                             tail: reader.log.tail, log: log, lock: lock)
+        return JournalWriter(layout: layout, header: reader.header, log: reader.log, logFile: logFile, lock: lock)
     }
 
     /// Appends one record and, when `sync` is true, makes it durable before returning.
     public func append(_ record: LogRecord, sync: Bool = true) throws(JournalError) {
-        try log.append(LogFile.frame(record), sync: sync)
-        records.append(record)
+        try logFile.append(LogFile.frame(record), sync: sync)
+        log.append(record)
     }
 
     /// Appends the first `count` bytes of a record's frame, as a kill mid-append would leave them.
-    /// For tests of torn tails; never called by the engine.
-    public func appendTorn(_ record: LogRecord, keepingBytes count: Int) throws(JournalError) {
-        try log.append(Array(LogFile.frame(record).prefix(count)), sync: true)
+    /// For tests of torn tails, and the engine's `mid-record` crash point that the kill-and-resume
+    /// tests arm; never part of a job otherwise.
+    package func appendTorn(_ record: LogRecord, keepingBytes count: Int) throws(JournalError) {
+        try logFile.append(Array(LogFile.frame(record).prefix(count)), sync: true)
     }
 
     /// Writes a segment durably (temporary name, fsync, rename, directory fsync) and returns the
@@ -105,13 +108,7 @@ public final class JournalWriter {
             knownSegmentFolders.insert(segment.entity)
         }
         try FileIO.writeAtomically(bytes, to: layout.segment(entity: segment.entity, batch: segment.batch))
-        return Self.crc(ofEncoded: bytes)
-    }
-
-    /// Reads back the segment of one batch, checked.
-    public func readSegment(entity: UInt32, batch: UInt64) throws(JournalError) -> IDMapSegment {
-        let path = layout.segment(entity: entity, batch: batch)
-        return try IDMapSegment.decode(try FileIO.read(path), file: path)
+        return LittleEndian.trailingUInt32(of: bytes)
     }
 
     /// Whether the segment file of a batch exists.
@@ -123,7 +120,7 @@ public final class JournalWriter {
     public func segmentCRC(entity: UInt32, batch: UInt64) -> UInt32? {
         let path = layout.segment(entity: entity, batch: batch)
         guard let bytes = try? FileIO.read(path), (try? SegmentHeader(bytes, file: path)) != nil else { return nil }
-        return Self.crc(ofEncoded: bytes)
+        return LittleEndian.trailingUInt32(of: bytes)
     }
 
     /// Removes the segment files of `entity` numbered above `batch`: work written before a
@@ -133,11 +130,11 @@ public final class JournalWriter {
         guard FileIO.isDirectory(folder) else { return }
         var removed = false
         for name in try FileIO.list(folder) {
-            if name.hasSuffix(".tmp") {
+            if JournalLayout.isTemporary(name) {
                 try FileIO.remove(folder + "/" + name)
                 continue
             }
-            guard name.hasSuffix(".seg"), let number = UInt64(name.dropLast(4)), number > batch else { continue }
+            guard let number = JournalLayout.batch(ofSegmentNamed: name), number > batch else { continue }
             try FileIO.remove(folder + "/" + name)
             removed = true
         }
@@ -146,13 +143,7 @@ public final class JournalWriter {
 
     /// Releases the lock and closes the log. The writer cannot be used afterwards.
     public func close() {
-        log.close()
+        logFile.close()
         lock.release()
-    }
-
-    static func crc(ofEncoded bytes: [UInt8]) -> UInt32 {
-        let count = bytes.count
-        return UInt32(bytes[count - 4]) | UInt32(bytes[count - 3]) << 8
-            | UInt32(bytes[count - 2]) << 16 | UInt32(bytes[count - 1]) << 24
     }
 }

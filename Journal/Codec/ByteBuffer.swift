@@ -74,22 +74,15 @@ struct ByteReader {
     }
 
     mutating func u16() throws(Truncated) -> UInt16 {
-        let at = try take(2)
-        return UInt16(bytes[at]) | UInt16(bytes[at + 1]) << 8
+        LittleEndian.read(UInt16.self, in: bytes, at: try take(2))
     }
 
     mutating func u32() throws(Truncated) -> UInt32 {
-        let at = try take(4)
-        var value: UInt32 = 0
-        for index in 0..<4 { value |= UInt32(bytes[at + index]) << UInt32(8 * index) }
-        return value
+        LittleEndian.read(UInt32.self, in: bytes, at: try take(4))
     }
 
     mutating func u64() throws(Truncated) -> UInt64 {
-        let at = try take(8)
-        var value: UInt64 = 0
-        for index in 0..<8 { value |= UInt64(bytes[at + index]) << UInt64(8 * index) }
-        return value
+        LittleEndian.read(UInt64.self, in: bytes, at: try take(8))
     }
 
     mutating func i64() throws(Truncated) -> Int64 { Int64(bitPattern: try u64()) }

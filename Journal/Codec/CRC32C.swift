@@ -4,23 +4,23 @@
 /// Initial value `0xFFFFFFFF`, final XOR `0xFFFFFFFF`: the CRC-32C of the ASCII bytes
 /// `123456789` is `0xE3069283`. Computed slicing-by-8 in software so the journal needs no
 /// hardware feature and gives the same value on every machine.
-public enum CRC32C {
+package enum CRC32C {
     /// The checksum of `bytes`.
-    public static func checksum<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> UInt32 {
+    package static func checksum<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> UInt32 {
         var crc = Checksum()
         crc.update(bytes)
         return crc.value
     }
 
     /// An incremental CRC-32C over several pieces.
-    public struct Checksum: Sendable {
+    package struct Checksum: Sendable {
         private var state: UInt32 = 0xFFFF_FFFF
 
         /// Starts an empty checksum.
-        public init() {}
+        package init() {}
 
         /// Adds `bytes` to the checksum.
-        public mutating func update<Bytes: Collection<UInt8>>(_ bytes: Bytes) {
+        package mutating func update<Bytes: Collection<UInt8>>(_ bytes: Bytes) {
             let done: Void? = bytes.withContiguousStorageIfAvailable { buffer in
                 update(UnsafeRawBufferPointer(buffer))
             }
@@ -31,17 +31,14 @@ public enum CRC32C {
         }
 
         /// Adds the bytes of `buffer` to the checksum.
-        public mutating func update(_ buffer: UnsafeRawBufferPointer) {
+        package mutating func update(_ buffer: UnsafeRawBufferPointer) {
             var crc = state
             var index = 0
             let count = buffer.count
             let table = CRC32C.table
             while count - index >= 8 {
-                let low = UInt32(buffer[index]) | UInt32(buffer[index + 1]) << 8
-                    | UInt32(buffer[index + 2]) << 16 | UInt32(buffer[index + 3]) << 24
-                let one = crc ^ low
-                let two = UInt32(buffer[index + 4]) | UInt32(buffer[index + 5]) << 8
-                    | UInt32(buffer[index + 6]) << 16 | UInt32(buffer[index + 7]) << 24
+                let one = crc ^ LittleEndian.read(UInt32.self, in: buffer, at: index)
+                let two = LittleEndian.read(UInt32.self, in: buffer, at: index + 4)
                 crc = table[7 * 256 + Int(one & 0xFF)]
                     ^ table[6 * 256 + Int((one >> 8) & 0xFF)]
                     ^ table[5 * 256 + Int((one >> 16) & 0xFF)]
@@ -60,7 +57,7 @@ public enum CRC32C {
         }
 
         /// The checksum of everything added so far.
-        public var value: UInt32 { state ^ 0xFFFF_FFFF }
+        package var value: UInt32 { state ^ 0xFFFF_FFFF }
     }
 
     /// Eight 256-entry tables for slicing-by-8; table 0 is the classic byte-at-a-time table.

@@ -85,7 +85,7 @@ enum FileIO {
     /// Writes `bytes` to `path` by way of `path.tmp`: write, sync (``FileSync``), rename, then sync
     /// the directory so the rename itself survives power loss.
     static func writeAtomically(_ bytes: [UInt8], to path: String, syncDirectory: Bool = true) throws(JournalError) {
-        let temporary = path + ".tmp"
+        let temporary = JournalLayout.temporary(path)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw failure("open", temporary) }
         do throws(JournalError) {

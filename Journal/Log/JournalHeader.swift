@@ -75,10 +75,8 @@ public struct JournalHeader: Codable, Sendable, Equatable {
     }
 
     /// The header file's bytes.
-    public func encoded() throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        let body = Array(try encoder.encode(self))
+    package func encoded() throws -> [UInt8] {
+        let body = Array(try JSONEncoder.sortedAndIndented().encode(self))
         var writer = ByteWriter(capacity: body.count + 20)
         writer.raw(Self.magic)
         writer.u32(Self.formatVersion)
@@ -90,7 +88,7 @@ public struct JournalHeader: Codable, Sendable, Equatable {
 
     /// Reads a header file: the magic, then the version (a newer one is refused before anything
     /// else is read), then the checksum and the JSON body.
-    public static func decode(_ bytes: [UInt8], file: String) throws(JournalError) -> JournalHeader {
+    package static func decode(_ bytes: [UInt8], file: String) throws(JournalError) -> JournalHeader {
         guard bytes.count >= 8, Array(bytes[0..<8]) == magic else {
             throw JournalError(.notAJournal, "not a chunkmigrate journal header (bad magic)", file: file)
         }
@@ -111,8 +109,7 @@ public struct JournalHeader: Codable, Sendable, Equatable {
         guard bytes.count == 16 + length + 4 else {
             throw JournalError(.damagedHeader, "header length \(length) disagrees with the file size \(bytes.count)", file: file)
         }
-        let stored = UInt32(bytes[bytes.count - 4]) | UInt32(bytes[bytes.count - 3]) << 8
-            | UInt32(bytes[bytes.count - 2]) << 16 | UInt32(bytes[bytes.count - 1]) << 24
+        let stored = LittleEndian.trailingUInt32(of: bytes)
         let computed = CRC32C.checksum(bytes[0..<(bytes.count - 4)])
         guard stored == computed else {
             throw JournalError(.damagedHeader,

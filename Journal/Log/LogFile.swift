@@ -18,6 +18,11 @@ public enum LogFile {
         return writer.bytes
     }
 
+    /// The length of a record's frame in the file.
+    static func frameLength(of record: LogRecord) -> Int {
+        frameHeaderLength + record.encode().count
+    }
+
     /// One framed record.
     static func frame(_ record: LogRecord) -> [UInt8] {
         let payload = record.encode()
@@ -51,36 +56,36 @@ public enum LogFile {
     }
 
     /// The valid records of a log, and how it ends.
-    public struct Scan: Sendable {
+    struct Scan {
         /// The valid records, in order.
-        public var entries: [Entry]
+        var records: [LogRecord]
         /// How the log ends.
-        public var tail: Tail
+        var tail: Tail
         /// The length of the log up to the end of its last valid frame.
-        public var validLength: Int
+        var validLength: Int
     }
 
     /// Reads every frame. A frame that is cut short or fails its checksum is a torn tail when no
     /// valid frame starts anywhere after it (a kill mid-append, or a tail the file system filled
     /// with zeros); when a valid frame does follow, the log is damaged in the middle, and this
     /// throws ``JournalError/Code/damagedRecord`` naming the record and its offset.
-    public static func scan(_ bytes: [UInt8], file: String) throws(JournalError) -> Scan {
+    static func scan(_ bytes: [UInt8], file: String) throws(JournalError) -> Scan {
         guard bytes.count >= 4, Array(bytes[0..<4]) == magic else {
             throw JournalError(.notAJournal, "not a chunkmigrate log (bad magic)", file: file)
         }
         guard bytes.count >= fileHeaderLength else {
-            return Scan(entries: [], tail: .torn(recordIndex: 0, offset: 0, reason: "file header cut short"), validLength: 0)
+            return Scan(records: [], tail: .torn(recordIndex: 0, offset: 0, reason: "file header cut short"), validLength: 0)
         }
-        let version = UInt16(bytes[4]) | UInt16(bytes[5]) << 8
+        let version = LittleEndian.read(UInt16.self, in: bytes, at: 4)
         guard version <= formatVersion else {
             throw JournalError(.newerFormat,
                 "log format version \(version) is newer than this reader (it reads up to \(formatVersion)); use a newer chunkmigrate",
                 file: file)
         }
-        var entries: [Entry] = []
+        var records: [LogRecord] = []
         var offset = fileHeaderLength
         while offset < bytes.count {
-            let index = entries.count
+            let index = records.count
             // A bad frame: torn when nothing valid follows it, damage otherwise.
             func bad(_ reason: String) throws(JournalError) -> Scan {
                 if let next = firstValidFrame(in: bytes, after: offset) {
@@ -88,12 +93,12 @@ public enum LogFile {
                         "record \(index) at offset \(offset): \(reason), and a valid record follows at offset \(next)",
                         file: file)
                 }
-                return Scan(entries: entries, tail: .torn(recordIndex: index, offset: offset, reason: reason), validLength: offset)
+                return Scan(records: records, tail: .torn(recordIndex: index, offset: offset, reason: reason), validLength: offset)
             }
             let remaining = bytes.count - offset
             guard remaining >= frameHeaderLength else { return try bad("frame header cut short (\(remaining) of 8 bytes)") }
-            let length = Int(readU32(bytes, at: offset))
-            let stored = readU32(bytes, at: offset + 4)
+            let length = Int(LittleEndian.read(UInt32.self, in: bytes, at: offset))
+            let stored = LittleEndian.read(UInt32.self, in: bytes, at: offset + 4)
             guard length <= maximumPayload else { return try bad("length field \(length) is implausible") }
             let end = offset + frameHeaderLength + length
             guard end <= bytes.count else {
@@ -109,10 +114,10 @@ public enum LogFile {
                     "record \(index) at offset \(offset): unknown kind \(kind) or wrong length \(length) (written by a newer chunkmigrate?)",
                     file: file)
             }
-            entries.append(Entry(index: index, offset: offset, record: record))
+            records.append(record)
             offset = end
         }
-        return Scan(entries: entries, tail: .clean, validLength: offset)
+        return Scan(records: records, tail: .clean, validLength: offset)
     }
 
     /// The offset of the first frame after `offset` that passes its checksum and decodes, if any.
@@ -122,11 +127,11 @@ public enum LogFile {
         var candidate = offset + 1
         while bytes.count - candidate > frameHeaderLength {
             defer { candidate += 1 }
-            let length = Int(readU32(bytes, at: candidate))
+            let length = Int(LittleEndian.read(UInt32.self, in: bytes, at: candidate))
             guard length >= 1, length <= bytes.count - candidate - frameHeaderLength else { continue }
             let end = candidate + frameHeaderLength + length
             guard LogRecord.decode(bytes, from: candidate + frameHeaderLength, to: end) != nil,
-                  frameChecksum(bytes, at: candidate, length: length) == readU32(bytes, at: candidate + 4)
+                  frameChecksum(bytes, at: candidate, length: length) == LittleEndian.read(UInt32.self, in: bytes, at: candidate + 4)
             else { continue }
             return candidate
         }
@@ -139,9 +144,5 @@ public enum LogFile {
         crc.update(bytes[offset..<(offset + 4)])
         crc.update(bytes[(offset + frameHeaderLength)..<(offset + frameHeaderLength + length)])
         return crc.value
-    }
-
-    private static func readU32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
-        UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16 | UInt32(bytes[offset + 3]) << 24
     }
 }

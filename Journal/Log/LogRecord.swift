@@ -14,7 +14,7 @@ public enum LogRecord: Sendable, Equatable {
     case complete(atMillis: Int64)
 
     /// The kind byte that starts the record's payload.
-    public var kind: UInt8 {
+    var kind: UInt8 {
         switch self {
         case .started: 1
         case .batch: 2
@@ -117,17 +117,5 @@ public enum LogRecord: Sendable, Equatable {
         } catch {
             return nil
         }
-    }
-}
-
-extension Array where Element == LogRecord {
-    /// Whether the log records the job as complete.
-    public var recordsCompletion: Bool {
-        contains { if case .complete = $0 { true } else { false } }
-    }
-
-    /// Whether the log records at least one committed batch.
-    public var recordsBatches: Bool {
-        contains { if case .batch = $0 { true } else { false } }
     }
 }

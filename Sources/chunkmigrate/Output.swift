@@ -1,13 +1,12 @@
 import ArgumentParser
 import ChunkMigrate
 import Foundation
+import MigrationJournal
 
 /// Text and JSON output, and the exit codes of errors.
 enum Output {
     static func json<T: Encodable>(_ value: T) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
+        String(decoding: try JSONEncoder.sortedAndIndented().encode(value), as: UTF8.self)
     }
 
     static func describe(_ status: JobStatus) -> String {

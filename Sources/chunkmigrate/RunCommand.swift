@@ -32,7 +32,7 @@ struct RunCommand: AsyncParsableCommand {
             }
             let decoded = try MigrationPlan.decode(json: data, file: plan)
             let journalURL = URL(fileURLWithPath: journal)
-            if FileManager.default.fileExists(atPath: journalURL.appendingPathComponent("header").path) {
+            if MigrationJob.hasJournal(at: journalURL) {
                 return try MigrationJob.resume(
                     at: journalURL, source: URL(fileURLWithPath: source), destination: URL(fileURLWithPath: destination),
                     plan: decoded, options: migrationOptions, logger: logger)

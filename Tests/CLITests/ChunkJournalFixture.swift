@@ -63,7 +63,7 @@ struct JournalFixture {
     static func make(in parent: String, finished: Bool = true, tornTail: Bool = false) throws -> JournalFixture {
         let directory = parent + "/job.journal"
         let header = JournalHeader(
-            jobID: jobID, createdAt: createdAt, writer: writer, planFingerprint: SHA256.hex(plan),
+            jobID: jobID, createdAt: createdAt, writer: writer, planFingerprint: JournalSHA256.hex(plan),
             sourceFingerprint: "source-fingerprint", destinationFingerprint: "destination-fingerprint",
             sourcePath: sourcePath, destinationPath: destinationPath, entities: entities)
         let writer = try JournalWriter.create(directory: directory, header: header, plan: plan)

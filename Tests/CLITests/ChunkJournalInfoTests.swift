@@ -106,7 +106,7 @@ struct ChunkJournalInfoTests {
             #expect(report.createdAt == JournalFixture.createdAt)
             #expect(report.sourcePath == JournalFixture.sourcePath)
             #expect(report.destinationPath == JournalFixture.destinationPath)
-            #expect(report.planFingerprint == SHA256.hex(JournalFixture.plan))
+            #expect(report.planFingerprint == JournalSHA256.hex(JournalFixture.plan))
             #expect(report.state == "complete")
             #expect(report.lastFailure == nil)
             #expect(report.records == 10)

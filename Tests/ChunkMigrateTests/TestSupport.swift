@@ -46,7 +46,7 @@ func sha256(of file: URL) throws -> String {
 
 import MigrationJournal
 enum SHA256Hex {
-    static func of(_ data: Data) -> String { SHA256.hex(Array(data)) }
+    static func of(_ data: Data) -> String { JournalSHA256.hex(Array(data)) }
 }
 
 let quietLogger: Logger = {

@@ -30,33 +30,57 @@ struct CodecTests {
         #expect(CRC32C.checksum(bytes.lazy.map { $0 }) == whole)
     }
 
-    @Test("SHA-256 known vectors")
+    @Test("SHA-256 of the FIPS 180-2 test vectors: \"abc\", the empty string, 448 bits, one million a")
     func sha256KnownVectors() {
-        #expect(SHA256.hex([UInt8]()) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-        #expect(SHA256.hex(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(JournalSHA256.hex([UInt8]()) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(JournalSHA256.hex(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         // Two blocks (FIPS 180-2, appendix B.2).
-        #expect(SHA256.hex(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))
+        #expect(JournalSHA256.hex(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))
             == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
         // One million "a": many blocks through update().
-        var hash = SHA256()
+        var hash = JournalSHA256()
         for _ in 0..<1000 { hash.update([UInt8](repeating: 0x61, count: 1000)) }
         #expect(hash.finalizeHex() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 
     @Test("SHA-256 fields are separated so that strings cannot run into each other")
     func sha256Fields() {
-        var one = SHA256()
+        var one = JournalSHA256()
         one.update(field: "ab")
         one.update(field: "c")
-        var two = SHA256()
+        var two = JournalSHA256()
         two.update(field: "a")
         two.update(field: "bc")
         #expect(one.finalize() != two.finalize())
-        var three = SHA256()
+        var three = JournalSHA256()
         three.update(Array("ab\0c\0".utf8))
-        var four = SHA256()
+        var four = JournalSHA256()
         four.update(field: "ab")
         four.update(field: "c")
         #expect(three.finalizeHex() == four.finalizeHex())
+    }
+}
+
+@Suite("Little-endian integers")
+struct LittleEndianTests {
+    @Test("Integers read back from hand-written little-endian bytes, at any offset")
+    func knownBytes() {
+        let bytes: [UInt8] = [0xAA, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0xFF]
+        #expect(LittleEndian.read(UInt16.self, in: bytes, at: 1) == 0x0201)
+        #expect(LittleEndian.read(UInt32.self, in: bytes, at: 1) == 0x0403_0201)
+        #expect(LittleEndian.read(UInt64.self, in: bytes, at: 1) == 0x0807_0605_0403_0201)
+        #expect(LittleEndian.read(UInt32.self, in: bytes, at: 6) == 0xFF08_0706)
+        #expect(LittleEndian.read(Int16.self, in: bytes, at: 8) == -248)
+        #expect(LittleEndian.trailingUInt32(of: bytes) == 0xFF08_0706)
+        bytes.withUnsafeBytes { raw in
+            #expect(LittleEndian.read(UInt32.self, in: raw, at: 3) == 0x0605_0403)
+        }
+    }
+
+    @Test("What the journal writes reads back: a header's trailing CRC")
+    func headerCRC() throws {
+        let bytes = try testHeader().encoded()
+        #expect(LittleEndian.trailingUInt32(of: bytes) == CRC32C.checksum(bytes.dropLast(4)))
+        #expect(LittleEndian.read(UInt32.self, in: bytes, at: 8) == JournalHeader.formatVersion)
     }
 }

@@ -137,9 +137,8 @@ struct LogTests {
         let bytes = try readBytes(JournalLayout(directory: path).log)
         #expect(Array(bytes[0..<8]) == Array("CMLG".utf8) + [1, 0, 0, 0])
         // The CRC covers the four length bytes and the payload.
-        let length = Int(bytes[29]) | Int(bytes[30]) << 8
-        #expect(length == 94)
-        let stored = UInt32(bytes[33]) | UInt32(bytes[34]) << 8 | UInt32(bytes[35]) << 16 | UInt32(bytes[36]) << 24
+        #expect(LittleEndian.read(UInt32.self, in: bytes, at: 29) == 94)
+        let stored = LittleEndian.read(UInt32.self, in: bytes, at: 33)
         #expect(stored == CRC32C.checksum(Array(bytes[29..<33]) + Array(bytes[37..<(37 + 94)])))
         #expect(bytes[37] == 2, "a batch record's kind")
     }
@@ -257,7 +256,7 @@ struct LogTests {
         let bytes = try header.encoded()
         #expect(try JournalHeader.decode(bytes, file: "header") == header)
         #expect(try header.encoded() == bytes, "the encoding is deterministic")
-        let length = Int(bytes[12]) | Int(bytes[13]) << 8 | Int(bytes[14]) << 16 | Int(bytes[15]) << 24
+        let length = Int(LittleEndian.read(UInt32.self, in: bytes, at: 12))
         #expect(bytes.count == 16 + length + 4)
         #expect(trailingCRC(bytes) == CRC32C.checksum(bytes.dropLast(4)))
     }

@@ -14,9 +14,7 @@ struct PortabilityTests {
         var payload: ArraySlice<UInt8>
 
         init(_ bytes: [UInt8]) {
-            func u32(_ offset: Int) -> Int {
-                Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 24
-            }
+            func u32(_ offset: Int) -> Int { Int(LittleEndian.read(UInt32.self, in: bytes, at: offset)) }
             encoding = bytes[6]
             rawLength = u32(48)
             payload = bytes[56..<(56 + u32(52))]

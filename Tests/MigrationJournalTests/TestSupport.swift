@@ -60,10 +60,7 @@ func fileSize(_ path: String) throws -> Int {
 }
 
 /// The CRC-32C stored in the last four bytes of a segment or header file.
-func trailingCRC(_ bytes: [UInt8]) -> UInt32 {
-    let count = bytes.count
-    return UInt32(bytes[count - 4]) | UInt32(bytes[count - 3]) << 8 | UInt32(bytes[count - 2]) << 16 | UInt32(bytes[count - 1]) << 24
-}
+func trailingCRC(_ bytes: [UInt8]) -> UInt32 { LittleEndian.trailingUInt32(of: bytes) }
 
 /// Replaces the trailing CRC-32C so that a deliberately edited file passes its checksum.
 func resealed(_ bytes: [UInt8]) -> [UInt8] {
@@ -92,7 +89,7 @@ let testPlan = Array(#"{"entities":["artist","album","track"]}"#.utf8)
 func testHeader(plan: [UInt8] = testPlan) -> JournalHeader {
     JournalHeader(
         jobID: "job-0001", createdAt: "2025-01-01T00:00:00Z", writer: "chunkmigrate tests",
-        planFingerprint: SHA256.hex(plan), sourceFingerprint: "source-fp", destinationFingerprint: "destination-fp",
+        planFingerprint: JournalSHA256.hex(plan), sourceFingerprint: "source-fp", destinationFingerprint: "destination-fp",
         sourcePath: "/stores/source.sqlite", destinationPath: "/stores/destination.sqlite",
         entities: [
             .init(name: "artist", sourceTable: "ZARTIST", destinationTable: "artist", keys: .allocate),

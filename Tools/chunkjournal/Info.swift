@@ -76,23 +76,20 @@ struct Info: ParsableCommand {
     static func report(_ journal: JournalReader) -> Report {
         let header = journal.header
         var entities: [Entity] = []
-        for (position, entity) in header.entities.enumerated() {
+        for (position, (entity, logged)) in zip(header.entities, journal.log.entities).enumerated() {
             let index = UInt32(position)
-            let batches = journal.batches(entity: index)
-            let segmentBytes = batches.filter { $0.rowsWritten > 0 }.reduce(0) { total, batch in
+            let segmentBytes = journal.batches(entity: index).filter { $0.rowsWritten > 0 }.reduce(0) { total, batch in
                 total + fileSize(journal.layout.segment(entity: index, batch: batch.batch))
             }
-            let written = batches.reduce(UInt64(0)) { $0 + UInt64($1.rowsWritten) }
             entities.append(Entity(
                 index: index, name: entity.name, sourceTable: entity.sourceTable,
                 destinationTable: entity.destinationTable, keys: entity.keys.description,
-                relationships: entity.relationships, batches: batches.count,
-                rowsRead: batches.reduce(0) { $0 + UInt64($1.rowsRead) }, rowsWritten: written,
-                rowsSkipped: batches.reduce(0) { $0 + UInt64($1.rowsSkipped) },
-                firstSourceKey: batches.first?.firstSourceKey, lastSourceKey: batches.last?.lastSourceKey,
+                relationships: entity.relationships, batches: logged.batchCount,
+                rowsRead: logged.rowsRead, rowsWritten: logged.rowsWritten, rowsSkipped: logged.rowsSkipped,
+                firstSourceKey: logged.firstSourceKey, lastSourceKey: logged.cursor,
                 segmentBytes: segmentBytes,
-                idMapBytesPerRow: written > 0 ? Double(segmentBytes) / Double(written) : nil,
-                complete: journal.isComplete(entity: index)))
+                idMapBytesPerRow: logged.rowsWritten > 0 ? Double(segmentBytes) / Double(logged.rowsWritten) : nil,
+                complete: logged.isComplete))
         }
         var torn: TornTail?
         if case let .torn(recordIndex, offset, reason) = journal.log.tail {
@@ -104,7 +101,7 @@ struct Info: ParsableCommand {
             writer: header.writer, createdAt: header.createdAt, sourcePath: header.sourcePath,
             destinationPath: header.destinationPath, planFingerprint: header.planFingerprint,
             state: state, lastFailure: state == .failed ? journal.lastFailure : nil,
-            records: journal.log.entries.count, entities: entities, tornTail: torn)
+            records: journal.log.records.count, entities: entities, tornTail: torn)
     }
 
     /// Prints the report as aligned text: identity and state, the plan, then progress.

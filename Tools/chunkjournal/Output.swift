@@ -1,13 +1,12 @@
 import Foundation
+import MigrationJournal
 
 /// The few formatting rules the subcommands share.
 enum Output {
     /// Prints `value` as one JSON document with sorted keys.
     static func printJSON<Value: Encodable>(_ value: Value) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         // The reports are plain structs of strings and numbers: encoding cannot fail.
-        let data = try! encoder.encode(value)
+        let data = try! JSONEncoder.sortedAndIndented().encode(value)
         print(String(decoding: data, as: UTF8.self))
     }
 

@@ -144,7 +144,7 @@ func run(_ shape: Shape, root: String, keyCount: Int, cacheBudget: Int, keepJour
     let plan = Array("{\"bench\":\"\(shape.rawValue)\"}".utf8)
     let header = JournalHeader(
         jobID: "idmap-bench-\(shape.rawValue)", createdAt: "1970-01-01T00:00:00Z", writer: "idmap-bench",
-        planFingerprint: SHA256.hex(plan), sourceFingerprint: "", destinationFingerprint: "",
+        planFingerprint: JournalSHA256.hex(plan), sourceFingerprint: "", destinationFingerprint: "",
         sourcePath: "", destinationPath: "",
         entities: [.init(name: "rows", sourceTable: "rows", destinationTable: "rows", keys: .allocate)])
 

@@ -234,7 +234,7 @@ public enum CoreDataDemoStore {
     /// Folder and Tag did not, so their hashes are the same in both models, as Core Data's are.
     static func versionHash(of entity: String, revision: String) -> Data {
         let changed = ["Item", "Link", "Note", "Account"].contains(entity) ? revision : "N"
-        var hash = SHA256()
+        var hash = JournalSHA256()
         hash.update(field: "chunkmigrate CoreDataDemoStore")
         hash.update(field: entity)
         hash.update(field: changed)

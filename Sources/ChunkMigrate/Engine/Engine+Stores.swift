@@ -111,7 +111,7 @@ extension Engine {
     /// catches the wrong file, a changed schema and rows added or removed at either end; it is
     /// not a hash of the content.
     static func sourceFingerprint(_ database: Database, plan: MigrationPlan) throws -> String {
-        var hash = SHA256()
+        var hash = JournalSHA256()
         for table in Set(plan.entities.map(\.source.table)).sorted() {
             hash.update(field: table)
             let sql = try database.scalar("SELECT sql FROM src.sqlite_schema WHERE type = 'table' AND name = ?1", .text(table))

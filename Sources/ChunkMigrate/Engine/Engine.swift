@@ -196,20 +196,12 @@ final class Engine {
     /// record of a batch that committed but was not logged, deletes segments of batches that
     /// never committed, and refuses a destination that is behind the log.
     func reconcile() throws {
-        var logged = [UInt64](repeating: 0, count: plan.entities.count)
-        var loggedFixups: [String: UInt64] = [:]
-        for record in journal.records {
-            switch record {
-            case let .batch(batch): logged[Int(batch.entity)] = batch.batch
-            case let .fixup(fixup): loggedFixups["\(fixup.entity)/\(fixup.column)"] = fixup.batch
-            default: break
-            }
-        }
         for (index, entity) in plan.entities.enumerated() {
             let entityIndex = UInt32(index)
+            let logged = journal.log.entities[index]
             let checkpoint = try checkpoints.copyBatch(entity: entityIndex)
             let committed = checkpoint?.batch ?? 0
-            if logged[index] + 1 == committed, let checkpoint {
+            if logged.lastBatch + 1 == committed, let checkpoint {
                 if checkpoint.rowsWritten > 0 {
                     guard journal.segmentCRC(entity: entityIndex, batch: committed) == checkpoint.segmentCRC else {
                         throw MigrationError(.journal,
@@ -220,13 +212,13 @@ final class Engine {
                 }
                 logger.info("rebuilding the log record of a committed batch", metadata: ["entity": "\(entity.name)", "batch": "\(committed)"])
                 try journal.append(.batch(checkpoint))
-            } else if logged[index] > committed {
+            } else if logged.lastBatch > committed {
                 throw MigrationError(.mismatch,
-                    "the journal records \(logged[index]) batches but the destination's checkpoint only \(committed): this destination is not the one the job wrote (restored from a copy?)",
+                    "the journal records \(logged.lastBatch) batches but the destination's checkpoint only \(committed): this destination is not the one the job wrote (restored from a copy?)",
                     entity: entity.name, file: database.path)
-            } else if logged[index] != committed {
+            } else if logged.lastBatch != committed {
                 throw MigrationError(.journal,
-                    "the destination has committed batch \(committed) but the log ends at batch \(logged[index]); the journal has lost records",
+                    "the destination has committed batch \(committed) but the log ends at batch \(logged.lastBatch); the journal has lost records",
                     entity: entity.name, file: journal.layout.log)
             }
             try journal.removeSegments(entity: entityIndex, after: committed)
@@ -234,7 +226,7 @@ final class Engine {
             for column in (order.deferred[index] ?? []).sorted() {
                 let fixup = try checkpoints.fixupBatch(entity: entityIndex, column: column)
                 let done = fixup?.batch ?? 0
-                let inLog = loggedFixups["\(index)/\(column)"] ?? 0
+                let inLog = logged.fixupBatches[column] ?? 0
                 if inLog + 1 == done, let fixup {
                     try journal.append(.fixup(fixup))
                 } else if inLog != done {
@@ -245,8 +237,7 @@ final class Engine {
             }
         }
         loadStates()
-        for record in journal.records {
-            guard case let .batch(batch) = record else { continue }
+        for case let .batch(batch) in journal.log.records {
             try idMap.add(batch)
             // A lost segment is a lost piece of the ID map: refuse rather than resolve around it.
             if batch.rowsWritten > 0 && !journal.hasSegment(entity: batch.entity, batch: batch.batch) {
@@ -258,20 +249,19 @@ final class Engine {
         }
     }
 
-    /// Rebuilds per-entity progress and the ID map index from the log.
+    /// Rebuilds per-entity progress from the log.
     private func loadStates() {
-        states = Array(repeating: EntityState(), count: plan.entities.count)
-        for record in journal.records {
-            switch record {
-            case let .batch(batch):
-                states[Int(batch.entity)].apply(batch)
-            case let .fixup(fixup):
-                states[Int(fixup.entity)].fixupBatch[fixup.column] = fixup.batch
-            case let .entityComplete(entity, _, _):
-                states[Int(entity)].complete = true
-            default:
-                break
-            }
+        states = journal.log.entities.map { logged in
+            var state = EntityState()
+            state.batch = logged.lastBatch
+            state.cursor = logged.cursor
+            state.rowsRead = Int64(logged.rowsRead)
+            state.rowsWritten = Int64(logged.rowsWritten)
+            state.rowsSkipped = Int64(logged.rowsSkipped)
+            state.complete = logged.isComplete
+            state.fixupBatch = logged.fixupBatches
+            state.lastBatch = logged.lastBatchRecord.map { (Int($0.rowsRead), .microseconds($0.durationMicros)) }
+            return state
         }
     }
 
@@ -281,7 +271,7 @@ final class Engine {
     /// both between batches only.
     func run(deadline: ContinuousClock.Instant?, shouldStop: () -> Bool,
              report: (MigrationProgress) -> Void) throws -> RunOutcome {
-        if journal.records.recordsCompletion {
+        if journal.log.recordsCompletion {
             try CheckpointStore.finish(in: database, keepTables: options.keepCheckpointTables)
             return .complete
         }

@@ -41,14 +41,10 @@ public struct JobStatus: Sendable, Codable, Equatable {
         source = reader.header.sourcePath
         destination = reader.header.destinationPath
         lastFailure = reader.state == .failed ? reader.lastFailure : nil
-        entities = reader.header.entities.enumerated().map { index, entity in
-            let batches = reader.batches(entity: UInt32(index))
-            return Entity(
-                name: entity.name, batches: batches.last?.batch ?? 0,
-                rowsRead: batches.reduce(0) { $0 + Int64($1.rowsRead) },
-                rowsWritten: batches.reduce(0) { $0 + Int64($1.rowsWritten) },
-                rowsSkipped: batches.reduce(0) { $0 + Int64($1.rowsSkipped) },
-                cursor: batches.last?.lastSourceKey, complete: reader.isComplete(entity: UInt32(index)))
+        entities = zip(reader.header.entities, reader.log.entities).map { entity, logged in
+            Entity(name: entity.name, batches: logged.lastBatch, rowsRead: Int64(logged.rowsRead),
+                   rowsWritten: Int64(logged.rowsWritten), rowsSkipped: Int64(logged.rowsSkipped),
+                   cursor: logged.cursor, complete: logged.isComplete)
         }
     }
 }

@@ -78,7 +78,7 @@ public final class MigrationJob: Sendable {
                              logger: Logger) throws -> MigrationJob {
         try plan.validate()
         let layout = JournalLayout(directory: journal.path)
-        if FileManager.default.fileExists(atPath: layout.header) {
+        if hasJournal(at: journal) {
             throw MigrationError(.journal, "a journal already exists here; resume it, or choose another directory", file: journal.path)
         }
         let planBytes: [UInt8]
@@ -100,7 +100,7 @@ public final class MigrationJob: Sendable {
             let jobID = UUID().uuidString.lowercased()
             let header = JournalHeader(
                 jobID: jobID, createdAt: ISO8601DateFormatter().string(from: Date()),
-                writer: "chunkmigrate \(ChunkMigrateVersion.string)", planFingerprint: SHA256.hex(planBytes),
+                writer: "chunkmigrate \(ChunkMigrateVersion.string)", planFingerprint: JournalSHA256.hex(planBytes),
                 sourceFingerprint: try Engine.sourceFingerprint(database, plan: plan),
                 destinationFingerprint: "job:\(jobID)",
                 sourcePath: source.standardizedFileURL.path, destinationPath: destination.standardizedFileURL.path,
@@ -130,7 +130,7 @@ public final class MigrationJob: Sendable {
             writer?.close()
             if writer != nil {
                 if journalExisted {
-                    for name in ["header", "plan.json", "log", "lock", "segments"] {
+                    for name in JournalLayout.names {
                         try? FileManager.default.removeItem(atPath: journal.path + "/" + name)
                     }
                 } else {
@@ -144,6 +144,12 @@ public final class MigrationJob: Sendable {
             }
             throw MigrationError.wrapping(error)
         }
+    }
+
+    /// Whether a job's journal is at `journal`: the directory holds a journal header (a start
+    /// killed before it wrote one left no job to resume, and starting again is safe).
+    public static func hasJournal(at journal: URL) -> Bool {
+        FileManager.default.fileExists(atPath: JournalLayout(directory: journal.path).header)
     }
 
     /// Refuses a destination whose tables the plan writes already hold rows: the store a finished
@@ -175,7 +181,7 @@ public final class MigrationJob: Sendable {
                               options: MigrationOptions = MigrationOptions(),
                               logger: Logger) throws -> MigrationJob {
         let reader = try readJournal(at: journal)
-        guard SHA256.hex(reader.plan) == reader.header.planFingerprint else {
+        guard JournalSHA256.hex(reader.plan) == reader.header.planFingerprint else {
             throw MigrationError(.journal, "plan.json does not match the plan fingerprint in the journal header", file: reader.layout.plan)
         }
         let plan = try MigrationPlan.decode(json: Data(reader.plan), file: reader.layout.plan)
@@ -196,7 +202,7 @@ public final class MigrationJob: Sendable {
         if !job.isComplete {
             // Check the stores now, so a mismatch is refused at startup rather than at run.
             let database = try Engine.openStores(source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
-            try job.checkStores(database, header: reader.header, records: reader.records)
+            try job.checkStores(database, header: reader.header, log: reader.log)
         }
         return job
     }
@@ -329,10 +335,10 @@ public final class MigrationJob: Sendable {
     /// Checks that the destination and the source are this job's: the destination holds this
     /// job's checkpoint (or, when the job never committed a batch, none at all), and the source's
     /// fingerprint is the one recorded at the start.
-    private func checkStores(_ database: Database, header: JournalHeader, records: [LogRecord]) throws {
+    private func checkStores(_ database: Database, header: JournalHeader, log: JournalLog) throws {
         let jobs = try CheckpointStore.jobIDs(in: database)
-        if jobs.isEmpty && !records.recordsCompletion {
-            guard !records.recordsBatches else {
+        if jobs.isEmpty && !log.recordsCompletion {
+            guard !log.recordsBatches else {
                 throw MigrationError(.mismatch,
                     "the destination has no checkpoint of job \(jobID), but the journal records batches: this is not the destination the job wrote",
                     file: destinationURL.path)
@@ -358,7 +364,7 @@ public final class MigrationJob: Sendable {
         }
         defer { writer.close() }
         let database = try Engine.openStores(source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
-        try checkStores(database, header: writer.header, records: writer.records)
+        try checkStores(database, header: writer.header, log: writer.log)
         let idMap = IDMap(layout: writer.layout, entityCount: plan.entities.count, cacheBudget: options.idMapCacheBytes,
                           cacheLimit: options.idMapCacheLimitBytes)
         func makeEngine() throws -> Engine {
@@ -368,7 +374,7 @@ public final class MigrationJob: Sendable {
             return engine
         }
         let engine: Engine
-        if !writer.records.recordsCompletion, try CheckpointStore.jobIDs(in: database).isEmpty {
+        if !writer.log.recordsCompletion, try CheckpointStore.jobIDs(in: database).isEmpty {
             // Created, but stopped before the transaction that records the job in the destination
             // committed: do all of it now (the journal mode is still the store's own).
             let journalMode = try Engine.journalMode(of: database)
@@ -385,7 +391,7 @@ public final class MigrationJob: Sendable {
             }
             try Engine.useRollbackJournal(database)
         } else {
-            if !writer.records.recordsCompletion { try Engine.useRollbackJournal(database) }
+            if !writer.log.recordsCompletion { try Engine.useRollbackJournal(database) }
             engine = try makeEngine()
         }
         try engine.reconcile()

@@ -1,4 +1,5 @@
 import Foundation
+import MigrationJournal
 
 /// What to migrate: entity mappings from source tables to destination tables.
 ///
@@ -59,9 +60,7 @@ public struct MigrationPlan: Codable, Sendable, Equatable {
 
     /// The plan as JSON, with sorted keys so that the same plan always gives the same bytes.
     public func encodedJSON() throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        return try encoder.encode(self)
+        try JSONEncoder.sortedAndIndented().encode(self)
     }
 }
 
