@@ -164,8 +164,7 @@ struct SegmentHeader {
                     file: file)
             }
             guard bytes.count >= IDMapSegment.headerLength + 4 else { throw damaged("truncated: \(bytes.count) bytes") }
-            let stored = UInt32(bytes[bytes.count - 4]) | UInt32(bytes[bytes.count - 3]) << 8
-                | UInt32(bytes[bytes.count - 2]) << 16 | UInt32(bytes[bytes.count - 1]) << 24
+            let stored = LittleEndian.trailingUInt32(of: bytes)
             let computed = CRC32C.checksum(bytes[0..<(bytes.count - 4)])
             guard stored == computed else {
                 throw damaged("checksum mismatch: stored \(hex32(stored)), computed \(hex32(computed))")
