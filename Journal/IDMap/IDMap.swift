@@ -5,10 +5,11 @@
 /// then the one segment that can hold the key. Decoded segments stay in a cache, packed (about
 /// 2 bytes a key where keys are a few apart, see `PackedKeys`), bounded by ``cacheBudget`` bytes
 /// and evicted least recently used first. The budget starts small and doubles, up to
-/// ``cacheLimit``, when the lookups keep decoding again segments the cache had evicted, more
-/// keys than they look up: it grows to what the lookup pattern needs, not to the size of the
-/// map. (A pass in key order over a map larger than the cache reads each segment once and
-/// decodes about one key per lookup: it does not grow the cache.) A sorted list of keys is
+/// ``cacheLimit``, when the lookups keep decoding again segments the cache evicted shortly
+/// before (a cache twice the size would still have held them), more keys than they look up: it
+/// grows to what the lookup pattern needs, not to the size of the map. A pass in key order over
+/// a map larger than the cache decodes each segment once, long after its eviction, and does not
+/// grow it. A sorted list of keys is
 /// looked up in one pass that decodes each segment it needs once.
 ///
 /// Not `Sendable`: one job, or one inspector, owns an `IDMap`.
@@ -66,8 +67,10 @@ public final class IDMap {
     /// list of them, which eviction scans for the least recently used.
     @exclusivity(unchecked) private var cache: [[Decoded?]]
     @exclusivity(unchecked) private var cached: [CacheKey] = []
-    /// Segments decoded once, so that a second decode is known to follow an eviction.
-    @exclusivity(unchecked) private var everDecoded: [[Bool]]
+    /// When each segment was last evicted, counted in evictions (0: never), so that a segment
+    /// decoded again is known to have been evicted, and how recently.
+    @exclusivity(unchecked) private var evictedAt: [[UInt64]]
+    @exclusivity(unchecked) private var evictions: UInt64 = 0
     /// The window of redecodes: how many, the keys they decoded, and the lookups before it.
     @exclusivity(unchecked) private var windowRedecodes = 0
     @exclusivity(unchecked) private var windowRedecodedKeys = 0
@@ -95,7 +98,7 @@ public final class IDMap {
         self.layout = layout
         self.index = Array(repeating: [], count: entityCount)
         self.cache = Array(repeating: [], count: entityCount)
-        self.everDecoded = Array(repeating: [], count: entityCount)
+        self.evictedAt = Array(repeating: [], count: entityCount)
         self.cacheBudget = cacheBudget
         self.cacheLimit = max(cacheBudget, cacheLimit ?? cacheBudget)
     }
@@ -135,9 +138,8 @@ public final class IDMap {
         }
         index[entity].append(ref)
         cache[entity].append(nil)
-        everDecoded[entity].append(false)
+        evictedAt[entity].append(0)
         if let keys, !ref.isDense {
-            everDecoded[entity][index[entity].count - 1] = true
             store(Decoded(keys: PackedKeys(keys), lastUse: tick()), at: CacheKey(entity: entity, segment: index[entity].count - 1))
         }
     }
@@ -173,7 +175,7 @@ public final class IDMap {
             }
             index[entity].removeLast()
             cache[entity].removeLast()
-            everDecoded[entity].removeLast()
+            evictedAt[entity].removeLast()
         }
     }
 
@@ -325,18 +327,20 @@ public final class IDMap {
         }
         let loaded = try readSegment(entity: UInt32(entity), ref: index[entity][segment])
         segmentDecodes += 1
-        if everDecoded[entity][segment] {
+        if evictedAt[entity][segment] > 0 {
             segmentRedecodes += 1
-            noteRedecode(keys: loaded.sourceKeys.count)
+            // Evicted while fewer segments than the cache holds were evicted after it.
+            if evictions - evictedAt[entity][segment] < UInt64(cached.count) {
+                noteRedecode(keys: loaded.sourceKeys.count)
+            }
         }
-        everDecoded[entity][segment] = true
         let entry = loaded.sourceKeys.withUnsafeBufferPointer { Decoded(keys: PackedKeys($0), lastUse: tick()) }
         store(entry, at: CacheKey(entity: entity, segment: segment))
         return entry
     }
 
-    /// Doubles the budget, within the limit, at the end of a window of redecodes that decoded
-    /// more keys than its lookups needed: the lookups come back to what the cache evicts.
+    /// Doubles the budget, within the limit, at the end of a window of recent redecodes that
+    /// decoded more keys than its lookups needed: the lookups come back to what the cache evicts.
     private func noteRedecode(keys: Int) {
         windowRedecodes += 1
         windowRedecodedKeys += keys
@@ -370,6 +374,8 @@ public final class IDMap {
             }
             guard let victim else { break }
             let evicted = cached.remove(at: victim)
+            evictions += 1
+            evictedAt[evicted.entity][evicted.segment] = evictions
             if let removed = cache[evicted.entity][evicted.segment] { cachedBytes -= removed.bytes }
             cache[evicted.entity][evicted.segment] = nil
         }
