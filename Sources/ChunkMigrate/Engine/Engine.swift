@@ -51,6 +51,8 @@ final class Engine {
     let order: ExecutionOrder
     let options: MigrationOptions
     let logger: Logger
+    /// The destination with the source attached, and what each store's schema says.
+    let stores: Stores
     let database: Database
     let journal: JournalWriter
     let idMap: IDMap
@@ -66,11 +68,13 @@ final class Engine {
     private var isRelationshipTarget: [Bool] = []
     private let clock = ContinuousClock()
 
-    init(plan: MigrationPlan, options: MigrationOptions, logger: Logger, database: Database,
+    init(plan: MigrationPlan, options: MigrationOptions, logger: Logger, stores: Stores,
          journal: JournalWriter, idMap: IDMap, sourcePath: String) throws {
+        let database = stores.database
         self.plan = plan
         self.options = options
         self.logger = logger
+        self.stores = stores
         self.database = database
         self.journal = journal
         self.idMap = idMap
@@ -153,14 +157,9 @@ final class Engine {
     /// Prepares every entity's statements; a plan error (unknown table or column, an expression
     /// SQLite rejects, a missing function) surfaces here, before any batch is written.
     func prepare() throws {
+        let check = PlanCheck(plan: plan, order: order, stores: stores)
         for (index, entity) in plan.entities.enumerated() {
-            let path = "entities[\(index)]"
-            let sourceAccess = try KeyAccess.find(database: database, schema: "src", table: entity.source.table,
-                                                  column: entity.source.key, planPath: path + ".source", entity: entity.name)
-            let destinationAccess = try KeyAccess.find(database: database, schema: "main", table: entity.destination.table,
-                                                       column: entity.destination.key, planPath: path + ".destination",
-                                                       entity: entity.name)
-            try checkAgainstStores(entity: entity, index: index)
+            let access = try check.check(entity: index)
             do {
                 if let distinct = entity.distinct {
                     resolver.naturalKeys[UInt32(index)] = try database.prepare(
@@ -170,17 +169,13 @@ final class Engine {
                 let copier = try EntityCopier(database: database, entity: entity, index: UInt32(index),
                                               relationshipIndexes: relationshipIndexes[index],
                                               byValue: Set(entity.sortedRelationships.filter { plan.isDistinct($0.relationship.to) }.map(\.column)),
-                                              sourceAccess: sourceAccess,
-                                              destinationAccess: destinationAccess,
-                                              assignsNextRowid: try Self.assignsNextRowid(database, table: entity.destination.table),
+                                              sourceAccess: access.source,
+                                              destinationAccess: access.destination,
+                                              assignsNextRowid: try stores.destination.table(entity.destination.table)?.assignsNextRowid ?? true,
                                               verifyChecksums: options.verifyChecksums)
                 try copier.prepareFixups(database: database, deferred: order.deferred[index] ?? [],
                                          relationshipIndexes: relationshipIndexes[index])
-                guard try copier.walksInKeyOrder(database: database) else {
-                    throw MigrationError(.invalidPlan,
-                        "SQLite would sort the rows of \(entity.source.table) instead of reading them in key order; batches need the key's own order",
-                        entity: entity.name, sql: copier.insertSQL)
-                }
+                try check.checkWalksInKeyOrder(copier)
                 copiers[index] = copier
             } catch let error as SQLiteError {
                 throw MigrationError(.invalidPlan, "SQLite rejects the statements of this entity: \(error.message)",
@@ -363,7 +358,7 @@ final class Engine {
     /// estimated: counting rows would read the whole table before the first batch.
     private func readKeyRanges() throws {
         for (index, entity) in plan.entities.enumerated() where !states[index].complete {
-            states[index].keyRange = try Self.keyRange(database, table: entity.source.table, key: entity.source.key)
+            states[index].keyRange = try stores.keyRange(table: entity.source.table, key: entity.source.key)
         }
     }
 
@@ -496,21 +491,21 @@ final class Engine {
         let batch = (states[index].fixupBatch[column] ?? 0) + 1
         let first = ref.mapping == .allocate ? ref.destinationBase : ref.firstKey
         let last = ref.mapping == .allocate ? ref.destinationBase + Int64(ref.count) - 1 : ref.lastKey
-        try database.execute("BEGIN IMMEDIATE")
         do {
-            resolver.resetCounters()
-            try copier.fix(column: column, first: first, last: last)
-            let record = FixupRecord(entity: UInt32(index), column: column, batch: batch,
-                                     firstDestinationKey: first, lastDestinationKey: last,
-                                     rowsUpdated: UInt32(resolver.updated), rowsNulled: UInt32(resolver.nulled),
-                                     committedAtMillis: Self.nowMillis())
-            try checkpoints.save(record)
-            try database.execute("COMMIT")
+            let record = try database.inTransaction(.immediate) {
+                resolver.resetCounters()
+                try copier.fix(column: column, first: first, last: last)
+                let record = FixupRecord(entity: UInt32(index), column: column, batch: batch,
+                                         firstDestinationKey: first, lastDestinationKey: last,
+                                         rowsUpdated: UInt32(resolver.updated), rowsNulled: UInt32(resolver.nulled),
+                                         committedAtMillis: Self.nowMillis())
+                try checkpoints.save(record)
+                return record
+            }
             CrashPoint.check(.afterFixupCommit, entity: entity.name, batch: batch)
             try journal.append(.fixup(record))
             states[index].fixupBatch[column] = batch
         } catch {
-            if database.inTransaction { try? database.execute("ROLLBACK") }
             throw MigrationError.wrapping(resolver.failure ?? error, entity: entity.name, batch: batch, column: column)
         }
     }

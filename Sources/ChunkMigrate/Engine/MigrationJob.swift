@@ -89,8 +89,9 @@ public final class MigrationJob: Sendable {
         let destinationExisted = FileManager.default.fileExists(atPath: destination.path)
         var writer: JournalWriter?
         do {
-            let database = try Engine.openStores(source: source.path, destination: destination.path, schema: schema, options: options)
-            let journalMode = try Engine.journalMode(of: database)
+            let stores = try Stores.open(source: source.path, destination: destination.path, schema: schema, options: options)
+            let database = stores.database
+            let journalMode = try stores.journalMode()
             let others = try CheckpointStore.jobIDs(in: database)
             if let other = others.first {
                 throw MigrationError(.mismatch,
@@ -101,7 +102,7 @@ public final class MigrationJob: Sendable {
             let header = JournalHeader(
                 jobID: jobID, createdAt: ISO8601DateFormatter().string(from: Date()),
                 writer: "chunkmigrate \(ChunkMigrateVersion.string)", planFingerprint: SHA256.hex(planBytes),
-                sourceFingerprint: try Engine.sourceFingerprint(database, plan: plan),
+                sourceFingerprint: try stores.sourceFingerprint(plan: plan),
                 destinationFingerprint: "job:\(jobID)",
                 sourcePath: source.standardizedFileURL.path, destinationPath: destination.standardizedFileURL.path,
                 entities: plan.entities.map { entity in
@@ -115,7 +116,7 @@ public final class MigrationJob: Sendable {
             try database.execute("BEGIN IMMEDIATE")
             try CheckpointStore.create(in: database, jobID: jobID, planFingerprint: header.planFingerprint,
                                        journalMode: journalMode)
-            let engine = try Engine(plan: plan, options: options, logger: logger, database: database, journal: created,
+            let engine = try Engine(plan: plan, options: options, logger: logger, stores: stores, journal: created,
                                     idMap: IDMap(layout: layout, entityCount: plan.entities.count), sourcePath: source.path)
             try engine.prepare()
             try Self.prepareDestination(engine, options: options, file: destination.path)
@@ -195,8 +196,8 @@ public final class MigrationJob: Sendable {
         if job.isComplete { job.finishDestination() }
         if !job.isComplete {
             // Check the stores now, so a mismatch is refused at startup rather than at run.
-            let database = try Engine.openStores(source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
-            try job.checkStores(database, header: reader.header, records: reader.records)
+            let stores = try Stores.open(source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
+            try job.checkStores(stores, header: reader.header, records: reader.records)
         }
         return job
     }
@@ -329,8 +330,8 @@ public final class MigrationJob: Sendable {
     /// Checks that the destination and the source are this job's: the destination holds this
     /// job's checkpoint (or, when the job never committed a batch, none at all), and the source's
     /// fingerprint is the one recorded at the start.
-    private func checkStores(_ database: Database, header: JournalHeader, records: [LogRecord]) throws {
-        let jobs = try CheckpointStore.jobIDs(in: database)
+    private func checkStores(_ stores: Stores, header: JournalHeader, records: [LogRecord]) throws {
+        let jobs = try CheckpointStore.jobIDs(in: stores.database)
         if jobs.isEmpty && !records.recordsCompletion {
             guard !records.recordsBatches else {
                 throw MigrationError(.mismatch,
@@ -341,7 +342,7 @@ public final class MigrationJob: Sendable {
             throw MigrationError(.mismatch,
                 "the destination belongs to job \(jobs[0]), not to this journal's job \(jobID)", file: destinationURL.path)
         }
-        let fingerprint = try Engine.sourceFingerprint(database, plan: plan)
+        let fingerprint = try stores.sourceFingerprint(plan: plan)
         guard fingerprint == header.sourceFingerprint else {
             throw MigrationError(.mismatch,
                 "the source is not the store this job started with (its schema or key range changed, or it is another file)",
@@ -357,11 +358,12 @@ public final class MigrationJob: Sendable {
             throw MigrationError(error.code == .locked ? .busy : .journal, error.message, file: error.file ?? journalURL.path)
         }
         defer { writer.close() }
-        let database = try Engine.openStores(source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
-        try checkStores(database, header: writer.header, records: writer.records)
+        let stores = try Stores.open(source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
+        let database = stores.database
+        try checkStores(stores, header: writer.header, records: writer.records)
         let idMap = IDMap(layout: writer.layout, entityCount: plan.entities.count, cacheBudget: options.idMapCacheBytes)
         func makeEngine() throws -> Engine {
-            let engine = try Engine(plan: plan, options: options, logger: logger, database: database, journal: writer, idMap: idMap,
+            let engine = try Engine(plan: plan, options: options, logger: logger, stores: stores, journal: writer, idMap: idMap,
                                     sourcePath: sourceURL.path)
             try engine.prepare()
             return engine
@@ -370,7 +372,7 @@ public final class MigrationJob: Sendable {
         if !writer.records.recordsCompletion, try CheckpointStore.jobIDs(in: database).isEmpty {
             // Created, but stopped before the transaction that records the job in the destination
             // committed: do all of it now (the journal mode is still the store's own).
-            let journalMode = try Engine.journalMode(of: database)
+            let journalMode = try stores.journalMode()
             try database.execute("BEGIN IMMEDIATE")
             do {
                 try CheckpointStore.create(in: database, jobID: jobID, planFingerprint: writer.header.planFingerprint,
@@ -382,9 +384,9 @@ public final class MigrationJob: Sendable {
                 if database.inTransaction { try? database.execute("ROLLBACK") }
                 throw error
             }
-            try Engine.useRollbackJournal(database)
+            try stores.useRollbackJournal()
         } else {
-            if !writer.records.recordsCompletion { try Engine.useRollbackJournal(database) }
+            if !writer.records.recordsCompletion { try stores.useRollbackJournal() }
             engine = try makeEngine()
         }
         try engine.reconcile()

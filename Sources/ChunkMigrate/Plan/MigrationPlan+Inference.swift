@@ -61,7 +61,7 @@ extension MigrationPlan {
     /// - Throws: ``MigrationError`` naming the file when a store cannot be read, only one of them
     ///   is a Core Data store, or the two models have no entity in common.
     public static func infer(source: URL, destination: URL, options: InferenceOptions = InferenceOptions()) throws -> InferredPlan {
-        try Engine.checkSource(source.path)
+        try Stores.checkSource(source.path)
         guard FileManager.default.fileExists(atPath: destination.path) else {
             throw MigrationError(.store, "the destination does not exist; create it first (for Core Data: add a persistent store with the new model)",
                                  file: destination.path)
