@@ -90,61 +90,90 @@ public final class MigrationJob: Sendable {
         var writer: JournalWriter?
         do {
             let stores = try Stores.open(source: source.path, destination: destination.path, schema: schema, options: options)
-            let database = stores.database
             let journalMode = try stores.journalMode()
-            let others = try CheckpointStore.jobIDs(in: database)
-            if let other = others.first {
-                throw MigrationError(.mismatch,
-                    "the destination already holds the checkpoint of job \(other); resume that job's journal, or use a fresh destination",
-                    file: destination.path)
-            }
-            let jobID = UUID().uuidString.lowercased()
-            let header = JournalHeader(
-                jobID: jobID, createdAt: ISO8601DateFormatter().string(from: Date()),
-                writer: "chunkmigrate \(ChunkMigrateVersion.string)", planFingerprint: SHA256.hex(planBytes),
-                sourceFingerprint: try stores.sourceFingerprint(plan: plan),
-                destinationFingerprint: "job:\(jobID)",
-                sourcePath: source.standardizedFileURL.path, destinationPath: destination.standardizedFileURL.path,
-                entities: plan.entities.map { entity in
-                    JournalHeader.Entity(
-                        name: entity.name, sourceTable: entity.source.table, destinationTable: entity.destination.table,
-                        keys: entity.keyPolicy == .allocate ? .allocate : .preserve,
-                        relationships: (entity.relationships ?? [:]).mapValues(\.to))
-                })
+            try refuseAnotherJob(stores, file: destination.path)
+            let header = try Self.header(plan: plan, planBytes: planBytes, stores: stores, source: source, destination: destination)
             let created = try JournalWriter.create(directory: journal.path, header: header, plan: planBytes)
             writer = created
-            try database.execute("BEGIN IMMEDIATE")
-            try CheckpointStore.create(in: database, jobID: jobID, planFingerprint: header.planFingerprint,
-                                       journalMode: journalMode)
-            let engine = try Engine(plan: plan, options: options, logger: logger, stores: stores, journal: created,
-                                    idMap: IDMap(layout: layout, entityCount: plan.entities.count), sourcePath: source.path)
-            try engine.prepare()
-            try Self.prepareDestination(engine, options: options, file: destination.path)
-            CrashPoint.check(.beforeStartCommit, entity: "job", batch: 0)
-            try database.execute("COMMIT")
+            try stores.database.inTransaction(.immediate) {
+                _ = try recordJob(header, journalMode: journalMode, stores: stores, options: options, file: destination.path) {
+                    let engine = try Engine(plan: plan, options: options, logger: logger, stores: stores, journal: created,
+                                            idMap: IDMap(layout: layout, entityCount: plan.entities.count), sourcePath: source.path)
+                    try engine.prepare()
+                    return engine
+                }
+                CrashPoint.check(.beforeStartCommit, entity: "job", batch: 0)
+            }
             created.close()
-            logger.info("started job", metadata: ["job": "\(jobID)", "journal": "\(journal.path)"])
+            logger.info("started job", metadata: ["job": "\(header.jobID)", "journal": "\(journal.path)"])
             return MigrationJob(journalURL: journal, header: header, plan: plan, source: source, destination: destination,
                                 options: options, logger: logger, complete: false)
         } catch {
-            // Leave nothing behind: the journal this call created, and a destination it created.
             writer?.close()
-            if writer != nil {
-                if journalExisted {
-                    for name in ["header", "plan.json", "log", "lock", "segments"] {
-                        try? FileManager.default.removeItem(atPath: journal.path + "/" + name)
-                    }
-                } else {
-                    try? FileManager.default.removeItem(at: journal)
-                }
-            }
-            if !destinationExisted {
-                for suffix in ["", "-wal", "-shm", "-journal"] {
-                    try? FileManager.default.removeItem(atPath: destination.path + suffix)
-                }
-            }
+            removeWhatStartCreated(journal: journal, journalExisted: journalExisted, wroteJournal: writer != nil,
+                                   destination: destination, destinationExisted: destinationExisted)
             throw MigrationError.wrapping(error)
         }
+    }
+
+    /// Refuses a destination that already holds another job's checkpoint.
+    private static func refuseAnotherJob(_ stores: Stores, file: String) throws {
+        if let other = try CheckpointStore.jobIDs(in: stores.database).first {
+            throw MigrationError(.mismatch,
+                "the destination already holds the checkpoint of job \(other); resume that job's journal, or use a fresh destination",
+                file: file)
+        }
+    }
+
+    /// The header of a new job's journal: a new job ID, and the fingerprints of the plan and the
+    /// source that every later run checks.
+    private static func header(plan: MigrationPlan, planBytes: [UInt8], stores: Stores, source: URL, destination: URL) throws -> JournalHeader {
+        let jobID = UUID().uuidString.lowercased()
+        return JournalHeader(
+            jobID: jobID, createdAt: ISO8601DateFormatter().string(from: Date()),
+            writer: "chunkmigrate \(ChunkMigrateVersion.string)", planFingerprint: SHA256.hex(planBytes),
+            sourceFingerprint: try stores.sourceFingerprint(plan: plan),
+            destinationFingerprint: "job:\(jobID)",
+            sourcePath: source.standardizedFileURL.path, destinationPath: destination.standardizedFileURL.path,
+            entities: plan.entities.map { entity in
+                JournalHeader.Entity(
+                    name: entity.name, sourceTable: entity.source.table, destinationTable: entity.destination.table,
+                    keys: entity.keyPolicy == .allocate ? .allocate : .preserve,
+                    relationships: (entity.relationships ?? [:]).mapValues(\.to))
+            })
+    }
+
+    /// After a start that failed, leaves nothing behind: the journal this start created (only its
+    /// files, when the directory was there before), and the destination when it created it.
+    private static func removeWhatStartCreated(journal: URL, journalExisted: Bool, wroteJournal: Bool,
+                                               destination: URL, destinationExisted: Bool) {
+        if wroteJournal {
+            if journalExisted {
+                for name in ["header", "plan.json", "log", "lock", "segments"] {
+                    try? FileManager.default.removeItem(atPath: journal.path + "/" + name)
+                }
+            } else {
+                try? FileManager.default.removeItem(at: journal)
+            }
+        }
+        if !destinationExisted {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                try? FileManager.default.removeItem(atPath: destination.path + suffix)
+            }
+        }
+    }
+
+    /// Inside the transaction that records a new job in the destination (at its start, or on
+    /// the first run after a start killed before it committed): the checkpoint tables, then the
+    /// engine `makeEngine` creates, which checks the plan against the stores and prepares every
+    /// statement, then the destination made ready (``prepareDestination(_:options:file:)``).
+    private static func recordJob(_ header: JournalHeader, journalMode: String, stores: Stores, options: MigrationOptions,
+                                  file: String, engine makeEngine: () throws -> Engine) throws -> Engine {
+        try CheckpointStore.create(in: stores.database, jobID: header.jobID, planFingerprint: header.planFingerprint,
+                                   journalMode: journalMode)
+        let engine = try makeEngine()
+        try prepareDestination(engine, options: options, file: file)
+        return engine
     }
 
     /// Refuses a destination whose tables the plan writes already hold rows: the store a finished
@@ -373,16 +402,9 @@ public final class MigrationJob: Sendable {
             // Created, but stopped before the transaction that records the job in the destination
             // committed: do all of it now (the journal mode is still the store's own).
             let journalMode = try stores.journalMode()
-            try database.execute("BEGIN IMMEDIATE")
-            do {
-                try CheckpointStore.create(in: database, jobID: jobID, planFingerprint: writer.header.planFingerprint,
-                                           journalMode: journalMode)
-                engine = try makeEngine()
-                try Self.prepareDestination(engine, options: options, file: destinationURL.path)
-                try database.execute("COMMIT")
-            } catch {
-                if database.inTransaction { try? database.execute("ROLLBACK") }
-                throw error
+            engine = try database.inTransaction(.immediate) {
+                try Self.recordJob(writer.header, journalMode: journalMode, stores: stores, options: options,
+                                   file: destinationURL.path, engine: makeEngine)
             }
             try stores.useRollbackJournal()
         } else {
