@@ -35,6 +35,10 @@ public final class MigrationJob: Sendable {
     public let destinationURL: URL
     /// Rows done and total, for a progress bar or a `ProgressView`.
     public let progress: Progress
+    /// Whether this object started the job (``start(plan:source:destination:journal:schema:options:logger:)``,
+    /// or ``startOrResume(plan:source:destination:journal:schema:options:logger:)`` where the
+    /// journal had no job yet) rather than opened a job recorded in its journal.
+    public let isNew: Bool
 
     private let options: MigrationOptions
     private let logger: Logger
@@ -49,7 +53,7 @@ public final class MigrationJob: Sendable {
     }
 
     private init(journalURL: URL, header: JournalHeader, plan: MigrationPlan, source: URL, destination: URL,
-                 options: MigrationOptions, logger: Logger, complete: Bool) {
+                 options: MigrationOptions, logger: Logger, complete: Bool, isNew: Bool = false) {
         self.journalURL = journalURL
         self.jobID = header.jobID
         self.plan = plan
@@ -58,6 +62,7 @@ public final class MigrationJob: Sendable {
         self.options = options
         self.logger = logger
         self.progress = Progress(totalUnitCount: 0)
+        self.isNew = isNew
         self.control = Locked(Control(complete: complete))
     }
 
@@ -107,7 +112,7 @@ public final class MigrationJob: Sendable {
             created.close()
             logger.info("started job", metadata: ["job": "\(header.jobID)", "journal": "\(journal.path)"])
             return MigrationJob(journalURL: journal, header: header, plan: plan, source: source, destination: destination,
-                                options: options, logger: logger, complete: false)
+                                options: options, logger: logger, complete: false, isNew: true)
         } catch {
             writer?.close()
             removeWhatStartCreated(journal: journal, journalExisted: journalExisted, wroteJournal: writer != nil,
@@ -229,6 +234,33 @@ public final class MigrationJob: Sendable {
             try job.checkStores(stores, header: reader.header, records: reader.records)
         }
         return job
+    }
+
+    /// Continues the job recorded in `journal`, or starts it there when the journal records no job
+    /// yet: the one call an app's startup path or a command line needs, run after run.
+    ///
+    /// ```swift
+    /// let job = try MigrationJob.startOrResume(plan: plan, source: oldStoreURL, destination: newStoreURL,
+    ///                                          journal: journalURL, schema: newSchemaSQL, logger: logger)
+    /// if !job.isComplete { _ = try await job.run(for: .seconds(5)) }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - plan: the plan; a recorded job must have started with this same plan.
+    ///   - source, destination: the stores; a recorded job checks that they are its own.
+    ///   - schema: SQL that creates the destination when it does not exist; evaluated only when
+    ///     the job starts.
+    /// - Throws: ``MigrationError``, as ``start(plan:source:destination:journal:schema:options:logger:)``
+    ///   or ``resume(at:source:destination:plan:options:logger:)`` would.
+    public static func startOrResume(plan: MigrationPlan, source: URL, destination: URL, journal: URL,
+                                     schema: @autoclosure () throws -> String? = nil,
+                                     options: MigrationOptions = MigrationOptions(),
+                                     logger: Logger) throws -> MigrationJob {
+        if FileManager.default.fileExists(atPath: JournalLayout(directory: journal.path).header) {
+            return try resume(at: journal, source: source, destination: destination, plan: plan, options: options, logger: logger)
+        }
+        return try start(plan: plan, source: source, destination: destination, journal: journal, schema: try schema(),
+                         options: options, logger: logger)
     }
 
     /// Where the job recorded in a journal stands, from the journal alone.
