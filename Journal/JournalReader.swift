@@ -4,7 +4,7 @@
 /// ```swift
 /// let journal = try JournalReader(directory: "/tmp/job.journal")
 /// print(journal.header.jobID, journal.batches.count, journal.state)
-/// let map = journal.idMap()
+/// let map = try journal.idMap()
 /// let destination = try map.destination(of: 42, entity: 1)
 /// ```
 public struct JournalReader: Sendable {

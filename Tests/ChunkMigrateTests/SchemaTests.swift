@@ -197,7 +197,7 @@ struct TransactionTests {
             // No write yet, but the other connection cannot take the write lock.
             #expect(throws: SQLiteError.self) { try other.execute("BEGIN IMMEDIATE") }
         }
-        try other.inTransaction(.immediate) { try other.execute("INSERT INTO t VALUES (1)") }
+        try other.inTransaction(.immediate) { () throws -> Void in try other.execute("INSERT INTO t VALUES (1)") }
         #expect(try database.scalar("SELECT count(*) FROM t") == .integer(1))
     }
 }

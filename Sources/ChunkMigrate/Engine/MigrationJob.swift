@@ -8,9 +8,8 @@ import MigrationJournal
 /// From an app's startup path:
 ///
 /// ```swift
-/// if let job = try MigrationJob.resume(at: journalURL, options: options, logger: logger) {
-///     let outcome = try await job.run(for: .seconds(10))   // .complete or .paused
-/// }
+/// let job = try MigrationJob.resume(at: journalURL, options: options, logger: logger)
+/// let outcome = try await job.run(for: .seconds(10))   // .complete or .paused
 /// ```
 ///
 /// Starting a job, and following its progress:
@@ -20,7 +19,7 @@ import MigrationJournal
 ///                                  schema: newSchemaSQL, logger: logger)
 /// let updates = job.progressUpdates()              // ends when the run below ends
 /// Task { for await step in updates { print(step.entity, step.rowsDone, step.rowsTotal) } }
-/// try await job.run()
+/// _ = try await job.run()
 /// ```
 public final class MigrationJob: Sendable {
     /// The journal directory.
