@@ -179,7 +179,7 @@ final class Engine {
                 copiers[index] = copier
             } catch let error as SQLiteError {
                 throw MigrationError(.invalidPlan, "SQLite rejects the statements of this entity: \(error.message)",
-                                     entity: entity.name, file: nil, sql: error.sql)
+                                     entity: entity.name, file: nil, sql: error.sql, cause: error)
             }
         }
     }
@@ -562,11 +562,11 @@ final class Engine {
         if error.isForeignKeyViolation {
             let range = resolver.batchKeys.first.map { "rows with source keys \($0) to \(resolver.batchKeys.last ?? $0)" } ?? "the batch"
             return MigrationError(.batch, "validation failed: \(error.message) for one of the \(range); a foreign key points at a row that does not exist in the destination",
-                                  entity: entity, batch: batch, file: error.file)
+                                  entity: entity, batch: batch, file: error.file, cause: error)
         }
         return MigrationError(.batch, "validation failed: \(error.message)", entity: entity, batch: batch,
                               sourceKey: resolver.batchKeys.last,
-                              column: Self.column(fromConstraintMessage: error.message), file: error.file)
+                              column: Self.column(fromConstraintMessage: error.message), file: error.file, cause: error)
     }
 
     /// `message.text` from "NOT NULL constraint failed: message.text".

@@ -37,7 +37,7 @@ final class Stores {
             let tables = try database.scalar("SELECT count(*) FROM sqlite_schema WHERE type = 'table'")
             isEmpty = tables.integer == 0
         } catch {
-            throw MigrationError(.store, "cannot open the destination: \(error.message)", file: destination)
+            throw MigrationError(.store, "cannot open the destination: \(error.message)", file: destination, cause: error)
         }
         do {
             if isEmpty, let schema {
@@ -61,7 +61,7 @@ final class Stores {
         } catch let error as SQLiteError {
             throw MigrationError(.store, error.sql?.hasPrefix("ATTACH") == true
                 ? "cannot attach the source read-only: \(error.message)" : "cannot prepare the destination: \(error.message)",
-                file: error.sql?.hasPrefix("ATTACH") == true ? source : destination, sql: error.sql)
+                file: error.sql?.hasPrefix("ATTACH") == true ? source : destination, sql: error.sql, cause: error)
         }
         return Stores(database: database)
     }
@@ -75,7 +75,7 @@ final class Stores {
             let database = try Database(path: source, mode: .source)
             _ = try database.scalar("SELECT count(*) FROM sqlite_schema")
         } catch {
-            throw MigrationError(.store, "the source is not a readable SQLite store: \(error.message)", file: source)
+            throw MigrationError(.store, "the source is not a readable SQLite store: \(error.message)", file: source, cause: error)
         }
     }
 
