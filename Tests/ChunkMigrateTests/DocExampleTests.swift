@@ -62,7 +62,7 @@ struct DocExampleTests {
         let journalURL = folder.path("journal")
         let seen = Locked<[MigrationProgress]>([])
         func print(_ entity: String, _ done: Int64, _ total: Int64) {
-            seen.withLock { $0.append(MigrationProgress(entity: entity, phase: "", batch: 0, rowsDone: done, rowsTotal: total,
+            seen.withLock { $0.append(MigrationProgress(entity: entity, phase: .copy, batch: 0, rowsDone: done, rowsTotal: total,
                                                          jobRowsDone: 0, jobRowsTotal: 0, rowsPerSecond: 0,
                                                          estimatedRemaining: nil, batchSize: 0)) }
         }
@@ -79,6 +79,26 @@ struct DocExampleTests {
         #expect(!steps.isEmpty)
         #expect(steps.allSatisfy { $0.rowsDone <= $0.rowsTotal })
         #expect(Set(steps.map(\.entity)).isSubset(of: Set(plan.entities.map(\.name))))
+    }
+
+    @Test("progress names its phase: rows copied, then the fix-up pass of the self-reference")
+    func progressPhases() async throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("demo"), messages: 1_000)
+        let job = try startDemo(files, into: folder.path("new.sqlite"), journal: folder.path("journal"), batchSize: 400)
+        let updates = job.progressUpdates()
+        let collector = Task {
+            var phases: [MigrationProgress.Phase] = []
+            for await step in updates { phases.append(step.phase) }
+            return phases
+        }
+        #expect(try await job.run() == .complete)
+        let phases = await collector.value
+        #expect(phases.first == .copy)
+        #expect(phases.contains(.fixup(column: "reply_to_id")))
+        #expect(phases.firstIndex(of: .fixup(column: "reply_to_id"))! > phases.lastIndex(of: .copy)!)
+        #expect(MigrationProgress.Phase.fixup(column: "reply_to_id").description == "fixup reply_to_id")
+        #expect(MigrationProgress.Phase.index(name: "message_by_date").description == "index message_by_date")
     }
 
     @Test("MigrationJob.startOrResume: the same call starts the job, then continues it")

@@ -336,7 +336,7 @@ final class Engine {
                 guard let read = try copyBatch(entity: entity) else { break }
                 run.rows += Int64(read)
                 run.batches += 1
-                report(progress(run, entity: entity, phase: "copy", batch: states[entity].batch))
+                report(progress(run, entity: entity, phase: .copy, batch: states[entity].batch))
             }
             try journal.append(.entityComplete(
                 entity: UInt32(entity), batches: states[entity].batch, rowsWritten: UInt64(states[entity].rowsWritten)))
@@ -356,7 +356,7 @@ final class Engine {
                     if run.stops(now: clock.now, shouldStop: shouldStop) { return .paused }
                     try fixupBatch(entity: entity, column: column, ref: refs[Int(states[entity].fixupBatch[column] ?? 0)])
                     run.batches += 1
-                    report(progress(run, entity: entity, phase: "fixup \(column)", batch: states[entity].fixupBatch[column] ?? 0))
+                    report(progress(run, entity: entity, phase: .fixup(column: column), batch: states[entity].fixupBatch[column] ?? 0))
                 }
             }
         }
@@ -372,14 +372,14 @@ final class Engine {
             try CheckpointStore.rebuild(index: index.name, sql: index.sql, in: database)
             CrashPoint.check(.afterIndex, entity: index.name, batch: 0)
             run.batches += 1
-            if let last = order.entities.last { report(progress(run, entity: last, phase: "index \(index.name)", batch: 0)) }
+            if let last = order.entities.last { report(progress(run, entity: last, phase: .index(name: index.name), batch: 0)) }
         }
         return .complete
     }
 
     /// The progress report after a batch of `entity`: its rows and the job's, the run's pace,
     /// and the time left at that pace.
-    private func progress(_ run: RunTally, entity: Int, phase: String, batch: UInt64) -> MigrationProgress {
+    private func progress(_ run: RunTally, entity: Int, phase: MigrationProgress.Phase, batch: UInt64) -> MigrationProgress {
         let seconds = (clock.now - run.started) / .seconds(1)
         let rate = seconds > 0 ? Double(run.rows) / seconds : 0
         let done = states.reduce(0) { $0 + $1.rowsRead }
