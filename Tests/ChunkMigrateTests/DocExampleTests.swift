@@ -13,6 +13,18 @@ import Testing
 struct DocExampleTests {
     let logger = quietLogger
 
+    /// What the examples name: the demo store's plan, source and schema, and where the new store
+    /// and the journal go.
+    private struct Inputs {
+        let plan: MigrationPlan, old: URL, new: URL, journal: URL, schema: String
+    }
+
+    private func inputs(in folder: TemporaryFolder, messages: Int = 2_000) throws -> Inputs {
+        let files = try DemoStore.generate(in: folder.path("demo"), messages: messages)
+        return Inputs(plan: DemoStore.plan, old: files.source, new: folder.path("new.sqlite"), journal: folder.path("journal"),
+                      schema: DemoStore.destinationSchema)
+    }
+
     /// A demo store migrated as far as `start` takes it, for the examples to continue.
     private func startedJob(in folder: TemporaryFolder, messages: Int = 2_000) throws -> (journalURL: URL, newStore: URL) {
         let files = try DemoStore.generate(in: folder.path("demo"), messages: messages)
@@ -57,9 +69,8 @@ struct DocExampleTests {
     @Test("MigrationJob: start a job and follow its progress")
     func startAndFollow() async throws {
         let folder = try TemporaryFolder()
-        let files = try DemoStore.generate(in: folder.path("demo"), messages: 3_000)
-        let plan = DemoStore.plan, old = files.source, new = folder.path("new.sqlite"), newSchemaSQL = DemoStore.destinationSchema
-        let journalURL = folder.path("journal")
+        let given = try inputs(in: folder, messages: 3_000)
+        let plan = given.plan, old = given.old, new = given.new, newSchemaSQL = given.schema, journalURL = given.journal
         let seen = Locked<[MigrationProgress]>([])
         func print(_ entity: String, _ done: Int64, _ total: Int64) {
             seen.withLock { $0.append(MigrationProgress(entity: entity, phase: .copy, batch: 0, rowsDone: done, rowsTotal: total,
@@ -104,9 +115,9 @@ struct DocExampleTests {
     @Test("MigrationJob.startOrResume: the same call starts the job, then continues it")
     func startOrResume() async throws {
         let folder = try TemporaryFolder()
-        let files = try DemoStore.generate(in: folder.path("demo"), messages: 2_000)
-        let plan = DemoStore.plan, oldStoreURL = files.source, newStoreURL = folder.path("new.sqlite")
-        let journalURL = folder.path("journal"), newSchemaSQL = DemoStore.destinationSchema
+        let given = try inputs(in: folder)
+        let plan = given.plan, oldStoreURL = given.old, newStoreURL = given.new, journalURL = given.journal
+        let newSchemaSQL = given.schema
         var calls: [Bool] = []
         for _ in 0..<100 {
             // MigrationJob.startOrResume(plan:source:destination:journal:schema:options:logger:)
@@ -177,9 +188,8 @@ struct DocExampleTests {
     @Test("README: the library's start, and the startup path with progress")
     func readmeLibrary() async throws {
         let temporary = try TemporaryFolder()
-        let files = try DemoStore.generate(in: temporary.path("demo"), messages: 2_000)
-        let plan = DemoStore.plan, oldStore = files.source, newStore = temporary.path("new.sqlite")
-        let journalURL = temporary.path("journal"), newSchemaSQL = DemoStore.destinationSchema
+        let given = try inputs(in: temporary)
+        let plan = given.plan, oldStore = given.old, newStore = given.new, journalURL = given.journal, newSchemaSQL = given.schema
         let options = MigrationOptions(batchSize: 500)
         let shown = Locked(0)
         func show(_ done: Int64, _ total: Int64, _ remaining: Duration?) { shown.withLock { $0 += 1 } }

@@ -125,8 +125,7 @@ struct SchemaTests {
     @Test("a store's schema is read once and kept until it is forgotten")
     func readOnce() throws {
         let folder = try TemporaryFolder()
-        let path = folder.path("store.sqlite")
-        let database = try Database(path: path.path, mode: .readWriteCreate)
+        let database = try Database(path: folder.path("store.sqlite").path, mode: .readWriteCreate)
         try database.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, x)")
         let schema = StoreSchema(database: database, name: "main")
         #expect(try schema.table("t")?.columns.count == 2)
@@ -142,12 +141,19 @@ struct SchemaTests {
 struct TransactionTests {
     private struct Refusal: Error {}
 
-    @Test("a transaction commits when its body returns, and hands back the body's value")
-    func commits() throws {
+    /// A new store made of `sql`, open for writing; the folder lives as long as the test keeps it.
+    private func store(_ sql: String) throws -> (folder: TemporaryFolder, path: URL, database: Database) {
         let folder = try TemporaryFolder()
         let path = folder.path("store.sqlite")
         let database = try Database(path: path.path, mode: .readWriteCreate)
-        try database.execute("CREATE TABLE t (x)")
+        try database.execute(sql)
+        return (folder, path, database)
+    }
+
+    @Test("a transaction commits when its body returns, and hands back the body's value")
+    func commits() throws {
+        let (folder, path, database) = try store("CREATE TABLE t (x)")
+        _ = folder
         let count = try database.inTransaction(.immediate) {
             try database.execute("INSERT INTO t VALUES (1), (2)")
             #expect(database.inTransaction)
@@ -161,10 +167,8 @@ struct TransactionTests {
 
     @Test("a transaction rolls back when its body throws, and rethrows the body's error")
     func rollsBack() throws {
-        let folder = try TemporaryFolder()
-        let path = folder.path("store.sqlite")
-        let database = try Database(path: path.path, mode: .readWriteCreate)
-        try database.execute("CREATE TABLE t (x NOT NULL); INSERT INTO t VALUES (0);")
+        let (folder, _, database) = try store("CREATE TABLE t (x NOT NULL); INSERT INTO t VALUES (0);")
+        _ = folder
         #expect(throws: Refusal.self) {
             try database.inTransaction(.immediate) {
                 try database.execute("INSERT INTO t VALUES (1)")
@@ -187,17 +191,15 @@ struct TransactionTests {
 
     @Test("an immediate transaction takes the write lock at BEGIN")
     func immediateLocks() throws {
-        let folder = try TemporaryFolder()
-        let path = folder.path("store.sqlite")
-        let database = try Database(path: path.path, mode: .readWriteCreate)
-        try database.execute("CREATE TABLE t (x)")
+        let (folder, path, database) = try store("CREATE TABLE t (x)")
+        _ = folder
         let other = try Database(path: path.path, mode: .readWrite)
         try other.execute("PRAGMA busy_timeout = 0")
         try database.inTransaction(.immediate) {
             // No write yet, but the other connection cannot take the write lock.
             #expect(throws: SQLiteError.self) { try other.execute("BEGIN IMMEDIATE") }
         }
-        try other.inTransaction(.immediate) { () throws -> Void in try other.execute("INSERT INTO t VALUES (1)") }
+        try other.inTransaction(.immediate) { try other.execute("INSERT INTO t VALUES (1)") }
         #expect(try database.scalar("SELECT count(*) FROM t") == .integer(1))
     }
 }

@@ -23,6 +23,7 @@ extension Database {
     ///
     /// A rollback after an error is only attempted while a transaction is open: SQLite rolls
     /// back by itself on some errors (a full disk, an interrupt).
+    @discardableResult
     func inTransaction<T>(_ kind: TransactionKind = .deferred, _ body: () throws -> T) throws -> T {
         try execute("BEGIN \(kind.rawValue)")
         do {
