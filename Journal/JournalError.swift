@@ -1,8 +1,13 @@
 /// An error reading or writing a journal, with the file and record it concerns.
 ///
 /// ```swift
-/// do { _ = try JournalReader(at: url) }
-/// catch let error as JournalError where error.code == .newerFormat { print(error.message) }
+/// do {
+///     _ = try JournalReader(directory: journalPath)
+/// } catch where error.code == .newerFormat {
+///     print(error.message)   // "journal format version 9 is newer than this reader ..."
+/// } catch {
+///     print("cannot read the journal: \(error)")
+/// }
 /// ```
 public struct JournalError: Error, CustomStringConvertible, Sendable, Equatable {
     /// What kind of failure this is; stable across releases, for scripts and tests.

@@ -31,25 +31,22 @@ struct RunCommand: AsyncParsableCommand {
                 throw MigrationError(.invalidPlan, "cannot read the plan file", file: plan)
             }
             let decoded = try MigrationPlan.decode(json: data, file: plan)
-            let journalURL = URL(fileURLWithPath: journal)
-            if MigrationJob.hasJournal(at: journalURL) {
-                return try MigrationJob.resume(
-                    at: journalURL, source: URL(fileURLWithPath: source), destination: URL(fileURLWithPath: destination),
-                    plan: decoded, options: migrationOptions, logger: logger)
-            }
-            var schemaSQL: String?
-            if let schema {
-                do { schemaSQL = try String(contentsOfFile: schema, encoding: .utf8) } catch {
-                    throw MigrationError(.store, "cannot read the schema file", file: schema)
-                }
-            }
-            let job = try MigrationJob.start(
+            let job = try MigrationJob.startOrResume(
                 plan: decoded, source: URL(fileURLWithPath: source), destination: URL(fileURLWithPath: destination),
-                journal: journalURL, schema: schemaSQL, options: migrationOptions, logger: logger)
+                journal: URL(fileURLWithPath: journal), schema: try readSchema(), options: migrationOptions, logger: logger)
+            guard job.isNew else { return job }
             if !options.quiet, let left = try? decoded.tablesNotCopied(from: URL(fileURLWithPath: source)), !left.isEmpty {
                 FileHandle.standardError.write(Data("not copied (no entity of the plan reads them): \(left.joined(separator: ", "))\n".utf8))
             }
             return job
+        }
+    }
+
+    /// The schema file's SQL, when one is given; read only when the job starts.
+    private func readSchema() throws -> String? {
+        guard let schema else { return nil }
+        do { return try String(contentsOfFile: schema, encoding: .utf8) } catch {
+            throw MigrationError(.store, "cannot read the schema file", file: schema)
         }
     }
 }

@@ -151,8 +151,8 @@ struct StoreShapeTests {
         let folder = try TemporaryFolder()
         let files = try DemoStore.generate(in: folder.path("store"), messages: 10)
         let destination = folder.path("new.sqlite")
-        let database = try Engine.openStores(source: files.source.path, destination: destination.path,
-                                             schema: DemoStore.destinationSchema, options: MigrationOptions())
+        let database = try Stores.open(source: files.source.path, destination: destination.path,
+                                       schema: DemoStore.destinationSchema, options: MigrationOptions()).database
         // fullfsync is a per-connection flag: a new connection would report the default, 0.
         #expect(try database.scalar("PRAGMA fullfsync") == .integer(1))
         #expect(try database.scalar("PRAGMA main.synchronous") == .integer(2))
@@ -224,7 +224,7 @@ struct StoreShapeTests {
         let folder = try TemporaryFolder()
         let store = folder.path("store.sqlite")
         try execute(schema, on: store)
-        #expect(try Engine.assignsNextRowid(Database(path: store.path, mode: .readOnly), table: "t") == assigns)
+        #expect(try Database(path: store.path, mode: .readOnly).tableSchema("t", in: "main")?.assignsNextRowid == assigns)
     }
 
     @Test("a trigger that inserts into the destination table stops the batch before it commits")

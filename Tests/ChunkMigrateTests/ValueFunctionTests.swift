@@ -83,7 +83,7 @@ struct ValueFunctionTests {
                                    schema: "CREATE TABLE item (id INTEGER PRIMARY KEY, k);", logger: quietLogger)
         }
         #expect(error.code == .invalidPlan && error.message.hasPrefix("entities[0].columns.k: plist_value key path 'address..city'"), "\(error)")
-        #expect(ChunkMigrate.Engine.keyPathProblem(in: "plist_value(meta, 'address.city')") == nil)
+        #expect(PlanCheck.keyPathProblem(in: "plist_value(meta, 'address.city')") == nil)
     }
 
     @Test("a blob that is not a property list fails the batch naming the row, unless the plan guards with is_plist")

@@ -253,7 +253,7 @@ struct CoreDataInference {
     /// declared type changed between numeric types.
     private mutating func conversion(from old: CoreDataLayout.Column, to new: CoreDataLayout.Column, table: String) throws -> String {
         let quoted = SQL.identifier(old.name)
-        let from = Engine.affinity(of: old.type), to = Engine.affinity(of: new.type)
+        let from = ColumnInfo.affinity(of: old.type), to = ColumnInfo.affinity(of: new.type)
         guard from != to else { return quoted }
         switch (from, to) {
         case ("INTEGER", "REAL"), ("NUMERIC", "REAL"):

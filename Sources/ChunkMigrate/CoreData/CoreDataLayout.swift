@@ -267,34 +267,21 @@ public struct CoreDataLayout: Sendable {
     }
 
     static func columns(_ database: Database, schema: String, table: String) throws(SQLiteError) -> [Column] {
-        // table_info: cid, name, type, notnull, dflt_value, pk
-        try database.rows("PRAGMA \(schema).table_info(\(SQL.quote(table)))").compactMap { row in
-            row[1].text.map { Column(name: $0, type: row[2].text ?? "") }
-        }
+        try database.tableSchema(table, in: schema)?.columns.map { Column(name: $0.name, type: $0.type) } ?? []
     }
 
     /// The columns that have an index of their own (Core Data indexes every to-one column as
     /// `<TABLE>_<COLUMN>_INDEX`).
     static func singleColumnIndexes(_ database: Database, schema: String, table: String) throws(SQLiteError) -> Set<String> {
-        var result: Set<String> = []
-        for index in try database.rows("PRAGMA \(schema).index_list(\(SQL.quote(table)))") {
-            guard let name = index[1].text else { continue }
-            let columns = try database.rows("PRAGMA \(schema).index_info(\(SQL.quote(name)))").compactMap { $0[2].text }
-            if columns.count == 1 { result.insert(columns[0]) }
-        }
-        return result
+        let indexes = try database.tableSchema(table, in: schema)?.indexes ?? []
+        return Set(indexes.filter { $0.columns.count == 1 }.map { $0.columns[0] })
     }
 
     /// The column lists of the table's unique indexes, made for uniqueness constraints or
     /// `UNIQUE` columns; the rowid alias is not one.
     static func uniqueIndexes(_ database: Database, schema: String, table: String) throws(SQLiteError) -> [[String]] {
-        var result: [[String]] = []
-        // index_list: seq, name, unique, origin, partial
-        for index in try database.rows("PRAGMA \(schema).index_list(\(SQL.quote(table)))")
-        where index[2].integer == 1 && index[3].text != "pk" {
-            guard let name = index[1].text else { continue }
-            result.append(try database.rows("PRAGMA \(schema).index_info(\(SQL.quote(name)))").compactMap { $0[2].text })
-        }
+        let indexes = try database.tableSchema(table, in: schema)?.indexes ?? []
+        let result = indexes.filter { $0.isUnique && $0.origin != .primaryKeyConstraint }.map(\.columns)
         return result.sorted { $0.joined(separator: ",") < $1.joined(separator: ",") }
     }
 }

@@ -9,7 +9,8 @@ import Foundation
 /// ```swift
 /// let files = try DemoStore.generate(in: folder, messages: 100_000)
 /// let job = try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: folder.appending(path: "new.sqlite"),
-///                                  journal: folder.appending(path: "journal"), schema: DemoStore.destinationSchema)
+///                                  journal: folder.appending(path: "journal"), schema: DemoStore.destinationSchema,
+///                                  logger: logger)
 /// ```
 public enum DemoStore {
     /// The files ``generate(in:messages:)`` writes.

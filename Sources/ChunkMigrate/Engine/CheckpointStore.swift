@@ -66,13 +66,10 @@ struct CheckpointStore {
     static func deferIndexes(in database: Database, tables: [String]) throws(SQLiteError) {
         var deferred: [(name: String, sql: String)] = []
         for table in Set(tables.map { $0.lowercased() }).sorted() {
-            // index_list: seq, name, unique, origin, partial
-            for index in try database.rows("PRAGMA main.index_list(\(SQL.quote(table)))")
-            where index[2].integer == 0 && index[3].text == "c" {
-                guard let name = index[1].text,
-                      let sql = try database.scalar("SELECT sql FROM main.sqlite_schema WHERE type = 'index' AND name = ?1",
-                                                    .text(name)).text else { continue }
-                deferred.append((name, sql))
+            for index in try database.tableSchema(table, in: "main")?.indexes ?? [] where !index.isUnique && index.origin == .createIndex {
+                guard let sql = try database.scalar("SELECT sql FROM main.sqlite_schema WHERE type = 'index' AND name = ?1",
+                                                    .text(index.name)).text else { continue }
+                deferred.append((index.name, sql))
             }
         }
         for index in deferred {
@@ -85,11 +82,8 @@ struct CheckpointStore {
     /// de-duplicated entity's lookups by value, unless one exists; an index the job creates is
     /// removed at the end. Fails when the rows already there repeat a value.
     static func ensureUniqueIndex(table: String, column: String, in database: Database) throws(SQLiteError) {
-        for index in try database.rows("PRAGMA main.index_list(\(SQL.quote(table)))") where index[2].integer == 1 {
-            guard let name = index[1].text else { continue }
-            let columns = try database.rows("PRAGMA main.index_info(\(SQL.quote(name)))").compactMap { $0[2].text?.lowercased() }
-            if columns == [column.lowercased()] { return }
-        }
+        let indexes = try database.tableSchema(table, in: "main")?.indexes ?? []
+        if indexes.contains(where: { $0.isUnique && $0.covers(only: column) }) { return }
         let name = "_chunkmigrate_distinct_\(table)_\(column)"
         try database.execute("CREATE UNIQUE INDEX main.\(SQL.quote(name)) ON \(SQL.quote(table)) (\(SQL.quote(column)))")
         try record(index: name, sql: "DROP INDEX IF EXISTS main.\(SQL.quote(name))", dropAtEnd: true, in: database)

@@ -51,6 +51,8 @@ final class Engine {
     let order: ExecutionOrder
     let options: MigrationOptions
     let logger: Logger
+    /// The destination with the source attached, and what each store's schema says.
+    let stores: Stores
     let database: Database
     let journal: JournalWriter
     let idMap: IDMap
@@ -66,11 +68,13 @@ final class Engine {
     private var isRelationshipTarget: [Bool] = []
     private let clock = ContinuousClock()
 
-    init(plan: MigrationPlan, options: MigrationOptions, logger: Logger, database: Database,
+    init(plan: MigrationPlan, options: MigrationOptions, logger: Logger, stores: Stores,
          journal: JournalWriter, idMap: IDMap, sourcePath: String) throws {
+        let database = stores.database
         self.plan = plan
         self.options = options
         self.logger = logger
+        self.stores = stores
         self.database = database
         self.journal = journal
         self.idMap = idMap
@@ -153,14 +157,9 @@ final class Engine {
     /// Prepares every entity's statements; a plan error (unknown table or column, an expression
     /// SQLite rejects, a missing function) surfaces here, before any batch is written.
     func prepare() throws {
+        let check = PlanCheck(plan: plan, order: order, stores: stores)
         for (index, entity) in plan.entities.enumerated() {
-            let path = "entities[\(index)]"
-            let sourceAccess = try KeyAccess.find(database: database, schema: "src", table: entity.source.table,
-                                                  column: entity.source.key, planPath: path + ".source", entity: entity.name)
-            let destinationAccess = try KeyAccess.find(database: database, schema: "main", table: entity.destination.table,
-                                                       column: entity.destination.key, planPath: path + ".destination",
-                                                       entity: entity.name)
-            try checkAgainstStores(entity: entity, index: index)
+            let access = try check.check(entity: index)
             do {
                 if let distinct = entity.distinct {
                     resolver.naturalKeys[UInt32(index)] = try database.prepare(
@@ -170,22 +169,18 @@ final class Engine {
                 let copier = try EntityCopier(database: database, entity: entity, index: UInt32(index),
                                               relationshipIndexes: relationshipIndexes[index],
                                               byValue: Set(entity.sortedRelationships.filter { plan.isDistinct($0.relationship.to) }.map(\.column)),
-                                              sourceAccess: sourceAccess,
-                                              destinationAccess: destinationAccess,
-                                              assignsNextRowid: try Self.assignsNextRowid(database, table: entity.destination.table),
+                                              sourceAccess: access.source,
+                                              destinationAccess: access.destination,
+                                              assignsNextRowid: try stores.destination.table(entity.destination.table)?.assignsNextRowid ?? true,
                                               verifyChecksums: options.verifyChecksums)
                 try copier.prepareFixups(database: database, deferred: order.deferred[index] ?? [],
                                          relationshipIndexes: relationshipIndexes[index],
                                          selfReferences: Set(entity.sortedRelationships.filter { $0.relationship.to == entity.name }.map(\.column)))
-                guard try copier.walksInKeyOrder(database: database) else {
-                    throw MigrationError(.invalidPlan,
-                        "SQLite would sort the rows of \(entity.source.table) instead of reading them in key order; batches need the key's own order",
-                        entity: entity.name, sql: copier.insertSQL)
-                }
+                try check.checkWalksInKeyOrder(copier)
                 copiers[index] = copier
             } catch let error as SQLiteError {
                 throw MigrationError(.invalidPlan, "SQLite rejects the statements of this entity: \(error.message)",
-                                     entity: entity.name, file: nil, sql: error.sql)
+                                     entity: entity.name, file: nil, sql: error.sql, cause: error)
             }
         }
     }
@@ -277,69 +272,13 @@ final class Engine {
         }
         try journal.append(.started(atMillis: Self.nowMillis(), processID: ProcessInfo.processInfo.processIdentifier))
         try readKeyRanges()
-        let runStart = clock.now
-        var rowsThisRun: Int64 = 0
-        // A run always commits at least one batch before its budget can stop it, so that a
-        // caller that runs with a short budget again and again still gets to the end.
-        var batchesThisRun = 0
-        func stop() -> Bool {
-            if shouldStop() { return true }
-            if let deadline, batchesThisRun > 0, clock.now >= deadline { return true }
-            return false
-        }
-        func progress(entity: Int, phase: String, batch: UInt64) {
-            let seconds = (clock.now - runStart) / .seconds(1)
-            let rate = seconds > 0 ? Double(rowsThisRun) / seconds : 0
-            let done = states.reduce(0) { $0 + $1.rowsRead }
-            let total = states.reduce(Int64(0)) { $0.addingReportingOverflow($1.estimatedTotal).overflow ? .max : $0 + $1.estimatedTotal }
-            let remaining = rate > 0 ? Duration.seconds(Double(max(0, total - done)) / rate) : nil
-            report(MigrationProgress(
-                entity: plan.entities[entity].name, phase: phase, batch: batch,
-                rowsDone: states[entity].rowsRead, rowsTotal: states[entity].estimatedTotal,
-                jobRowsDone: done, jobRowsTotal: total, rowsPerSecond: rate,
-                estimatedRemaining: remaining, batchSize: batchSize))
-        }
-
-        // A resumed run sizes its first batch from the pace of the entity's last one instead of
-        // starting over: a job killed again and again would spend its runs growing it back. Only
-        // where a batch's size is its rows: a filtered entity's batch covers keys it may not keep.
-        if let entity = order.entities.first(where: { !states[$0].complete }), copiers[entity]?.isBounded == false,
-           let last = states[entity].lastBatch, last.duration > .zero,
-           let proposed = Self.adaptedBatchSize(rows: last.rows, elapsed: last.duration, options: options) {
-            batchSize = Self.bounded(proposed, around: last.rows, options: options)
-        }
+        var run = RunTally(started: clock.now, deadline: deadline)
+        sizeFirstBatchFromLastRun()
         do {
-            for entity in order.entities where !states[entity].complete {
-                while true {
-                    if stop() { return .paused }
-                    guard let read = try copyBatch(entity: entity) else { break }
-                    rowsThisRun += Int64(read)
-                    batchesThisRun += 1
-                    progress(entity: entity, phase: "copy", batch: states[entity].batch)
-                }
-                try journal.append(.entityComplete(
-                    entity: UInt32(entity), batches: states[entity].batch, rowsWritten: UInt64(states[entity].rowsWritten)))
-                states[entity].complete = true
-            }
-            for entity in order.entities {
-                for column in (order.deferred[entity] ?? []).sorted() {
-                    let refs = idMap.segments(entity: UInt32(entity))
-                    while Int(states[entity].fixupBatch[column] ?? 0) < refs.count {
-                        if stop() { return .paused }
-                        try fixupBatch(entity: entity, column: column, ref: refs[Int(states[entity].fixupBatch[column] ?? 0)])
-                        batchesThisRun += 1
-                        progress(entity: entity, phase: "fixup \(column)", batch: states[entity].fixupBatch[column] ?? 0)
-                    }
-                }
-            }
-            // The secondary indexes the job deferred, built once the rows are in.
-            for index in try CheckpointStore.deferredIndexes(in: database) {
-                if stop() { return .paused }
-                try CheckpointStore.rebuild(index: index.name, sql: index.sql, in: database)
-                CrashPoint.check(.afterIndex, entity: index.name, batch: 0)
-                batchesThisRun += 1
-                if let last = order.entities.last { progress(entity: last, phase: "index \(index.name)", batch: 0) }
-            }
+            guard try copyEntities(&run, shouldStop: shouldStop, report: report) == .complete,
+                  try fixUpDeferredRelationships(&run, shouldStop: shouldStop, report: report) == .complete,
+                  try buildDeferredIndexes(&run, shouldStop: shouldStop, report: report) == .complete
+            else { return .paused }
             try journal.append(.complete(atMillis: Self.nowMillis()))
             CrashPoint.check(.afterComplete, entity: "job", batch: 0)
             try CheckpointStore.finish(in: database, keepTables: options.keepCheckpointTables)
@@ -350,11 +289,105 @@ final class Engine {
         }
     }
 
+    /// What one run has done so far, and when it must stop.
+    private struct RunTally {
+        let started: ContinuousClock.Instant
+        let deadline: ContinuousClock.Instant?
+        var rows: Int64 = 0
+        /// A run always commits at least one batch before its budget can stop it, so that a
+        /// caller that runs with a short budget again and again still gets to the end.
+        var batches = 0
+
+        /// Whether the run stops before its next batch: asked to, or past its deadline.
+        func stops(now: ContinuousClock.Instant, shouldStop: () -> Bool) -> Bool {
+            if shouldStop() { return true }
+            if let deadline, batches > 0, now >= deadline { return true }
+            return false
+        }
+    }
+
+    /// A resumed run sizes its first batch from the pace of the entity's last one instead of
+    /// starting over: a job killed again and again would spend its runs growing it back. Only
+    /// where a batch's size is its rows: a filtered entity's batch covers keys it may not keep.
+    private func sizeFirstBatchFromLastRun() {
+        if let entity = order.entities.first(where: { !states[$0].complete }), copiers[entity]?.isBounded == false,
+           let last = states[entity].lastBatch, last.duration > .zero,
+           let proposed = Self.adaptedBatchSize(rows: last.rows, elapsed: last.duration, options: options) {
+            batchSize = Self.bounded(proposed, around: last.rows, options: options)
+        }
+    }
+
+    /// Copies every unfinished entity batch by batch, in dependency order, and logs each one
+    /// complete; `.paused` when the run stops first.
+    private func copyEntities(_ run: inout RunTally, shouldStop: () -> Bool,
+                              report: (MigrationProgress) -> Void) throws -> RunOutcome {
+        for entity in order.entities where !states[entity].complete {
+            while true {
+                if run.stops(now: clock.now, shouldStop: shouldStop) { return .paused }
+                guard let read = try copyBatch(entity: entity) else { break }
+                run.rows += Int64(read)
+                run.batches += 1
+                report(progress(run, entity: entity, phase: .copy, batch: states[entity].batch))
+            }
+            try journal.append(.entityComplete(
+                entity: UInt32(entity), batches: states[entity].batch, rowsWritten: UInt64(states[entity].rowsWritten)))
+            states[entity].complete = true
+        }
+        return .complete
+    }
+
+    /// The fix-up pass: sets each deferred relationship, one ID-map segment of its entity per
+    /// batch; `.paused` when the run stops first.
+    private func fixUpDeferredRelationships(_ run: inout RunTally, shouldStop: () -> Bool,
+                                            report: (MigrationProgress) -> Void) throws -> RunOutcome {
+        for entity in order.entities {
+            for column in (order.deferred[entity] ?? []).sorted() {
+                let refs = idMap.segments(entity: UInt32(entity))
+                while Int(states[entity].fixupBatch[column] ?? 0) < refs.count {
+                    if run.stops(now: clock.now, shouldStop: shouldStop) { return .paused }
+                    try fixupBatch(entity: entity, column: column, ref: refs[Int(states[entity].fixupBatch[column] ?? 0)])
+                    run.batches += 1
+                    report(progress(run, entity: entity, phase: .fixup(column: column), batch: states[entity].fixupBatch[column] ?? 0))
+                }
+            }
+        }
+        return .complete
+    }
+
+    /// The secondary indexes the job deferred, built once the rows are in; `.paused` when the
+    /// run stops first.
+    private func buildDeferredIndexes(_ run: inout RunTally, shouldStop: () -> Bool,
+                                      report: (MigrationProgress) -> Void) throws -> RunOutcome {
+        for index in try CheckpointStore.deferredIndexes(in: database) {
+            if run.stops(now: clock.now, shouldStop: shouldStop) { return .paused }
+            try CheckpointStore.rebuild(index: index.name, sql: index.sql, in: database)
+            CrashPoint.check(.afterIndex, entity: index.name, batch: 0)
+            run.batches += 1
+            if let last = order.entities.last { report(progress(run, entity: last, phase: .index(name: index.name), batch: 0)) }
+        }
+        return .complete
+    }
+
+    /// The progress report after a batch of `entity`: its rows and the job's, the run's pace,
+    /// and the time left at that pace.
+    private func progress(_ run: RunTally, entity: Int, phase: MigrationProgress.Phase, batch: UInt64) -> MigrationProgress {
+        let seconds = (clock.now - run.started) / .seconds(1)
+        let rate = seconds > 0 ? Double(run.rows) / seconds : 0
+        let done = states.reduce(0) { $0 + $1.rowsRead }
+        let total = states.reduce(Int64(0)) { $0.addingReportingOverflow($1.estimatedTotal).overflow ? .max : $0 + $1.estimatedTotal }
+        let remaining = rate > 0 ? Duration.seconds(Double(max(0, total - done)) / rate) : nil
+        return MigrationProgress(
+            entity: plan.entities[entity].name, phase: phase, batch: batch,
+            rowsDone: states[entity].rowsRead, rowsTotal: states[entity].estimatedTotal,
+            jobRowsDone: done, jobRowsTotal: total, rowsPerSecond: rate,
+            estimatedRemaining: remaining, batchSize: batchSize)
+    }
+
     /// Reads each unfinished entity's key range, from which the totals progress reports are
     /// estimated: counting rows would read the whole table before the first batch.
     private func readKeyRanges() throws {
         for (index, entity) in plan.entities.enumerated() where !states[index].complete {
-            states[index].keyRange = try Self.keyRange(database, table: entity.source.table, key: entity.source.key)
+            states[index].keyRange = try stores.keyRange(table: entity.source.table, key: entity.source.key)
         }
     }
 
@@ -492,21 +525,21 @@ final class Engine {
         let batch = (states[index].fixupBatch[column] ?? 0) + 1
         let first = ref.mapping == .allocate ? ref.destinationBase : ref.firstKey
         let last = ref.mapping == .allocate ? ref.destinationBase + Int64(ref.count) - 1 : ref.lastKey
-        try database.execute("BEGIN IMMEDIATE")
         do {
-            resolver.resetCounters()
-            try copier.fix(column: column, destination: first...last, source: ref.firstKey...ref.lastKey)
-            let record = FixupRecord(entity: UInt32(index), column: column, batch: batch,
-                                     firstDestinationKey: first, lastDestinationKey: last,
-                                     rowsUpdated: UInt32(resolver.updated), rowsNulled: UInt32(resolver.nulled),
-                                     committedAtMillis: Self.nowMillis())
-            try checkpoints.save(record)
-            try database.execute("COMMIT")
+            let record = try database.inTransaction(.immediate) {
+                resolver.resetCounters()
+                try copier.fix(column: column, destination: first...last, source: ref.firstKey...ref.lastKey)
+                let record = FixupRecord(entity: UInt32(index), column: column, batch: batch,
+                                         firstDestinationKey: first, lastDestinationKey: last,
+                                         rowsUpdated: UInt32(resolver.updated), rowsNulled: UInt32(resolver.nulled),
+                                         committedAtMillis: Self.nowMillis())
+                try checkpoints.save(record)
+                return record
+            }
             CrashPoint.check(.afterFixupCommit, entity: entity.name, batch: batch)
             try journal.append(.fixup(record))
             states[index].fixupBatch[column] = batch
         } catch {
-            if database.inTransaction { try? database.execute("ROLLBACK") }
             throw MigrationError.wrapping(resolver.failure ?? error, entity: entity.name, batch: batch, column: column)
         }
     }
@@ -525,11 +558,11 @@ final class Engine {
         if error.isForeignKeyViolation {
             let range = resolver.batchKeys.first.map { "rows with source keys \($0) to \(resolver.batchKeys.last ?? $0)" } ?? "the batch"
             return MigrationError(.batch, "validation failed: \(error.message) for one of the \(range); a foreign key points at a row that does not exist in the destination",
-                                  entity: entity, batch: batch, file: error.file)
+                                  entity: entity, batch: batch, file: error.file, cause: error)
         }
         return MigrationError(.batch, "validation failed: \(error.message)", entity: entity, batch: batch,
                               sourceKey: resolver.batchKeys.last,
-                              column: Self.column(fromConstraintMessage: error.message), file: error.file)
+                              column: Self.column(fromConstraintMessage: error.message), file: error.file, cause: error)
     }
 
     /// `message.text` from "NOT NULL constraint failed: message.text".

@@ -40,7 +40,7 @@ final class EntityCopier {
     /// on a call the row makes anyway: the first relationship's `cm_take_ref` records the key and
     /// resolves the foreign key, and the destination key is the source key (`preserve` from a
     /// rowid) or SQLite's next rowid (`allocate` into a table that assigns it, see
-    /// ``Engine/assignsNextRowid(_:table:)``). Otherwise (no relationship, a source walked by an
+    /// ``TableSchema/assignsNextRowid``). Otherwise (no relationship, a source walked by an
     /// index, a destination key SQLite does not assign) `cm_take` records the key and gives the
     /// destination key.
     ///

@@ -52,10 +52,20 @@ public struct MigrationError: Error, CustomStringConvertible, Sendable {
     public var file: String?
     /// The SQL that failed, when SQLite reported the error.
     public var sql: String?
+    /// The error this one reports, when it comes from another: a ``SQLiteError`` (with SQLite's
+    /// result code), a `JournalError`, or an error a Swift function of the plan threw.
+    ///
+    /// ```swift
+    /// catch let error as MigrationError {
+    ///     if let sqlite = error.cause as? SQLiteError, sqlite.isConstraint { ... }
+    /// }
+    /// ```
+    public var cause: (any Error)?
 
     /// Creates an error.
     public init(_ code: Code, _ message: String, entity: String? = nil, batch: UInt64? = nil,
-                sourceKey: Int64? = nil, column: String? = nil, file: String? = nil, sql: String? = nil) {
+                sourceKey: Int64? = nil, column: String? = nil, file: String? = nil, sql: String? = nil,
+                cause: (any Error)? = nil) {
         self.code = code
         self.message = message
         self.entity = entity
@@ -64,6 +74,7 @@ public struct MigrationError: Error, CustomStringConvertible, Sendable {
         self.column = column
         self.file = file
         self.sql = sql
+        self.cause = cause
     }
 
     public var description: String {
@@ -99,17 +110,18 @@ public struct MigrationError: Error, CustomStringConvertible, Sendable {
     }
 
     /// Any error the engine meets, as a `MigrationError`: SQLite's and the journal's keep their
-    /// message and file, a full disk becomes ``Code-swift.struct/diskFull`` whichever raised it.
+    /// message and file, a full disk becomes ``Code-swift.struct/diskFull`` whichever raised it;
+    /// the error itself is kept as ``cause``.
     static func wrapping(_ error: any Error) -> MigrationError {
         switch error {
         case let error as MigrationError:
             return error
         case let error as SQLiteError:
-            return MigrationError(error.isDiskFull ? .diskFull : .store, error.message, file: error.file, sql: error.sql)
+            return MigrationError(error.isDiskFull ? .diskFull : .store, error.message, file: error.file, sql: error.sql, cause: error)
         case let error as JournalError:
-            return MigrationError(error.code == .diskFull ? .diskFull : .journal, error.message, file: error.file)
+            return MigrationError(error.code == .diskFull ? .diskFull : .journal, error.message, file: error.file, cause: error)
         default:
-            return MigrationError(.batch, "\(error)")
+            return MigrationError(.batch, "\(error)", cause: error)
         }
     }
 

@@ -8,9 +8,8 @@ import MigrationJournal
 /// From an app's startup path:
 ///
 /// ```swift
-/// if let job = try MigrationJob.resume(at: journalURL, options: options, logger: logger) {
-///     let outcome = try await job.run(for: .seconds(10))   // .complete or .paused
-/// }
+/// let job = try MigrationJob.resume(at: journalURL, options: options, logger: logger)
+/// let outcome = try await job.run(for: .seconds(10))   // .complete or .paused
 /// ```
 ///
 /// Starting a job, and following its progress:
@@ -20,7 +19,7 @@ import MigrationJournal
 ///                                  schema: newSchemaSQL, logger: logger)
 /// let updates = job.progressUpdates()              // ends when the run below ends
 /// Task { for await step in updates { print(step.entity, step.rowsDone, step.rowsTotal) } }
-/// try await job.run()
+/// _ = try await job.run()
 /// ```
 public final class MigrationJob: Sendable {
     /// The journal directory.
@@ -35,6 +34,10 @@ public final class MigrationJob: Sendable {
     public let destinationURL: URL
     /// Rows done and total, for a progress bar or a `ProgressView`.
     public let progress: Progress
+    /// Whether this object started the job (``start(plan:source:destination:journal:schema:options:logger:)``,
+    /// or ``startOrResume(plan:source:destination:journal:schema:options:logger:)`` where the
+    /// journal had no job yet) rather than opened a job recorded in its journal.
+    public let isNew: Bool
 
     private let options: MigrationOptions
     private let logger: Logger
@@ -49,7 +52,7 @@ public final class MigrationJob: Sendable {
     }
 
     private init(journalURL: URL, header: JournalHeader, plan: MigrationPlan, source: URL, destination: URL,
-                 options: MigrationOptions, logger: Logger, complete: Bool) {
+                 options: MigrationOptions, logger: Logger, complete: Bool, isNew: Bool = false) {
         self.journalURL = journalURL
         self.jobID = header.jobID
         self.plan = plan
@@ -58,6 +61,7 @@ public final class MigrationJob: Sendable {
         self.options = options
         self.logger = logger
         self.progress = Progress(totalUnitCount: 0)
+        self.isNew = isNew
         self.control = Locked(Control(complete: complete))
     }
 
@@ -89,59 +93,29 @@ public final class MigrationJob: Sendable {
         let destinationExisted = FileManager.default.fileExists(atPath: destination.path)
         var writer: JournalWriter?
         do {
-            let database = try Engine.openStores(source: source.path, destination: destination.path, schema: schema, options: options)
-            let journalMode = try Engine.journalMode(of: database)
-            let others = try CheckpointStore.jobIDs(in: database)
-            if let other = others.first {
-                throw MigrationError(.mismatch,
-                    "the destination already holds the checkpoint of job \(other); resume that job's journal, or use a fresh destination",
-                    file: destination.path)
-            }
-            let jobID = UUID().uuidString.lowercased()
-            let header = JournalHeader(
-                jobID: jobID, createdAt: ISO8601DateFormatter().string(from: Date()),
-                writer: "chunkmigrate \(ChunkMigrateVersion.string)", planFingerprint: JournalSHA256.hex(planBytes),
-                sourceFingerprint: try Engine.sourceFingerprint(database, plan: plan),
-                destinationFingerprint: "job:\(jobID)",
-                sourcePath: source.standardizedFileURL.path, destinationPath: destination.standardizedFileURL.path,
-                entities: plan.entities.map { entity in
-                    JournalHeader.Entity(
-                        name: entity.name, sourceTable: entity.source.table, destinationTable: entity.destination.table,
-                        keys: entity.keyPolicy == .allocate ? .allocate : .preserve,
-                        relationships: (entity.relationships ?? [:]).mapValues(\.to))
-                })
+            let stores = try Stores.open(source: source.path, destination: destination.path, schema: schema, options: options)
+            let journalMode = try stores.journalMode()
+            try refuseAnotherJob(stores, file: destination.path)
+            let header = try Self.header(plan: plan, planBytes: planBytes, stores: stores, source: source, destination: destination)
             let created = try JournalWriter.create(directory: journal.path, header: header, plan: planBytes)
             writer = created
-            try database.execute("BEGIN IMMEDIATE")
-            try CheckpointStore.create(in: database, jobID: jobID, planFingerprint: header.planFingerprint,
-                                       journalMode: journalMode)
-            let engine = try Engine(plan: plan, options: options, logger: logger, database: database, journal: created,
-                                    idMap: IDMap(layout: layout, entityCount: plan.entities.count), sourcePath: source.path)
-            try engine.prepare()
-            try Self.prepareDestination(engine, options: options, file: destination.path)
-            CrashPoint.check(.beforeStartCommit, entity: "job", batch: 0)
-            try database.execute("COMMIT")
+            try stores.database.inTransaction(.immediate) {
+                _ = try recordJob(header, journalMode: journalMode, stores: stores, options: options, file: destination.path) {
+                    let engine = try Engine(plan: plan, options: options, logger: logger, stores: stores, journal: created,
+                                            idMap: IDMap(layout: layout, entityCount: plan.entities.count), sourcePath: source.path)
+                    try engine.prepare()
+                    return engine
+                }
+                CrashPoint.check(.beforeStartCommit, entity: "job", batch: 0)
+            }
             created.close()
-            logger.info("started job", metadata: ["job": "\(jobID)", "journal": "\(journal.path)"])
+            logger.info("started job", metadata: ["job": "\(header.jobID)", "journal": "\(journal.path)"])
             return MigrationJob(journalURL: journal, header: header, plan: plan, source: source, destination: destination,
-                                options: options, logger: logger, complete: false)
+                                options: options, logger: logger, complete: false, isNew: true)
         } catch {
-            // Leave nothing behind: the journal this call created, and a destination it created.
             writer?.close()
-            if writer != nil {
-                if journalExisted {
-                    for name in JournalLayout.names {
-                        try? FileManager.default.removeItem(atPath: journal.path + "/" + name)
-                    }
-                } else {
-                    try? FileManager.default.removeItem(at: journal)
-                }
-            }
-            if !destinationExisted {
-                for suffix in ["", "-wal", "-shm", "-journal"] {
-                    try? FileManager.default.removeItem(atPath: destination.path + suffix)
-                }
-            }
+            removeWhatStartCreated(journal: journal, journalExisted: journalExisted, wroteJournal: writer != nil,
+                                   destination: destination, destinationExisted: destinationExisted)
             throw MigrationError.wrapping(error)
         }
     }
@@ -150,6 +124,66 @@ public final class MigrationJob: Sendable {
     /// killed before it wrote one left no job to resume, and starting again is safe).
     public static func hasJournal(at journal: URL) -> Bool {
         FileManager.default.fileExists(atPath: JournalLayout(directory: journal.path).header)
+    }
+
+    /// Refuses a destination that already holds another job's checkpoint.
+    private static func refuseAnotherJob(_ stores: Stores, file: String) throws {
+        if let other = try CheckpointStore.jobIDs(in: stores.database).first {
+            throw MigrationError(.mismatch,
+                "the destination already holds the checkpoint of job \(other); resume that job's journal, or use a fresh destination",
+                file: file)
+        }
+    }
+
+    /// The header of a new job's journal: a new job ID, and the fingerprints of the plan and the
+    /// source that every later run checks.
+    private static func header(plan: MigrationPlan, planBytes: [UInt8], stores: Stores, source: URL, destination: URL) throws -> JournalHeader {
+        let jobID = UUID().uuidString.lowercased()
+        return JournalHeader(
+            jobID: jobID, createdAt: ISO8601DateFormatter().string(from: Date()),
+            writer: "chunkmigrate \(ChunkMigrateVersion.string)", planFingerprint: JournalSHA256.hex(planBytes),
+            sourceFingerprint: try stores.sourceFingerprint(plan: plan),
+            destinationFingerprint: "job:\(jobID)",
+            sourcePath: source.standardizedFileURL.path, destinationPath: destination.standardizedFileURL.path,
+            entities: plan.entities.map { entity in
+                JournalHeader.Entity(
+                    name: entity.name, sourceTable: entity.source.table, destinationTable: entity.destination.table,
+                    keys: entity.keyPolicy == .allocate ? .allocate : .preserve,
+                    relationships: (entity.relationships ?? [:]).mapValues(\.to))
+            })
+    }
+
+    /// After a start that failed, leaves nothing behind: the journal this start created (only its
+    /// files, when the directory was there before), and the destination when it created it.
+    private static func removeWhatStartCreated(journal: URL, journalExisted: Bool, wroteJournal: Bool,
+                                               destination: URL, destinationExisted: Bool) {
+        if wroteJournal {
+            if journalExisted {
+                for name in JournalLayout.names {
+                    try? FileManager.default.removeItem(atPath: journal.path + "/" + name)
+                }
+            } else {
+                try? FileManager.default.removeItem(at: journal)
+            }
+        }
+        if !destinationExisted {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                try? FileManager.default.removeItem(atPath: destination.path + suffix)
+            }
+        }
+    }
+
+    /// Inside the transaction that records a new job in the destination (at its start, or on
+    /// the first run after a start killed before it committed): the checkpoint tables, then the
+    /// engine `makeEngine` creates, which checks the plan against the stores and prepares every
+    /// statement, then the destination made ready (``prepareDestination(_:options:file:)``).
+    private static func recordJob(_ header: JournalHeader, journalMode: String, stores: Stores, options: MigrationOptions,
+                                  file: String, engine makeEngine: () throws -> Engine) throws -> Engine {
+        try CheckpointStore.create(in: stores.database, jobID: header.jobID, planFingerprint: header.planFingerprint,
+                                   journalMode: journalMode)
+        let engine = try makeEngine()
+        try prepareDestination(engine, options: options, file: file)
+        return engine
     }
 
     /// Refuses a destination whose tables the plan writes already hold rows: the store a finished
@@ -201,10 +235,37 @@ public final class MigrationJob: Sendable {
         if job.isComplete { job.finishDestination() }
         if !job.isComplete {
             // Check the stores now, so a mismatch is refused at startup rather than at run.
-            let database = try Engine.openStores(source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
-            try job.checkStores(database, header: reader.header, log: reader.log)
+            let stores = try Stores.open(source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
+            try job.checkStores(stores, header: reader.header, log: reader.log)
         }
         return job
+    }
+
+    /// Continues the job recorded in `journal`, or starts it there when the journal records no job
+    /// yet: the one call an app's startup path or a command line needs, run after run.
+    ///
+    /// ```swift
+    /// let job = try MigrationJob.startOrResume(plan: plan, source: oldStoreURL, destination: newStoreURL,
+    ///                                          journal: journalURL, schema: newSchemaSQL, logger: logger)
+    /// if !job.isComplete { _ = try await job.run(for: .seconds(5)) }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - plan: the plan; a recorded job must have started with this same plan.
+    ///   - source, destination: the stores; a recorded job checks that they are its own.
+    ///   - schema: SQL that creates the destination when it does not exist; evaluated only when
+    ///     the job starts.
+    /// - Throws: ``MigrationError``, as ``start(plan:source:destination:journal:schema:options:logger:)``
+    ///   or ``resume(at:source:destination:plan:options:logger:)`` would.
+    public static func startOrResume(plan: MigrationPlan, source: URL, destination: URL, journal: URL,
+                                     schema: @autoclosure () throws -> String? = nil,
+                                     options: MigrationOptions = MigrationOptions(),
+                                     logger: Logger) throws -> MigrationJob {
+        if hasJournal(at: journal) {
+            return try resume(at: journal, source: source, destination: destination, plan: plan, options: options, logger: logger)
+        }
+        return try start(plan: plan, source: source, destination: destination, journal: journal, schema: try schema(),
+                         options: options, logger: logger)
     }
 
     /// Where the job recorded in a journal stands, from the journal alone.
@@ -335,8 +396,8 @@ public final class MigrationJob: Sendable {
     /// Checks that the destination and the source are this job's: the destination holds this
     /// job's checkpoint (or, when the job never committed a batch, none at all), and the source's
     /// fingerprint is the one recorded at the start.
-    private func checkStores(_ database: Database, header: JournalHeader, log: JournalLog) throws {
-        let jobs = try CheckpointStore.jobIDs(in: database)
+    private func checkStores(_ stores: Stores, header: JournalHeader, log: JournalLog) throws {
+        let jobs = try CheckpointStore.jobIDs(in: stores.database)
         if jobs.isEmpty && !log.recordsCompletion {
             guard !log.recordsBatches else {
                 throw MigrationError(.mismatch,
@@ -347,7 +408,7 @@ public final class MigrationJob: Sendable {
             throw MigrationError(.mismatch,
                 "the destination belongs to job \(jobs[0]), not to this journal's job \(jobID)", file: destinationURL.path)
         }
-        let fingerprint = try Engine.sourceFingerprint(database, plan: plan)
+        let fingerprint = try stores.sourceFingerprint(plan: plan)
         guard fingerprint == header.sourceFingerprint else {
             throw MigrationError(.mismatch,
                 "the source is not the store this job started with (its schema or key range changed, or it is another file)",
@@ -363,12 +424,13 @@ public final class MigrationJob: Sendable {
             throw MigrationError(error.code == .locked ? .busy : .journal, error.message, file: error.file ?? journalURL.path)
         }
         defer { writer.close() }
-        let database = try Engine.openStores(source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
-        try checkStores(database, header: writer.header, log: writer.log)
+        let stores = try Stores.open(source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
+        let database = stores.database
+        try checkStores(stores, header: writer.header, log: writer.log)
         let idMap = IDMap(layout: writer.layout, entityCount: plan.entities.count, cacheBudget: options.idMapCacheBytes,
                           cacheLimit: options.idMapCacheLimitBytes)
         func makeEngine() throws -> Engine {
-            let engine = try Engine(plan: plan, options: options, logger: logger, database: database, journal: writer, idMap: idMap,
+            let engine = try Engine(plan: plan, options: options, logger: logger, stores: stores, journal: writer, idMap: idMap,
                                     sourcePath: sourceURL.path)
             try engine.prepare()
             return engine
@@ -377,21 +439,14 @@ public final class MigrationJob: Sendable {
         if !writer.log.recordsCompletion, try CheckpointStore.jobIDs(in: database).isEmpty {
             // Created, but stopped before the transaction that records the job in the destination
             // committed: do all of it now (the journal mode is still the store's own).
-            let journalMode = try Engine.journalMode(of: database)
-            try database.execute("BEGIN IMMEDIATE")
-            do {
-                try CheckpointStore.create(in: database, jobID: jobID, planFingerprint: writer.header.planFingerprint,
-                                           journalMode: journalMode)
-                engine = try makeEngine()
-                try Self.prepareDestination(engine, options: options, file: destinationURL.path)
-                try database.execute("COMMIT")
-            } catch {
-                if database.inTransaction { try? database.execute("ROLLBACK") }
-                throw error
+            let journalMode = try stores.journalMode()
+            engine = try database.inTransaction(.immediate) {
+                try Self.recordJob(writer.header, journalMode: journalMode, stores: stores, options: options,
+                                   file: destinationURL.path, engine: makeEngine)
             }
-            try Engine.useRollbackJournal(database)
+            try stores.useRollbackJournal()
         } else {
-            if !writer.log.recordsCompletion { try Engine.useRollbackJournal(database) }
+            if !writer.log.recordsCompletion { try stores.useRollbackJournal() }
             engine = try makeEngine()
         }
         try engine.reconcile()

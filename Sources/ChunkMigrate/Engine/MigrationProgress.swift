@@ -2,8 +2,9 @@
 public struct MigrationProgress: Sendable, Equatable {
     /// The entity being migrated.
     public var entity: String
-    /// `copy`, or `fixup <column>` for the fix-up pass of a deferred relationship.
-    public var phase: String
+    /// What the job is doing: copying rows, the fix-up pass of a deferred relationship, or
+    /// building a deferred index.
+    public var phase: Phase
     /// The entity's batch number.
     public var batch: UInt64
     /// Source rows of the entity read so far, and in all. The total is estimated from the
@@ -22,4 +23,24 @@ public struct MigrationProgress: Sendable, Equatable {
     public var estimatedRemaining: Duration?
     /// The batch size the next batch will use.
     public var batchSize: Int
+
+    /// What a job is doing when it reports progress. Its description is the word a person reads:
+    /// `copy`, `fixup <column>`, `index <name>`.
+    public enum Phase: Sendable, Equatable, CustomStringConvertible {
+        /// Copying the entity's rows, batch by batch.
+        case copy
+        /// The fix-up pass that sets a deferred relationship (a self-reference or one that closes
+        /// a cycle) in the destination column `column`.
+        case fixup(column: String)
+        /// Building a secondary index the job deferred until the rows were in.
+        case index(name: String)
+
+        public var description: String {
+            switch self {
+            case .copy: "copy"
+            case let .fixup(column): "fixup \(column)"
+            case let .index(name): "index \(name)"
+            }
+        }
+    }
 }

@@ -163,6 +163,14 @@ final class Resolver {
     /// They capture the resolver strongly: the connection owns them, and the resolver does not
     /// own the connection.
     func register(on database: Database) throws(SQLiteError) {
+        try registerBatchFunctions(on: database)
+        try registerChecksumFunctions(on: database)
+        try registerFixupFunctions(on: database)
+    }
+
+    /// The functions of a batch's `INSERT ... SELECT`: recording rows (`cm_take`, `cm_keep`,
+    /// `cm_new`) and resolving relationships (`cm_natural`, `cm_ref`, `cm_take_ref`).
+    private func registerBatchFunctions(on database: Database) throws(SQLiteError) {
         // The row with source key k is written: record it and return its destination key.
         try database.createFunction("cm_take", argumentCount: 1, deterministic: false) { [self] call in
             call.result(take(call.int64(0)))
@@ -222,6 +230,10 @@ final class Resolver {
             _ = take(call.int64(2))
             try reference(call)
         }
+    }
+
+    /// The functions of a batch's checksum (`--verify-checksums`).
+    private func registerChecksumFunctions(on database: Database) throws(SQLiteError) {
         // For the checksum of a batch: the row's destination key, whether it was taken, the value a
         // relationship column was given when the row was written (a self-reference sees the rows
         // taken up to and including its own), and a digest of a row's values.
@@ -251,6 +263,10 @@ final class Resolver {
             digest &+= RowHash(call).value
             call.resultNull()
         }
+    }
+
+    /// The functions of the fix-up pass: `cm_destination_of`, `cm_source_of` and `cm_fix`.
+    private func registerFixupFunctions(on database: Database) throws(SQLiteError) {
         // The destination key of a committed row of an entity, from its source key.
         try database.createFunction("cm_destination_of", argumentCount: 2, deterministic: false) { [self] call in
             if let destination = try idMap.destination(of: call.int64(1), entity: UInt32(call.int64(0))) {

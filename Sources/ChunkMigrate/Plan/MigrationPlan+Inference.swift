@@ -61,7 +61,7 @@ extension MigrationPlan {
     /// - Throws: ``MigrationError`` naming the file when a store cannot be read, only one of them
     ///   is a Core Data store, or the two models have no entity in common.
     public static func infer(source: URL, destination: URL, options: InferenceOptions = InferenceOptions()) throws -> InferredPlan {
-        try Engine.checkSource(source.path)
+        try Stores.checkSource(source.path)
         guard FileManager.default.fileExists(atPath: destination.path) else {
             throw MigrationError(.store, "the destination does not exist; create it first (for Core Data: add a persistent store with the new model)",
                                  file: destination.path)
@@ -120,27 +120,22 @@ extension MigrationPlan {
                 continue
             }
             used.insert(from)
-            let sourceColumns = try database.rows("PRAGMA src.table_info(\(SQL.quote(from)))")
-            let destinationColumns = try database.rows("PRAGMA main.table_info(\(SQL.quote(table)))")
-            // table_info: cid, name, type, notnull, dflt_value, pk
-            func rowidAlias(_ rows: [[SQLiteValue]]) -> String? {
-                let keys = rows.filter { ($0[5].integer ?? 0) > 0 }
-                guard keys.count == 1, keys[0][2].text?.uppercased() == "INTEGER" else { return nil }
-                return keys[0][1].text
-            }
-            let sourceKey = rowidAlias(sourceColumns)
-            let destinationKey = rowidAlias(destinationColumns)
-            let sourceNames = Dictionary(sourceColumns.compactMap { row in row[1].text.map { ($0.lowercased(), $0) } },
-                                         uniquingKeysWith: { a, _ in a })
+            let sourceTable = try database.tableSchema(from, in: "src")
+            let destinationTable = try database.tableSchema(table, in: "main")
+            let sourceColumns = sourceTable?.columns ?? [], destinationColumns = destinationTable?.columns ?? []
+            // The key a person reads as the table's: its one INTEGER primary-key column.
+            let sourceKey = sourceTable?.integerPrimaryKey?.name
+            let destinationKey = destinationTable?.integerPrimaryKey?.name
+            let sourceNames = Dictionary(sourceColumns.map { ($0.name.lowercased(), $0.name) }, uniquingKeysWith: { a, _ in a })
             var foreignKeys: [String: String] = [:]
-            // foreign_key_list: id, seq, table, from, to, ...
-            for row in try database.rows("PRAGMA main.foreign_key_list(\(SQL.quote(table)))") {
-                if let column = row[3].text, let target = row[2].text { foreignKeys[column] = target }
+            for key in destinationTable?.foreignKeys ?? [] {
+                for column in key.originColumns { foreignKeys[column] = key.destinationTable }
             }
             var columns: [String: String] = [:]
             var relationships: [String: EntityMapping.Relationship] = [:]
-            for row in destinationColumns {
-                guard let name = row[1].text, name != destinationKey else { continue }
+            for column in destinationColumns {
+                let name = column.name
+                guard name != destinationKey else { continue }
                 guard let sourceName = sourceNames[name.lowercased()] else {
                     notes.append("\(table).\(name): no column of that name in the source; it takes its default")
                     continue
@@ -151,9 +146,9 @@ extension MigrationPlan {
                     columns[name] = SQL.identifier(sourceName)
                 }
             }
-            for row in sourceColumns {
-                guard let name = row[1].text, name != sourceKey,
-                      !destinationColumns.contains(where: { $0[1].text?.lowercased() == name.lowercased() }) else { continue }
+            for column in sourceColumns {
+                let name = column.name
+                guard name != sourceKey, destinationTable?.column(named: name) == nil else { continue }
                 notes.append("\(from).\(name): no column of that name in the destination; not copied")
             }
             entities.append(EntityMapping(name: table, source: .init(table: from, key: sourceKey),

@@ -58,6 +58,9 @@ final class Statement {
 
     var columnCount: Int { Int(sqlite3_column_count(handle)) }
 
+    /// The name of a result column (`AS` name, or the column's own).
+    func columnName(at column: Int) -> String { sqlite3_column_name(handle, Int32(column)).map { String(cString: $0) } ?? "" }
+
     func int64(at column: Int) -> Int64 { sqlite3_column_int64(handle, Int32(column)) }
 
     func isNull(at column: Int) -> Bool { sqlite3_column_type(handle, Int32(column)) == SQLITE_NULL }

@@ -1,12 +1,29 @@
 import Foundation
 import MigrationJournal
 
-extension Engine {
+/// The two stores of a job through one connection: the destination (`main`), read-write, with the
+/// source attached read-only as `src`; and what each store's schema says, read once.
+///
+/// Not `Sendable`: it owns the connection, which the engine's thread uses.
+final class Stores {
+    /// The connection: the destination as `main`, the source as `src`.
+    let database: Database
+    /// The source's tables.
+    let source: StoreSchema
+    /// The destination's tables.
+    let destination: StoreSchema
+
+    private init(database: Database) {
+        self.database = database
+        source = StoreSchema(database: database, name: "src")
+        destination = StoreSchema(database: database, name: "main")
+    }
+
     /// Opens the destination read-write (creating it from `schema` when it does not exist, or
     /// exists with no table because a creation was interrupted), sets the pragmas a job relies on,
     /// and attaches the source read-only as `src`. The destination's journal mode is left as it is:
-    /// ``useRollbackJournal(_:)`` changes it once the original is recorded.
-    static func openStores(source: String, destination: String, schema: String?, options: MigrationOptions) throws -> Database {
+    /// ``useRollbackJournal()`` changes it once the original is recorded.
+    static func open(source: String, destination: String, schema: String?, options: MigrationOptions) throws -> Stores {
         try checkSource(source)
         let exists = FileManager.default.fileExists(atPath: destination)
         if !exists && schema == nil {
@@ -20,13 +37,11 @@ extension Engine {
             let tables = try database.scalar("SELECT count(*) FROM sqlite_schema WHERE type = 'table'")
             isEmpty = tables.integer == 0
         } catch {
-            throw MigrationError(.store, "cannot open the destination: \(error.message)", file: destination)
+            throw MigrationError(.store, "cannot open the destination: \(error.message)", file: destination, cause: error)
         }
         do {
             if isEmpty, let schema {
-                try database.execute("BEGIN")
-                try database.execute(schema)
-                try database.execute("COMMIT")
+                try database.inTransaction { try database.execute(schema) }
             }
             // fullfsync: SQLite syncs with F_FULLFSYNC where the OS has it (Apple platforms, where
             // fsync leaves data in the drive's cache), and ignores it elsewhere. It covers every
@@ -43,54 +58,12 @@ extension Engine {
             try attach.bind([.text(Database.sourceURI(source))])
             try attach.step()
             try database.execute("PRAGMA src.cache_size = -\(options.sqliteCacheKiB);")
-        } catch {
+        } catch let error as SQLiteError {
             throw MigrationError(.store, error.sql?.hasPrefix("ATTACH") == true
                 ? "cannot attach the source read-only: \(error.message)" : "cannot prepare the destination: \(error.message)",
-                file: error.sql?.hasPrefix("ATTACH") == true ? source : destination, sql: error.sql)
+                file: error.sql?.hasPrefix("ATTACH") == true ? source : destination, sql: error.sql, cause: error)
         }
-        return database
-    }
-
-    /// The destination's journal mode (`delete`, `wal`, ...).
-    static func journalMode(of database: Database) throws -> String {
-        try database.scalar("PRAGMA main.journal_mode").text ?? "delete"
-    }
-
-    /// Switches the destination to a rollback journal (`journal_mode=TRUNCATE`) with
-    /// `synchronous=FULL` for the run: every commit (a batch and its checkpoint) is durable against
-    /// power loss once `COMMIT` returns, which the "checkpoint is the truth" rule needs. A rollback
-    /// journal holds only the pages a batch changes that existed before it (a batch mostly appends
-    /// new pages), so each row is written once, where WAL writes it twice. The store's own mode is
-    /// recorded in the checkpoint before this is called, and restored when the job completes.
-    static func useRollbackJournal(_ database: Database) throws {
-        try database.execute("PRAGMA main.journal_mode = TRUNCATE")
-    }
-
-    /// Whether SQLite gives a row inserted into destination `table` without its key the rowid one
-    /// past the table's largest, and that rowid is the key: the key must be a true alias of the
-    /// rowid (`INTEGER PRIMARY KEY DESC` as a column constraint is not one, and a WITHOUT ROWID
-    /// table has no rowid: SQLite lists an index of origin `pk` for both), and the table must not
-    /// be AUTOINCREMENT, which never reuses a rowid once deleted. AUTOINCREMENT is looked for in
-    /// the table's CREATE statement; the word appearing anywhere in it (a default value, a comment)
-    /// counts, which errs on the side of the engine writing every key itself.
-    static func assignsNextRowid(_ database: Database, table: String) throws -> Bool {
-        let indexes = try database.rows("PRAGMA main.index_list(\(SQL.quote(table)))")
-        // index_list: seq, name, unique, origin, partial
-        guard !indexes.contains(where: { $0[3].text == "pk" }) else { return false }
-        let sql = try database.scalar(
-            "SELECT sql FROM main.sqlite_schema WHERE type = 'table' AND name = ?1 COLLATE NOCASE", .text(table)).text ?? ""
-        return !sql.uppercased().split { !$0.isLetter && $0 != "_" }.contains("AUTOINCREMENT")
-    }
-
-    /// The smallest and largest key of a source table, or `nil` when it is empty. Two subqueries:
-    /// SQLite answers a lone min() or max() from the edge of the b-tree, but scans the whole table
-    /// for both in one SELECT.
-    static func keyRange(_ database: Database, table: String, key: String?) throws -> ClosedRange<Int64>? {
-        let table = "src." + SQL.quote(table)
-        let key = SQL.key(key)
-        let row = try database.rows("SELECT (SELECT min(\(key)) FROM \(table)), (SELECT max(\(key)) FROM \(table))")
-        guard let low = row.first?[0].integer, let high = row.first?[1].integer else { return nil }
-        return low...high
+        return Stores(database: database)
     }
 
     /// Fails with a clear message when `source` is missing or not an SQLite database.
@@ -102,15 +75,41 @@ extension Engine {
             let database = try Database(path: source, mode: .source)
             _ = try database.scalar("SELECT count(*) FROM sqlite_schema")
         } catch {
-            throw MigrationError(.store, "the source is not a readable SQLite store: \(error.message)", file: source)
+            throw MigrationError(.store, "the source is not a readable SQLite store: \(error.message)", file: source, cause: error)
         }
+    }
+
+    /// The destination's journal mode (`delete`, `wal`, ...).
+    func journalMode() throws -> String {
+        try database.scalar("PRAGMA main.journal_mode").text ?? "delete"
+    }
+
+    /// Switches the destination to a rollback journal (`journal_mode=TRUNCATE`) with
+    /// `synchronous=FULL` for the run: every commit (a batch and its checkpoint) is durable against
+    /// power loss once `COMMIT` returns, which the "checkpoint is the truth" rule needs. A rollback
+    /// journal holds only the pages a batch changes that existed before it (a batch mostly appends
+    /// new pages), so each row is written once, where WAL writes it twice. The store's own mode is
+    /// recorded in the checkpoint before this is called, and restored when the job completes.
+    func useRollbackJournal() throws {
+        try database.execute("PRAGMA main.journal_mode = TRUNCATE")
+    }
+
+    /// The smallest and largest key of a source table, or `nil` when it is empty. Two subqueries:
+    /// SQLite answers a lone min() or max() from the edge of the b-tree, but scans the whole table
+    /// for both in one SELECT.
+    func keyRange(table: String, key: String?) throws -> ClosedRange<Int64>? {
+        let table = "src." + SQL.quote(table)
+        let key = SQL.key(key)
+        let row = try database.rows("SELECT (SELECT min(\(key)) FROM \(table)), (SELECT max(\(key)) FROM \(table))")
+        guard let low = row.first?[0].integer, let high = row.first?[1].integer else { return nil }
+        return low...high
     }
 
     /// A fingerprint of the source as the plan sees it, cheap enough for every start: SHA-256 of
     /// each planned table's name and `CREATE` statement and its smallest and largest rowid. It
     /// catches the wrong file, a changed schema and rows added or removed at either end; it is
     /// not a hash of the content.
-    static func sourceFingerprint(_ database: Database, plan: MigrationPlan) throws -> String {
+    func sourceFingerprint(plan: MigrationPlan) throws -> String {
         var hash = JournalSHA256()
         for table in Set(plan.entities.map(\.source.table)).sorted() {
             hash.update(field: table)
@@ -118,7 +117,7 @@ extension Engine {
             hash.update(field: sql.text ?? "-")
             // A WITHOUT ROWID table has no rowid range; its schema is hashed all the same.
             let range: String
-            do { range = try keyRange(database, table: table, key: nil).map { "\($0.lowerBound) \($0.upperBound)" } ?? "empty" } catch {
+            do { range = try keyRange(table: table, key: nil).map { "\($0.lowerBound) \($0.upperBound)" } ?? "empty" } catch {
                 range = "-"
             }
             hash.update(field: range)

@@ -1,0 +1,261 @@
+import Foundation
+import Logging
+import MigrationJournal
+import Testing
+@testable import ChunkMigrate
+
+/// The examples of the README and of the doc comments, word for word, where the compiler checks
+/// them and a test runs them on a temporary store. When an example changes, change it here too.
+///
+/// Left out, as they only build on Apple platforms: the README's `BGTaskScheduler`,
+/// `URLResourceValues.isExcludedFromBackup` and `replacePersistentStore` examples.
+@Suite("Documentation examples")
+struct DocExampleTests {
+    let logger = quietLogger
+
+    /// What the examples name: the demo store's plan, source and schema, and where the new store
+    /// and the journal go.
+    private struct Inputs {
+        let plan: MigrationPlan, old: URL, new: URL, journal: URL, schema: String
+    }
+
+    private func inputs(in folder: TemporaryFolder, messages: Int = 2_000) throws -> Inputs {
+        let files = try DemoStore.generate(in: folder.path("demo"), messages: messages)
+        return Inputs(plan: DemoStore.plan, old: files.source, new: folder.path("new.sqlite"), journal: folder.path("journal"),
+                      schema: DemoStore.destinationSchema)
+    }
+
+    /// A demo store migrated as far as `start` takes it, for the examples to continue.
+    private func startedJob(in folder: TemporaryFolder, messages: Int = 2_000) throws -> (journalURL: URL, newStore: URL) {
+        let files = try DemoStore.generate(in: folder.path("demo"), messages: messages)
+        let journalURL = folder.path("Migration.journal"), newStore = folder.path("Model-v2.sqlite")
+        _ = try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: newStore, journal: journalURL,
+                                   schema: DemoStore.destinationSchema, options: MigrationOptions(batchSize: 500), logger: logger)
+        return (journalURL, newStore)
+    }
+
+    @Test("DemoStore: generate a store and start its migration")
+    func demoStore() throws {
+        let temporary = try TemporaryFolder()
+        let folder = temporary.url
+        // DemoStore.swift
+        let files = try DemoStore.generate(in: folder, messages: 100_000)
+        let job = try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: folder.appending(path: "new.sqlite"),
+                                         journal: folder.appending(path: "journal"), schema: DemoStore.destinationSchema,
+                                         logger: logger)
+        // end
+        #expect(!job.isComplete)
+        #expect(try MigrationJob.status(at: job.journalURL).entities.map(\.name) == DemoStore.plan.entities.map(\.name))
+    }
+
+    @Test("MigrationJob: resume from the startup path, one budget at a time")
+    func resumeFromStartup() async throws {
+        let folder = try TemporaryFolder()
+        let (journalURL, _) = try startedJob(in: folder)
+        let options = MigrationOptions(batchSize: 500)
+        var outcomes: [RunOutcome] = []
+        for _ in 0..<100 {
+            // MigrationJob.swift, first example
+            let job = try MigrationJob.resume(at: journalURL, options: options, logger: logger)
+            let outcome = try await job.run(for: .seconds(10))   // .complete or .paused
+            // end
+            outcomes.append(outcome)
+            if outcome == .complete { break }
+        }
+        #expect(outcomes.last == .complete)
+        #expect(try MigrationJob.status(at: journalURL).state == "complete")
+    }
+
+    @Test("MigrationJob: start a job and follow its progress")
+    func startAndFollow() async throws {
+        let folder = try TemporaryFolder()
+        let given = try inputs(in: folder, messages: 3_000)
+        let plan = given.plan, old = given.old, new = given.new, newSchemaSQL = given.schema, journalURL = given.journal
+        let seen = Locked<[MigrationProgress]>([])
+        func print(_ entity: String, _ done: Int64, _ total: Int64) {
+            seen.withLock { $0.append(MigrationProgress(entity: entity, phase: .copy, batch: 0, rowsDone: done, rowsTotal: total,
+                                                         jobRowsDone: 0, jobRowsTotal: 0, rowsPerSecond: 0,
+                                                         estimatedRemaining: nil, batchSize: 0)) }
+        }
+        // MigrationJob.swift, second example
+        let job = try MigrationJob.start(plan: plan, source: old, destination: new, journal: journalURL,
+                                         schema: newSchemaSQL, logger: logger)
+        let updates = job.progressUpdates()              // ends when the run below ends
+        let printer = Task { for await step in updates { print(step.entity, step.rowsDone, step.rowsTotal) } }
+        _ = try await job.run()
+        // end
+        await printer.value
+        #expect(job.isComplete)
+        let steps = seen.withLock { $0 }
+        #expect(!steps.isEmpty)
+        #expect(steps.allSatisfy { $0.rowsDone <= $0.rowsTotal })
+        #expect(Set(steps.map(\.entity)).isSubset(of: Set(plan.entities.map(\.name))))
+    }
+
+    @Test("progress names its phase: rows copied, then the fix-up pass of the self-reference")
+    func progressPhases() async throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("demo"), messages: 1_000)
+        let job = try startDemo(files, into: folder.path("new.sqlite"), journal: folder.path("journal"), batchSize: 400)
+        let updates = job.progressUpdates()
+        let collector = Task {
+            var phases: [MigrationProgress.Phase] = []
+            for await step in updates { phases.append(step.phase) }
+            return phases
+        }
+        #expect(try await job.run() == .complete)
+        let phases = await collector.value
+        #expect(phases.first == .copy)
+        #expect(phases.contains(.fixup(column: "reply_to_id")))
+        #expect(phases.firstIndex(of: .fixup(column: "reply_to_id"))! > phases.lastIndex(of: .copy)!)
+        #expect(MigrationProgress.Phase.fixup(column: "reply_to_id").description == "fixup reply_to_id")
+        #expect(MigrationProgress.Phase.index(name: "message_by_date").description == "index message_by_date")
+    }
+
+    @Test("MigrationJob.startOrResume: the same call starts the job, then continues it")
+    func startOrResume() async throws {
+        let folder = try TemporaryFolder()
+        let given = try inputs(in: folder)
+        let plan = given.plan, oldStoreURL = given.old, newStoreURL = given.new, journalURL = given.journal
+        let newSchemaSQL = given.schema
+        var calls: [Bool] = []
+        for _ in 0..<100 {
+            // MigrationJob.startOrResume(plan:source:destination:journal:schema:options:logger:)
+            let job = try MigrationJob.startOrResume(plan: plan, source: oldStoreURL, destination: newStoreURL,
+                                                     journal: journalURL, schema: newSchemaSQL, logger: logger)
+            if !job.isComplete { _ = try await job.run(for: .seconds(5)) }
+            // end
+            calls.append(job.isNew)
+            if job.isComplete { break }
+        }
+        #expect(calls.first == true)
+        #expect(calls.dropFirst().allSatisfy { !$0 })
+        #expect(try MigrationJob.status(at: journalURL).state == "complete")
+        // A plan other than the job's is refused, not started over.
+        var other = plan
+        other.entities.removeLast()
+        #expect(throws: MigrationError.self) {
+            try MigrationJob.startOrResume(plan: other, source: oldStoreURL, destination: newStoreURL, journal: journalURL,
+                                           logger: logger)
+        }
+    }
+
+    @Test("JournalReader: a journal's header, batches, state and ID map")
+    func journalReader() async throws {
+        let folder = try TemporaryFolder()
+        let (journalURL, _) = try startedJob(in: folder)
+        #expect(try await MigrationJob.resume(at: journalURL, logger: logger).run() == .complete)
+        var printed: [String] = []
+        func print(_ items: Any...) { printed.append(items.map { "\($0)" }.joined(separator: " ")) }
+        let jobJournal = journalURL.path
+        // JournalReader.swift
+        let journal = try JournalReader(directory: jobJournal)
+        print(journal.header.jobID, journal.batches.count, journal.state)
+        let map = try journal.idMap()
+        let destination = try map.destination(of: 42, entity: 1)
+        // end
+        #expect(printed == ["\(journal.header.jobID) \(journal.batches.count) complete"])
+        #expect(journal.batches.count > 1)
+        // Entity 1 is Message: its source key 42 has a destination key, which the destination holds.
+        #expect(destination != nil)
+    }
+
+    @Test("JournalError: a journal from a newer format is refused with its own code")
+    func journalError() throws {
+        let folder = try TemporaryFolder()
+        let (journalURL, _) = try startedJob(in: folder)
+        // The format version, the four bytes after the magic, made newer than this reader.
+        let header = journalURL.appendingPathComponent("header")
+        var bytes = try Data(contentsOf: header)
+        bytes.replaceSubrange(8..<12, with: [0x09, 0, 0, 0])
+        try bytes.write(to: header)
+        var printed: [String] = []
+        func print(_ text: String) { printed.append(text) }
+        let journalPath = journalURL.path
+        // JournalError.swift
+        do {
+            _ = try JournalReader(directory: journalPath)
+        } catch where error.code == .newerFormat {
+            print(error.message)   // "journal format version 9 is newer than this reader ..."
+        } catch {
+            print("cannot read the journal: \(error)")
+        }
+        // end
+        #expect(printed.count == 1)
+        #expect(printed.first?.hasPrefix("journal format version 9 is newer than this reader") == true)
+    }
+
+    @Test("README: the library's start, and the startup path with progress")
+    func readmeLibrary() async throws {
+        let temporary = try TemporaryFolder()
+        let given = try inputs(in: temporary)
+        let plan = given.plan, oldStore = given.old, newStore = given.new, journalURL = given.journal, newSchemaSQL = given.schema
+        let options = MigrationOptions(batchSize: 500)
+        let shown = Locked(0)
+        func show(_ done: Int64, _ total: Int64, _ remaining: Duration?) { shown.withLock { $0 += 1 } }
+        var opened = false
+        func openNewStore() { opened = true }
+        do {
+            // README, The library
+            let job = try MigrationJob.start(plan: plan, source: oldStore, destination: newStore,
+                                             journal: journalURL, schema: newSchemaSQL, options: options, logger: logger)
+            // end
+            #expect(job.isNew)
+        }
+        for _ in 0..<100 where !opened {
+            // README, The library: from the app's startup path
+            let job = try MigrationJob.resume(at: journalURL, options: options, logger: logger)
+            if !job.isComplete {
+                let updates = job.progressUpdates()               // ends when the run below ends
+                Task { for await step in updates { show(step.rowsDone, step.rowsTotal, step.estimatedRemaining) } }
+                switch try await job.run(for: .seconds(15)) {   // or run() to the end
+                case .complete: openNewStore()
+                case .paused: break                              // continue at the next launch or background window
+                }
+            }
+            // end
+        }
+        #expect(opened)
+        let messages = try scalar("SELECT count(*) FROM message", on: newStore).integer
+        #expect(messages != nil && messages != 0)
+    }
+
+    @MainActor final class Model { var progress = 0.0 }
+
+    @Test("README: from the startup path, with a time budget")
+    @MainActor func readmeStartupPath() async throws {
+        let folder = try TemporaryFolder()
+        let (journalURL, newStore) = try startedJob(in: folder)
+        let model = Model()
+        // README, Using it in an app
+        let job = try MigrationJob.resume(at: journalURL, logger: logger)
+        if !job.isComplete {
+            let updates = job.progressUpdates()
+            Task { @MainActor in for await step in updates { model.progress = Double(step.jobRowsDone) / Double(max(step.jobRowsTotal, 1)) } }
+            while try await job.run(for: .seconds(5)) == .paused { }   // the view stays responsive between calls
+        }
+        // end
+        #expect(job.isComplete)
+        let messages = try scalar("SELECT count(*) FROM message", on: newStore).integer
+        #expect(messages != nil && messages != 0)
+        let progress: Double = model.progress
+        #expect((0.0...1.0).contains(progress))
+    }
+
+    @Test("README: a Core Data store, inferred, migrated and checked")
+    func readmeCoreData() async throws {
+        let folder = try TemporaryFolder()
+        let files = try CoreDataDemoStore.generate(in: folder.path("store"), rows: 500)
+        let oldStoreURL = files.old, emptyNewStoreURL = files.new, journalURL = folder.path("journal")
+        // README, Core Data: steps 2 and 3
+        let inferred = try MigrationPlan.infer(source: oldStoreURL, destination: emptyNewStoreURL)
+        let job = try MigrationJob.start(plan: inferred.plan, source: oldStoreURL, destination: emptyNewStoreURL,
+                                         journal: journalURL, logger: logger)
+        _ = try await job.run(for: .seconds(15))          // later launches: MigrationJob.resume(at: journalURL, ...)
+        let report = try CoreDataStoreCheck.run(store: emptyNewStoreURL)   // report.isValid before replacing the store
+        // end
+        #expect(job.isComplete)
+        #expect(report.isValid)
+        #expect(report.checked > 0)
+    }
+}
