@@ -409,104 +409,104 @@ final class Engine {
         // its range, left out or not (what its time is spent on, and what sizes the next batch).
         var covered = 0
 
-        try database.execute("BEGIN IMMEDIATE")
-        var record: BatchRecord
+        let committed: BatchRecord?
         do {
-            // Allocated keys continue after the destination's largest (from 1 in an empty table).
-            var base: Int64 = 0
-            if copier.mapping == .allocate {
-                let largest = try copier.largestDestinationKey() ?? 0
-                guard largest <= Int64.max - Int64(batchSize) else {
-                    throw MigrationError(.batch,
-                        "the destination's largest key is \(largest): allocating \(batchSize) more keys would pass the largest 64-bit integer",
-                        entity: entity.name, batch: batch)
+            // A batch that finds no rows left returns nil and commits nothing.
+            committed = try database.inTransaction(.immediate) { () throws -> BatchRecord? in
+                // Allocated keys continue after the destination's largest (from 1 in an empty table).
+                var base: Int64 = 0
+                if copier.mapping == .allocate {
+                    let largest = try copier.largestDestinationKey() ?? 0
+                    guard largest <= Int64.max - Int64(batchSize) else {
+                        throw MigrationError(.batch,
+                            "the destination's largest key is \(largest): allocating \(batchSize) more keys would pass the largest 64-bit integer",
+                            entity: entity.name, batch: batch)
+                    }
+                    base = largest + 1
                 }
-                base = largest + 1
-            }
-            resolver.beginBatch(entity: entityIndex, base: base, mapping: copier.mapping, capacity: batchSize)
-            var range: ClosedRange<Int64>?
-            if copier.isBounded {
-                let next = try copier.nextRange(after: state.cursor, limit: batchSize)
-                range = next?.keys
-                covered = next?.count ?? 0
-                guard range != nil else {
-                    try database.execute("ROLLBACK")
+                resolver.beginBatch(entity: entityIndex, base: base, mapping: copier.mapping, capacity: batchSize)
+                var range: ClosedRange<Int64>?
+                if copier.isBounded {
+                    let next = try copier.nextRange(after: state.cursor, limit: batchSize)
+                    range = next?.keys
+                    covered = next?.count ?? 0
+                    guard range != nil else {
+                        return nil
+                    }
+                }
+                do throws(SQLiteError) {
+                    if let range {
+                        try copier.copy(range: range)
+                    } else {
+                        try copier.copy(after: state.cursor, limit: batchSize)
+                    }
+                } catch {
+                    throw diagnose(error, copier: copier, batch: batch)
+                }
+                let kept = resolver.batchKeys
+                let read = copier.hasSkipRelationships ? resolver.scanned : kept.count
+                guard read > 0 || range != nil else {
                     return nil
                 }
-            }
-            do {
-                if let range {
-                    try copier.copy(range: range)
-                } else {
-                    try copier.copy(after: state.cursor, limit: batchSize)
-                }
-            } catch {
-                throw diagnose(error, copier: copier, batch: batch)
-            }
-            let kept = resolver.batchKeys
-            let read = copier.hasSkipRelationships ? resolver.scanned : kept.count
-            guard read > 0 || range != nil else {
-                try database.execute("ROLLBACK")
-                return nil
-            }
-            let written = database.changes
-            let skipped = copier.hasSkipRelationships ? resolver.skipped : 0
-            guard written == kept.count, read == kept.count + skipped else {
-                throw MigrationError(.batch,
-                    "validation failed: \(read) rows read and \(skipped) skipped, so \(read - skipped) should be written, but \(written) were",
-                    entity: entity.name, batch: batch, sourceKey: kept.first)
-            }
-            // Where SQLite assigned the keys, they must be the ones the ID map will record: the
-            // rows arrived one past the largest key each, so the largest is now the last of them.
-            if copier.assignsKeys, written > 0 {
-                let largest = try copier.largestDestinationKey()
-                guard largest == base + Int64(written) - 1 else {
+                let written = database.changes
+                let skipped = copier.hasSkipRelationships ? resolver.skipped : 0
+                guard written == kept.count, read == kept.count + skipped else {
                     throw MigrationError(.batch,
-                        "validation failed: the destination's largest key is \(largest ?? 0) after the batch, but the batch's keys run from \(base) to \(base + Int64(written) - 1) (a trigger inserting into the table?)",
-                        entity: entity.name, batch: batch, sourceKey: kept.last)
+                        "validation failed: \(read) rows read and \(skipped) skipped, so \(read - skipped) should be written, but \(written) were",
+                        entity: entity.name, batch: batch, sourceKey: kept.first)
                 }
-            }
-            // A bounded batch covers its whole key range, rows left out included.
-            let first = range?.lowerBound ?? kept[0]
-            let last = range?.upperBound ?? kept[kept.count - 1]
-            if options.verifyChecksums, let firstKept = kept.first, let lastKept = kept.last {
-                let destinationRange = copier.mapping == .allocate ? base...(base + Int64(kept.count) - 1) : firstKept...lastKept
-                let digests = try copier.digests(resolver: resolver, destinationRange: destinationRange,
-                                                 sourceRange: firstKept...lastKept)
-                guard digests.written == digests.mapped else {
-                    throw MigrationError(.batch,
-                        "validation failed: the rows written differ from the source values mapped by the plan (a destination column's type affinity changed a value?); checksum \(String(digests.written, radix: 16)) written, \(String(digests.mapped, radix: 16)) mapped",
-                        entity: entity.name, batch: batch, sourceKey: firstKept)
+                // Where SQLite assigned the keys, they must be the ones the ID map will record: the
+                // rows arrived one past the largest key each, so the largest is now the last of them.
+                if copier.assignsKeys, written > 0 {
+                    let largest = try copier.largestDestinationKey()
+                    guard largest == base + Int64(written) - 1 else {
+                        throw MigrationError(.batch,
+                            "validation failed: the destination's largest key is \(largest ?? 0) after the batch, but the batch's keys run from \(base) to \(base + Int64(written) - 1) (a trigger inserting into the table?)",
+                            entity: entity.name, batch: batch, sourceKey: kept.last)
+                    }
                 }
+                // A bounded batch covers its whole key range, rows left out included.
+                let first = range?.lowerBound ?? kept[0]
+                let last = range?.upperBound ?? kept[kept.count - 1]
+                if options.verifyChecksums, let firstKept = kept.first, let lastKept = kept.last {
+                    let destinationRange = copier.mapping == .allocate ? base...(base + Int64(kept.count) - 1) : firstKept...lastKept
+                    let digests = try copier.digests(resolver: resolver, destinationRange: destinationRange,
+                                                     sourceRange: firstKept...lastKept)
+                    guard digests.written == digests.mapped else {
+                        throw MigrationError(.batch,
+                            "validation failed: the rows written differ from the source values mapped by the plan (a destination column's type affinity changed a value?); checksum \(String(digests.written, radix: 16)) written, \(String(digests.mapped, radix: 16)) mapped",
+                            entity: entity.name, batch: batch, sourceKey: firstKept)
+                    }
+                }
+                // Preserved keys map to themselves: the run "starts" at the first key.
+                let destinationBase = copier.mapping == .allocate ? base : (kept.first ?? first)
+                var crc: UInt32 = 0
+                if !kept.isEmpty {
+                    crc = try journal.write(IDMapSegment(entity: entityIndex, batch: batch, mapping: copier.mapping,
+                                                         destinationBase: destinationBase, sourceKeys: kept))
+                }
+                CrashPoint.check(.afterSegment, entity: entity.name, batch: batch)
+                var record = BatchRecord(
+                    entity: entityIndex, batch: batch, firstSourceKey: first, lastSourceKey: last,
+                    rowsRead: UInt32(read), rowsWritten: UInt32(kept.count), rowsSkipped: UInt32(skipped),
+                    relationshipsNulled: UInt32(resolver.nulled), relationshipsDeferred: UInt32(resolver.deferred),
+                    mapping: copier.mapping, destinationBase: destinationBase,
+                    segmentFirstKey: kept.first ?? first, segmentLastKey: kept.last ?? last, segmentCRC: crc)
+                // Keep the keys in the cache only when a relationship will look them up.
+                try idMap.add(record, keys: isRelationshipTarget[index] ? kept : nil)
+                try coreData?.afterBatch(entity: index)
+                record.durationMicros = UInt64(max(0, (clock.now - started).microseconds))
+                record.committedAtMillis = Self.nowMillis()
+                try checkpoints.save(record)
+                CrashPoint.check(.beforeCommit, entity: entity.name, batch: batch)
+                return record
             }
-            // Preserved keys map to themselves: the run "starts" at the first key.
-            let destinationBase = copier.mapping == .allocate ? base : (kept.first ?? first)
-            var crc: UInt32 = 0
-            if !kept.isEmpty {
-                crc = try journal.write(IDMapSegment(entity: entityIndex, batch: batch, mapping: copier.mapping,
-                                                     destinationBase: destinationBase, sourceKeys: kept))
-            }
-            CrashPoint.check(.afterSegment, entity: entity.name, batch: batch)
-            record = BatchRecord(
-                entity: entityIndex, batch: batch, firstSourceKey: first, lastSourceKey: last,
-                rowsRead: UInt32(read), rowsWritten: UInt32(kept.count), rowsSkipped: UInt32(skipped),
-                relationshipsNulled: UInt32(resolver.nulled), relationshipsDeferred: UInt32(resolver.deferred),
-                mapping: copier.mapping, destinationBase: destinationBase,
-                segmentFirstKey: kept.first ?? first, segmentLastKey: kept.last ?? last, segmentCRC: crc)
-            // Keep the keys in the cache only when a relationship will look them up.
-            try idMap.add(record, keys: isRelationshipTarget[index] ? kept : nil)
-            try coreData?.afterBatch(entity: index)
-            record.durationMicros = UInt64(max(0, (clock.now - started).microseconds))
-            record.committedAtMillis = Self.nowMillis()
-            try checkpoints.save(record)
-            CrashPoint.check(.beforeCommit, entity: entity.name, batch: batch)
-            try database.execute("COMMIT")
         } catch {
-            if database.inTransaction { try? database.execute("ROLLBACK") }
             idMap.truncate(entity: entityIndex, after: state.batch)
             try? journal.removeSegments(entity: entityIndex, after: state.batch)
             throw MigrationError.wrapping(error, entity: entity.name, batch: batch)
         }
+        guard let record = committed else { return nil }
         CrashPoint.check(.afterCommit, entity: entity.name, batch: batch)
         if CrashPoint.isArmed(.midRecord, entity: entity.name, batch: batch) {
             try journal.appendTorn(.batch(record), keepingBytes: 20)
