@@ -167,7 +167,7 @@ struct DemoMigrationTests {
         let outcome = try await task.value
         #expect(outcome == .paused)
         let status = try MigrationJob.status(at: journal)
-        #expect(status.state == "interrupted")
+        #expect(status.state == .interrupted)
         let batches = status.entities.reduce(0) { $0 + $1.batches }
         #expect(batches >= 3)
         let resumed = try MigrationJob.resume(at: journal, logger: quietLogger)

@@ -63,7 +63,7 @@ struct DocExampleTests {
             if outcome == .complete { break }
         }
         #expect(outcomes.last == .complete)
-        #expect(try MigrationJob.status(at: journalURL).state == "complete")
+        #expect(try MigrationJob.status(at: journalURL).state == .complete)
     }
 
     @Test("MigrationJob: start a job and follow its progress")
@@ -130,7 +130,7 @@ struct DocExampleTests {
         }
         #expect(calls.first == true)
         #expect(calls.dropFirst().allSatisfy { !$0 })
-        #expect(try MigrationJob.status(at: journalURL).state == "complete")
+        #expect(try MigrationJob.status(at: journalURL).state == .complete)
         // A plan other than the job's is refused, not started over.
         var other = plan
         other.entities.removeLast()

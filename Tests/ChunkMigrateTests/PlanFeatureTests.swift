@@ -52,7 +52,7 @@ struct PlanFeatureTests {
         // The batches before it are committed; the failed one is not.
         #expect(try scalar("SELECT group_concat(headline, '|') FROM article", on: destination) == .text("negative keys work|first|second|third"))
         let status = try MigrationJob.status(at: journal)
-        #expect(status.state == "failed")
+        #expect(status.state == .failed)
         #expect(status.lastFailure?.contains("source key 6") == true)
 
         // Fix the row in the source (a fix that keeps the source's schema and key range), then resume.

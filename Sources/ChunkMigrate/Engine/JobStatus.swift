@@ -22,8 +22,12 @@ public struct JobStatus: Sendable, Codable, Equatable {
 
     /// The job's identifier.
     public var jobID: String
-    /// `running`, `interrupted`, `failed` or `complete`.
-    public var state: String
+    /// Where a job stands: `running`, `interrupted`, `failed` or `complete` (the same words in
+    /// JSON).
+    public typealias State = JournalReader.State
+
+    /// Where the job stands.
+    public var state: State
     /// The source store the job was started with.
     public var source: String
     /// The destination store the job was started with.
@@ -37,7 +41,7 @@ public struct JobStatus: Sendable, Codable, Equatable {
 
     init(reader: JournalReader) {
         jobID = reader.header.jobID
-        state = reader.state.rawValue
+        state = reader.state
         source = reader.header.sourcePath
         destination = reader.header.destinationPath
         lastFailure = reader.state == .failed ? reader.lastFailure : nil
