@@ -63,7 +63,9 @@ final class Resolver {
 
     func beginBatch(entity: UInt32, base: Int64, mapping: IDMapSegment.Mapping, capacity: Int) {
         batchEntity = entity
-        batchKeys = []
+        // The same buffer batch after batch: a new one per batch would be mapped and faulted in
+        // afresh each time (the CLI keeps glibc's mmap threshold fixed).
+        batchKeys.removeAll(keepingCapacity: true)
         batchKeys.reserveCapacity(capacity)
         batchBase = base
         batchMapping = mapping
