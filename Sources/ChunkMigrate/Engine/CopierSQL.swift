@@ -58,23 +58,10 @@ struct CopierSQL {
         let destinationTable = "main." + SQL.quote(entity.destination.table)
         let destinationKey = SQL.key(entity.destination.key)
 
-        var keepArguments = ""
-        for (column, relationship) in entity.sortedRelationships where relationship.missingPolicy == .skip {
-            keepArguments += ", \(relationshipIndexes[column]!), s.\(SQL.quote(relationship.from))"
-        }
-        hasSkipRelationships = !keepArguments.isEmpty
+        let filter = Self.filter(entity: entity, index: index, relationshipIndexes: relationshipIndexes, sourceKey: sourceKey)
+        hasSkipRelationships = filter.hasSkipRelationships
         isBounded = hasSkipRelationships || entity.source.where != nil || entity.distinct != nil
-        // The filter decides before cm_keep counts the row or cm_new records its value: SQLite
-        // does not promise the order of the terms of a WHERE clause, but it does evaluate CASE in
-        // order.
-        var tests: [String] = []
-        if let filter = entity.source.where { tests.append("(\(filter))") }
-        if let distinct = entity.distinct { tests.append("cm_new(\(index), (\(distinct.source)))") }
-        if hasSkipRelationships { tests.append("cm_keep(\(sourceKey)\(keepArguments))") }
-        var condition = ""
-        if let last = tests.last {
-            condition = " AND " + tests.dropLast().reversed().reduce(last) { inner, test in "CASE WHEN \(test) THEN \(inner) ELSE 0 END" }
-        }
+        let condition = filter.condition
         maxDestination = mapping == .allocate ? "SELECT max(\(destinationKey)) FROM \(destinationTable)" : nil
 
         // Relationships through the ID map; those to a de-duplicated entity are looked up by value.
@@ -84,63 +71,23 @@ struct CopierSQL {
             ? sourceAccess == .rowid
             : destinationAccess == .rowid && assignsNextRowid)
         assignsKeys = takesInRelationship && mapping == .allocate
-        // Column names and the values written, in the same order; `lookups` are the values a
-        // checksum maps from the source (the destination key as recorded, relationships as resolved).
-        var columns: [String] = []
-        var values: [String] = []
-        var lookups: [String] = []
-        if !takesInRelationship {
-            columns.append(destinationKey)
-            values.append("cm_take(\(sourceKey))")
-            lookups.append("cm_dest(\(sourceKey))")
-        } else if mapping == .preserve {
-            columns.append(destinationKey)
-            values.append(sourceKey)
-            lookups.append(sourceKey)
-        }
-        // Relationships before the other columns: SQLite computes a row's values in order, so the
-        // row is recorded before an expression can fail on it, and the failure names its key.
-        for (position, (column, relationship)) in relationships.enumerated() {
-            let arguments = "\(relationshipIndexes[column]!), s.\(SQL.quote(relationship.from)), \(sourceKey)"
-            columns.append(SQL.quote(column))
-            values.append((takesInRelationship && position == 0 ? "cm_take_ref(" : "cm_ref(") + arguments + ")")
-            lookups.append("cm_lookup(\(arguments))")
-        }
-        for (column, relationship) in entity.sortedRelationships where byValue.contains(column) {
-            let value = "cm_natural(\(relationshipIndexes[column]!), (\(relationship.from)), \(sourceKey))"
-            columns.append(SQL.quote(column))
-            values.append(value)
-            lookups.append(value)
-        }
-        var mappedColumns = entity.sortedColumns
-        if let distinct = entity.distinct { mappedColumns.append((distinct.destination, distinct.source)) }
-        for (column, expression) in mappedColumns {
-            columns.append(SQL.quote(column))
-            values.append("(\(expression))")
-            lookups.append("(\(expression))")
-        }
-        // The checksum, prepared only when asked for: the same values, read back from the
-        // destination and mapped again from the source. SQLite takes at most 127 arguments per
-        // function, so a wide row is hashed in parts of 100 (`cm_hash`) and the parts digested.
-        func digest(_ items: [String]) -> String {
-            guard items.count > 100 else { return "cm_digest(\(items.joined(separator: ", ")))" }
-            let parts = stride(from: 0, to: items.count, by: 100).map { start in
-                "cm_hash(" + items[start..<min(items.count, start + 100)].joined(separator: ", ") + ")"
-            }
-            return "cm_digest(\(parts.joined(separator: ", ")))"
-        }
+        var row = Self.row(entity: entity, relationships: relationships, relationshipIndexes: relationshipIndexes,
+                           byValue: byValue, takesInRelationship: takesInRelationship, mapping: mapping,
+                           sourceKey: sourceKey, destinationKey: destinationKey)
+        // The checksum, only when asked for: the same values, read back from the destination and
+        // mapped again from the source.
         if verifyChecksums {
             // The destination key is digested as written, also where SQLite assigned it.
-            let digested = assignsKeys ? [destinationKey] + columns : columns
-            if assignsKeys { lookups.insert("cm_dest(\(sourceKey))", at: 0) }
+            let digested = assignsKeys ? [destinationKey] + row.columns : row.columns
+            if assignsKeys { row.lookups.insert("cm_dest(\(sourceKey))", at: 0) }
             let destinationColumns = digested.map { $0 == "rowid" ? "d.rowid" : "d." + $0 }
             let ownRows = mapping == .preserve ? " AND cm_taken(d.\(destinationKey))" : ""
             destinationDigest = """
-                SELECT count(\(digest(destinationColumns))) FROM \(destinationTable) AS d
+                SELECT count(\(Self.digest(destinationColumns))) FROM \(destinationTable) AS d
                 WHERE d.\(destinationKey) BETWEEN ?1 AND ?2\(ownRows)
                 """
             sourceDigest = """
-                SELECT count(\(digest(lookups))) FROM \(sourceTable)
+                SELECT count(\(Self.digest(row.lookups))) FROM \(sourceTable)
                 WHERE \(sourceKey) BETWEEN ?1 AND ?2 AND cm_taken(\(sourceKey))
                 """
         } else {
@@ -152,8 +99,8 @@ struct CopierSQL {
         // would delete rows without counting them.
         func insertRows(_ range: String) -> String {
             """
-            INSERT OR ABORT INTO \(destinationTable) (\(columns.joined(separator: ", ")))
-            SELECT \(values.joined(separator: ", ")) FROM \(sourceTable)
+            INSERT OR ABORT INTO \(destinationTable) (\(row.columns.joined(separator: ", ")))
+            SELECT \(row.values.joined(separator: ", ")) FROM \(sourceTable)
             WHERE \(range)\(condition) ORDER BY \(sourceKey) LIMIT ?2
             """
         }
@@ -171,6 +118,85 @@ struct CopierSQL {
             rangeFirst = nil
             rangeNext = nil
         }
+    }
+
+    /// The columns a batch writes and the values written into them, in the same order, and the
+    /// values a checksum maps from the source (the destination key as recorded, relationships
+    /// as resolved).
+    private struct Row {
+        var columns: [String] = []
+        var values: [String] = []
+        var lookups: [String] = []
+    }
+
+    /// The batch's filter after its key range (empty, or ` AND ...`), and whether it calls
+    /// `cm_keep` for `skip` relationships.
+    private static func filter(entity: EntityMapping, index: UInt32, relationshipIndexes: [String: Int],
+                               sourceKey: String) -> (condition: String, hasSkipRelationships: Bool) {
+        var keepArguments = ""
+        for (column, relationship) in entity.sortedRelationships where relationship.missingPolicy == .skip {
+            keepArguments += ", \(relationshipIndexes[column]!), s.\(SQL.quote(relationship.from))"
+        }
+        let hasSkipRelationships = !keepArguments.isEmpty
+        // The filter decides before cm_keep counts the row or cm_new records its value: SQLite
+        // does not promise the order of the terms of a WHERE clause, but it does evaluate CASE in
+        // order.
+        var tests: [String] = []
+        if let filter = entity.source.where { tests.append("(\(filter))") }
+        if let distinct = entity.distinct { tests.append("cm_new(\(index), (\(distinct.source)))") }
+        if hasSkipRelationships { tests.append("cm_keep(\(sourceKey)\(keepArguments))") }
+        var condition = ""
+        if let last = tests.last {
+            condition = " AND " + tests.dropLast().reversed().reduce(last) { inner, test in "CASE WHEN \(test) THEN \(inner) ELSE 0 END" }
+        }
+        return (condition, hasSkipRelationships)
+    }
+
+    private static func row(entity: EntityMapping, relationships: [(column: String, relationship: EntityMapping.Relationship)],
+                            relationshipIndexes: [String: Int], byValue: Set<String>, takesInRelationship: Bool,
+                            mapping: IDMapSegment.Mapping, sourceKey: String, destinationKey: String) -> Row {
+        var row = Row()
+        if !takesInRelationship {
+            row.columns.append(destinationKey)
+            row.values.append("cm_take(\(sourceKey))")
+            row.lookups.append("cm_dest(\(sourceKey))")
+        } else if mapping == .preserve {
+            row.columns.append(destinationKey)
+            row.values.append(sourceKey)
+            row.lookups.append(sourceKey)
+        }
+        // Relationships before the other columns: SQLite computes a row's values in order, so the
+        // row is recorded before an expression can fail on it, and the failure names its key.
+        for (position, (column, relationship)) in relationships.enumerated() {
+            let arguments = "\(relationshipIndexes[column]!), s.\(SQL.quote(relationship.from)), \(sourceKey)"
+            row.columns.append(SQL.quote(column))
+            row.values.append((takesInRelationship && position == 0 ? "cm_take_ref(" : "cm_ref(") + arguments + ")")
+            row.lookups.append("cm_lookup(\(arguments))")
+        }
+        for (column, relationship) in entity.sortedRelationships where byValue.contains(column) {
+            let value = "cm_natural(\(relationshipIndexes[column]!), (\(relationship.from)), \(sourceKey))"
+            row.columns.append(SQL.quote(column))
+            row.values.append(value)
+            row.lookups.append(value)
+        }
+        var mappedColumns = entity.sortedColumns
+        if let distinct = entity.distinct { mappedColumns.append((distinct.destination, distinct.source)) }
+        for (column, expression) in mappedColumns {
+            row.columns.append(SQL.quote(column))
+            row.values.append("(\(expression))")
+            row.lookups.append("(\(expression))")
+        }
+        return row
+    }
+
+    /// The checksum of a row's values: SQLite takes at most 127 arguments per function, so a wide
+    /// row is hashed in parts of 100 (`cm_hash`) and the parts digested.
+    private static func digest(_ items: [String]) -> String {
+        guard items.count > 100 else { return "cm_digest(\(items.joined(separator: ", ")))" }
+        let parts = stride(from: 0, to: items.count, by: 100).map { start in
+            "cm_hash(" + items[start..<min(items.count, start + 100)].joined(separator: ", ") + ")"
+        }
+        return "cm_digest(\(parts.joined(separator: ", ")))"
     }
 
     /// The fix-up statements of the deferred relationships, by destination column. A fix-up batch covers the
