@@ -413,17 +413,7 @@ final class Engine {
         do {
             // A batch that finds no rows left returns nil and commits nothing.
             committed = try database.inTransaction(.immediate) { () throws -> BatchRecord? in
-                // Allocated keys continue after the destination's largest (from 1 in an empty table).
-                var base: Int64 = 0
-                if copier.mapping == .allocate {
-                    let largest = try copier.largestDestinationKey() ?? 0
-                    guard largest <= Int64.max - Int64(batchSize) else {
-                        throw MigrationError(.batch,
-                            "the destination's largest key is \(largest): allocating \(batchSize) more keys would pass the largest 64-bit integer",
-                            entity: entity.name, batch: batch)
-                    }
-                    base = largest + 1
-                }
+                let base = try allocationBase(copier: copier, batch: batch)
                 resolver.beginBatch(entity: entityIndex, base: base, mapping: copier.mapping, capacity: batchSize)
                 var range: ClosedRange<Int64>?
                 if copier.isBounded {
@@ -448,35 +438,13 @@ final class Engine {
                 guard read > 0 || range != nil else {
                     return nil
                 }
-                let written = database.changes
                 let skipped = copier.hasSkipRelationships ? resolver.skipped : 0
-                guard written == kept.count, read == kept.count + skipped else {
-                    throw MigrationError(.batch,
-                        "validation failed: \(read) rows read and \(skipped) skipped, so \(read - skipped) should be written, but \(written) were",
-                        entity: entity.name, batch: batch, sourceKey: kept.first)
-                }
-                // Where SQLite assigned the keys, they must be the ones the ID map will record: the
-                // rows arrived one past the largest key each, so the largest is now the last of them.
-                if copier.assignsKeys, written > 0 {
-                    let largest = try copier.largestDestinationKey()
-                    guard largest == base + Int64(written) - 1 else {
-                        throw MigrationError(.batch,
-                            "validation failed: the destination's largest key is \(largest ?? 0) after the batch, but the batch's keys run from \(base) to \(base + Int64(written) - 1) (a trigger inserting into the table?)",
-                            entity: entity.name, batch: batch, sourceKey: kept.last)
-                    }
-                }
+                try validateCounts(copier: copier, batch: batch, base: base, kept: kept, read: read, skipped: skipped)
                 // A bounded batch covers its whole key range, rows left out included.
                 let first = range?.lowerBound ?? kept[0]
                 let last = range?.upperBound ?? kept[kept.count - 1]
-                if options.verifyChecksums, let firstKept = kept.first, let lastKept = kept.last {
-                    let destinationRange = copier.mapping == .allocate ? base...(base + Int64(kept.count) - 1) : firstKept...lastKept
-                    let digests = try copier.digests(resolver: resolver, destinationRange: destinationRange,
-                                                     sourceRange: firstKept...lastKept)
-                    guard digests.written == digests.mapped else {
-                        throw MigrationError(.batch,
-                            "validation failed: the rows written differ from the source values mapped by the plan (a destination column's type affinity changed a value?); checksum \(String(digests.written, radix: 16)) written, \(String(digests.mapped, radix: 16)) mapped",
-                            entity: entity.name, batch: batch, sourceKey: firstKept)
-                    }
+                if options.verifyChecksums {
+                    try compareChecksums(copier: copier, batch: batch, base: base, kept: kept)
                 }
                 // Preserved keys map to themselves: the run "starts" at the first key.
                 let destinationBase = copier.mapping == .allocate ? base : (kept.first ?? first)
@@ -517,6 +485,53 @@ final class Engine {
         states[index].apply(record)
         adaptBatchSize(elapsed: clock.now - started, rows: max(covered, Int(record.rowsRead)))
         return Int(record.rowsRead)
+    }
+
+    /// Where a batch's allocated keys start: after the destination's largest (from 1 in an empty
+    /// table); 0 for preserved keys.
+    private func allocationBase(copier: EntityCopier, batch: UInt64) throws -> Int64 {
+        guard copier.mapping == .allocate else { return 0 }
+        let largest = try copier.largestDestinationKey() ?? 0
+        guard largest <= Int64.max - Int64(batchSize) else {
+            throw MigrationError(.batch,
+                "the destination's largest key is \(largest): allocating \(batchSize) more keys would pass the largest 64-bit integer",
+                entity: copier.entity.name, batch: batch)
+        }
+        return largest + 1
+    }
+
+    /// Checks a batch's counts: the rows read are those written plus those skipped, and every row
+    /// taken was written. Where SQLite assigned the keys, they must be the ones the ID map will
+    /// record: the rows arrived one past the largest key each, so the largest is now the last.
+    private func validateCounts(copier: EntityCopier, batch: UInt64, base: Int64, kept: [Int64], read: Int,
+                                skipped: Int) throws {
+        let written = database.changes
+        guard written == kept.count, read == kept.count + skipped else {
+            throw MigrationError(.batch,
+                "validation failed: \(read) rows read and \(skipped) skipped, so \(read - skipped) should be written, but \(written) were",
+                entity: copier.entity.name, batch: batch, sourceKey: kept.first)
+        }
+        if copier.assignsKeys, written > 0 {
+            let largest = try copier.largestDestinationKey()
+            guard largest == base + Int64(written) - 1 else {
+                throw MigrationError(.batch,
+                    "validation failed: the destination's largest key is \(largest ?? 0) after the batch, but the batch's keys run from \(base) to \(base + Int64(written) - 1) (a trigger inserting into the table?)",
+                    entity: copier.entity.name, batch: batch, sourceKey: kept.last)
+            }
+        }
+    }
+
+    /// Compares the checksum of the batch's rows as written with that of the source values the
+    /// plan maps them from (``MigrationOptions/verifyChecksums``).
+    private func compareChecksums(copier: EntityCopier, batch: UInt64, base: Int64, kept: [Int64]) throws {
+        guard let firstKept = kept.first, let lastKept = kept.last else { return }
+        let destinationRange = copier.mapping == .allocate ? base...(base + Int64(kept.count) - 1) : firstKept...lastKept
+        let digests = try copier.digests(resolver: resolver, destinationRange: destinationRange, sourceRange: firstKept...lastKept)
+        guard digests.written == digests.mapped else {
+            throw MigrationError(.batch,
+                "validation failed: the rows written differ from the source values mapped by the plan (a destination column's type affinity changed a value?); checksum \(String(digests.written, radix: 16)) written, \(String(digests.mapped, radix: 16)) mapped",
+                entity: copier.entity.name, batch: batch, sourceKey: firstKept)
+        }
     }
 
     private func fixupBatch(entity index: Int, column: String, ref: IDMap.SegmentRef) throws {
