@@ -15,9 +15,14 @@ struct CopierSQL {
     let mapping: IDMapSegment.Mapping
     /// Whether some relationship has policy `skip`, so the batch's filter calls `cm_keep`.
     let hasSkipRelationships: Bool
-    /// Whether a batch is bounded by a key range read first (see ``EntityCopier/isBounded``).
+    /// Whether a batch is bounded by a key range read first: when rows can be left out (a `where`
+    /// filter, a `skip` relationship), a batch covers the next `batchSize` source keys whatever
+    /// is left out of them, so a long run of left-out rows cannot make one batch unbounded.
     let isBounded: Bool
-    /// Whether SQLite assigns the destination keys (see ``EntityCopier/assignsKeys``).
+    /// Whether SQLite assigns the destination keys (allocated keys into a table whose key is a
+    /// true alias of the rowid, without AUTOINCREMENT: the next rowid is one past the largest,
+    /// which is what the engine records), so a batch checks the destination's largest key
+    /// afterwards instead of writing each key itself.
     let assignsKeys: Bool
     /// The batch statement after a cursor (`?1`), of at most `?2` rows; for a bounded entity, the
     /// rows with source keys from `?1` to `?3`.

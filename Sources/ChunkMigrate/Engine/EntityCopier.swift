@@ -5,18 +5,13 @@ import MigrationJournal
 final class EntityCopier {
     let index: UInt32
     let entity: EntityMapping
-    let mapping: IDMapSegment.Mapping
-    /// Whether some relationship has policy `skip`, so the batch's filter calls `cm_keep`.
-    let hasSkipRelationships: Bool
-    /// Whether a batch is bounded by a key range read first: when rows can be left out (a `where`
-    /// filter, a `skip` relationship), a batch covers the next `batchSize` source keys whatever
-    /// is left out of them, so a long run of left-out rows cannot make one batch unbounded.
-    let isBounded: Bool
-    /// Whether SQLite assigns the destination keys (allocated keys into a table whose key is a
-    /// true alias of the rowid, without AUTOINCREMENT: the next rowid is one past the largest,
-    /// which is what the engine records), so a batch checks the destination's largest key
-    /// afterwards instead of writing each key itself.
-    let assignsKeys: Bool
+    /// The statements' text, and what it decided about the entity's batches.
+    let sql: CopierSQL
+    var mapping: IDMapSegment.Mapping { sql.mapping }
+    var hasSkipRelationships: Bool { sql.hasSkipRelationships }
+    var isBounded: Bool { sql.isBounded }
+    var assignsKeys: Bool { sql.assignsKeys }
+    var insertSQL: String { sql.insert }
     /// Deferred relationships: destination column -> (resolver index, UPDATE statement).
     /// `bySource`: the statement takes the batch's source keys rather than its destination keys.
     private(set) var fixups: [String: (relationship: Int, statement: Statement, bySource: Bool)] = [:]
@@ -29,7 +24,6 @@ final class EntityCopier {
     private let insertNext: Statement
     private let rangeFirst: Statement?
     private let rangeNext: Statement?
-    let insertSQL: String
 
     /// Prepares the statements ``CopierSQL`` writes for the entity (see there for what they do
     /// and why).
@@ -41,11 +35,7 @@ final class EntityCopier {
                             assignsNextRowid: assignsNextRowid, verifyChecksums: verifyChecksums)
         self.index = index
         self.entity = entity
-        mapping = sql.mapping
-        hasSkipRelationships = sql.hasSkipRelationships
-        isBounded = sql.isBounded
-        assignsKeys = sql.assignsKeys
-        insertSQL = sql.insert
+        self.sql = sql
         func prepare(_ text: String?) throws(SQLiteError) -> Statement? {
             guard let text else { return nil }
             return try database.prepare(text)
