@@ -103,7 +103,8 @@ let package = Package(
         .testTarget(
             name: "ChunkMigrateTests",
             dependencies: ["ChunkMigrate", "MigrationJournal", "CSQLite"],
-            path: "Tests/ChunkMigrateTests"
+            path: "Tests/ChunkMigrateTests",
+            exclude: ["EncodedPlans"]
         ),
         .testTarget(
             name: "CLITests",

@@ -19,7 +19,17 @@ public struct IDMapSegment: Sendable, Equatable {
         /// `sourceKeys[i] -> sourceKeys[i]`.
         case preserve = 1
 
+        /// `allocate` or `preserve`, as a plan spells it.
         public var description: String { self == .allocate ? "allocate" : "preserve" }
+
+        /// The mapping a plan spells `name` (`"allocate"`, `"preserve"`); `nil` for any other name.
+        public init?(name: String) {
+            switch name {
+            case "allocate": self = .allocate
+            case "preserve": self = .preserve
+            default: return nil
+            }
+        }
     }
 
     /// How the key payload is stored.

@@ -76,4 +76,9 @@ struct PlanCommand: ParsableCommand {
     }
 }
 
-extension EntityMapping.KeyPolicy: ExpressibleByArgument {}
+extension EntityMapping.KeyPolicy: ExpressibleByArgument {
+    /// The policy named as in a plan: `allocate` or `preserve`.
+    public init?(argument: String) { self.init(name: argument) }
+
+    public var defaultValueDescription: String { description }
+}

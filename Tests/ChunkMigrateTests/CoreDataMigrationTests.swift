@@ -91,7 +91,7 @@ struct CoreDataMigrationTests {
         let destination = try Self.emptiedCopy(of: source, named: "new.sqlite", in: folder)
         let inferred = try Self.migrate(source, into: destination, folder: folder)
         #expect(inferred.plan.coreData != nil)
-        #expect(inferred.plan.entities.allSatisfy { $0.keyPolicy == .preserve || $0.source.key == nil })
+        #expect(inferred.plan.entities.allSatisfy { $0.keys == .preserve || $0.source.key == nil })
 
         let layout = try CoreDataLayout.read(Database(path: source.path, mode: .readOnly), file: source.path)
         var compared = 0
@@ -120,8 +120,8 @@ struct CoreDataMigrationTests {
         #expect(inferred.decisions.contains { $0.contains("join table Z_4EVENT -> Z_4EVENT") && $0.contains("Z_10EVENT -> Z_11EVENT") })
         #expect(inferred.notes.contains { $0.hasPrefix("ACHANGE: persistent history is not copied") })
         let object = try #require(inferred.plan.entities.first { $0.name == "Object" })
-        #expect(object.columns?["Z9_VALUE"] == "coredata_entity(Z8_VALUE)")
-        #expect(object.columns?["Z_ENT"] == "coredata_entity(Z_ENT)")
+        #expect(object.columns["Z9_VALUE"] == "coredata_entity(Z8_VALUE)")
+        #expect(object.columns["Z_ENT"] == "coredata_entity(Z_ENT)")
 
         // Every row: the same key, the entity of the same name, the same values in every column
         // both models have.
@@ -284,9 +284,9 @@ struct CoreDataMigrationTests {
         #expect(inferred.decisions.contains("entity Person (renamed from Owner): number 5 -> 5"))
         #expect(inferred.decisions.contains("ZITEM.ZPOSITION: renamed from ZRANK (renamingIdentifier)"))
         let item = try #require(inferred.plan.entities.first { $0.name == "Item" })
-        #expect(item.keyPolicy == .allocate)
+        #expect(item.keys == .allocate)
         #expect(item.relationships == ["ZOWNER": .init(from: "ZOWNER", to: "Person"), "ZREF": .init(from: "ZREF", to: "Item")])
-        #expect(item.columns?["ZPOSITION"] == "ZRANK")
+        #expect(item.columns["ZPOSITION"] == "ZRANK")
         // Keys 3, 7, 12, 20 became 1, 2, 3, 4 in source-key order; ZREF follows them (12 refers to itself).
         // Memo's new non-optional pinned takes its default (YES) in Memo rows only.
         #expect(try Self.rows(new, "ZITEM", columns: "Z_PK, Z_ENT, ZOWNER, ZREF, Z2_REF, ZTITLE, ZPOSITION, ZPINNED") == [

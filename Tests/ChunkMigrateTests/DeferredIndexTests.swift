@@ -85,7 +85,7 @@ struct DeferredIndexTests {
         let folder = try TemporaryFolder()
         let source = try Self.source(in: folder)
         var reading = Self.plan
-        reading.entities[0].columns?["code"] = "(SELECT max(code) FROM main.item) || code"
+        reading.entities[0].columns["code"] = "(SELECT max(code) FROM main.item) || code"
         let destination = folder.path("reading.sqlite")
         try execute(Self.schema, on: destination)
         let job = try MigrationJob.start(plan: reading, source: source, destination: destination, journal: folder.path("reading"),

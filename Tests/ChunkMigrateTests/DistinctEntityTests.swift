@@ -98,7 +98,7 @@ struct DistinctEntityTests {
         #expect(error.message.contains("has no row in Author"))
 
         var nulls = plan
-        nulls.entities[0].relationships?["author_id"]?.missing = .null
+        nulls.entities[0].relationships["author_id"]?.missing = .null
         let lenient = try MigrationJob.start(plan: nulls, source: source, destination: folder.path("b.sqlite"), journal: folder.path("b"),
                                              schema: Self.schema, options: MigrationOptions(batchSize: 50), logger: quietLogger)
         #expect(try lenient.runBlocking() == .complete)

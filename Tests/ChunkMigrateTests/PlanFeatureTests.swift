@@ -309,7 +309,7 @@ struct RefusalTests {
     @Test("a plan naming an unknown entity is refused with its path and the near name")
     func unknownTarget() throws {
         var plan = blogPlan(missing: nil)
-        plan.entities[0].relationships?["writer_id"]?.to = "Writr"
+        plan.entities[0].relationships["writer_id"]?.to = "Writr"
         let error = try #require(throws: MigrationError.self) { try plan.validate() }
         #expect(error.code == .invalidPlan)
         #expect(error.message.contains("entities[0].relationships.writer_id.to"))
@@ -362,7 +362,7 @@ struct RefusalTests {
         #expect(wrongSource.file == other.source.path)
 
         var changed = DemoStore.plan
-        changed.entities[0].columns?["title"] = "upper(title)"
+        changed.entities[0].columns["title"] = "upper(title)"
         let wrongPlan = try #require(throws: MigrationError.self) {
             try MigrationJob.resume(at: journal, plan: changed, logger: quietLogger)
         }

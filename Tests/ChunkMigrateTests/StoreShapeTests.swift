@@ -128,7 +128,7 @@ struct StoreShapeTests {
         try execute(DemoStore.destinationSchema + "PRAGMA journal_mode = WAL;", on: destination)
 
         var broken = DemoStore.plan
-        broken.entities[0].columns?["title"] = "no_such_column"
+        broken.entities[0].columns["title"] = "no_such_column"
         #expect(throws: MigrationError.self) {
             try MigrationJob.start(plan: broken, source: files.source, destination: destination,
                                    journal: folder.path("broken.journal"), logger: quietLogger)

@@ -87,7 +87,7 @@ final class CoreDataBookkeeping {
                 "the source keeps binary attributes in external files (\(folder)), which chunkmigrate does not copy yet; the migrated store would lose them",
                 file: sourcePath)
         }
-        for entity in plan.entities where entity.keyPolicy == .preserve {
+        for entity in plan.entities where entity.keys == .preserve {
             guard let to = destination.table(named: entity.destination.table),
                   let from = source.table(named: entity.source.table),
                   let sourceMax = source.entities[from.root]?.max else { continue }
@@ -107,7 +107,7 @@ final class CoreDataBookkeeping {
     var keepsObjectIDs: Bool {
         let mapped = Set(numbers.values)
         return plan.entities.allSatisfy { entity in
-            guard entity.keyPolicy == .allocate, let table = destination.table(named: entity.destination.table) else { return true }
+            guard entity.keys == .allocate, let table = destination.table(named: entity.destination.table) else { return true }
             return destination.descendants(of: table.root).isDisjoint(with: mapped)
         }
     }

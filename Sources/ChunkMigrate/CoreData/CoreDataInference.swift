@@ -194,21 +194,19 @@ struct CoreDataInference {
             entities[index].keys = .allocate
             if let table = destination.table(named: entities[index].destination.table) {
                 for toOne in table.toOnes {
-                    guard let from = entities[index].columns?[toOne.column] else { continue }
+                    guard let from = entities[index].columns[toOne.column] else { continue }
                     guard let target = toOne.target, let name = planEntity(of: target) else {
                         unknown.append("\(table.name).\(toOne.column)")
                         continue
                     }
-                    entities[index].columns?[toOne.column] = nil
-                    entities[index].relationships = (entities[index].relationships ?? [:])
-                        .merging([toOne.column: .init(from: from, to: name)]) { $1 }
+                    entities[index].columns[toOne.column] = nil
+                    entities[index].relationships[toOne.column] = .init(from: from, to: name)
                 }
             } else if let join = destination.joinTables.first(where: { $0.name == entities[index].destination.table }) {
                 for column in join.columns where !column.isOrder {
-                    guard let from = entities[index].columns?[column.name], let name = planEntity(of: column.entity) else { continue }
-                    entities[index].columns?[column.name] = nil
-                    entities[index].relationships = (entities[index].relationships ?? [:])
-                        .merging([column.name: .init(from: from, to: name)]) { $1 }
+                    guard let from = entities[index].columns[column.name], let name = planEntity(of: column.entity) else { continue }
+                    entities[index].columns[column.name] = nil
+                    entities[index].relationships[column.name] = .init(from: from, to: name)
                 }
             }
         }

@@ -57,7 +57,7 @@ struct CopierSQL {
     /// (`byValue`) is looked up by value with `cm_natural`.
     init(entity: EntityMapping, index: UInt32, relationshipIndexes: [String: Int], byValue: Set<String> = [],
          sourceAccess: KeyAccess, destinationAccess: KeyAccess, assignsNextRowid: Bool, verifyChecksums: Bool) {
-        mapping = entity.keyPolicy == .allocate ? .allocate : .preserve
+        mapping = entity.keys
         let sourceTable = "src." + SQL.quote(entity.source.table) + " AS s " + sourceAccess.hint
         let sourceKey = "s." + SQL.key(entity.source.key)
         let destinationTable = "main." + SQL.quote(entity.destination.table)
@@ -139,7 +139,7 @@ struct CopierSQL {
     private static func filter(entity: EntityMapping, index: UInt32, relationshipIndexes: [String: Int],
                                sourceKey: String) -> (condition: String, hasSkipRelationships: Bool) {
         var keepArguments = ""
-        for (column, relationship) in entity.sortedRelationships where relationship.missingPolicy == .skip {
+        for (column, relationship) in entity.sortedRelationships where relationship.missing == .skip {
             keepArguments += ", \(relationshipIndexes[column]!), s.\(SQL.quote(relationship.from))"
         }
         let hasSkipRelationships = !keepArguments.isEmpty
@@ -237,7 +237,7 @@ struct CopierSQL {
                     FROM fix WHERE \(destinationKey) = fix.own AND fix.target IS NOT NULL
                     """
             } else {
-                let ownRows = entity.keyPolicy == .preserve ? " AND cm_source_of(\(entityIndex), \(destinationKey)) IS NOT NULL" : ""
+                let ownRows = entity.keys == .preserve ? " AND cm_source_of(\(entityIndex), \(destinationKey)) IS NOT NULL" : ""
                 sql = """
                     UPDATE \(destinationTable) AS d SET \(SQL.quote(column)) = cm_fix(\(index),
                         (SELECT \(foreignKey) FROM \(sourceTable) AS s

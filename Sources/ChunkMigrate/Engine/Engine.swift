@@ -121,7 +121,7 @@ final class Engine {
                 resolver.relationships.append(.init(
                     owner: UInt32(entityIndex), entity: entity.name, column: column, sourceColumn: relationship.from,
                     target: names[relationship.to] ?? 0, targetName: relationship.to,
-                    policy: relationship.missingPolicy,
+                    policy: relationship.missing,
                     deferred: order.isDeferred(entity: entityIndex, column: column)))
             }
             relationshipIndexes.append(indexes)
@@ -141,7 +141,7 @@ final class Engine {
         var reads: [Int: Set<Int>] = [:]
         for (index, entity) in plan.entities.enumerated() {
             let from = "src.\(SQL.quote(entity.source.table)) AS s"
-            var statements = (entity.columns ?? [:]).values.filter { $0.range(of: "main.", options: .caseInsensitive) != nil }
+            var statements = entity.columns.values.filter { $0.range(of: "main.", options: .caseInsensitive) != nil }
                 .map { "SELECT (\($0)) FROM \(from)" }
             if let condition = entity.source.where, condition.range(of: "main.", options: .caseInsensitive) != nil {
                 statements.append("SELECT 1 FROM \(from) WHERE (\(condition))")

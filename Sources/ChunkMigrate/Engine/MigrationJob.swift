@@ -148,8 +148,8 @@ public final class MigrationJob: Sendable {
             entities: plan.entities.map { entity in
                 JournalHeader.Entity(
                     name: entity.name, sourceTable: entity.source.table, destinationTable: entity.destination.table,
-                    keys: entity.keyPolicy == .allocate ? .allocate : .preserve,
-                    relationships: (entity.relationships ?? [:]).mapValues(\.to))
+                    keys: entity.keys,
+                    relationships: entity.relationships.mapValues(\.to))
             })
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import MigrationJournal
 
 /// A plan inferred from a source and a destination store, with what the inference decided and
 /// what it could not.
@@ -163,9 +164,9 @@ extension MigrationPlan {
         // A relationship to a table the plan does not copy cannot be resolved.
         let names = Set(entities.map(\.name))
         for index in entities.indices {
-            for (column, relationship) in entities[index].relationships ?? [:] where !names.contains(relationship.to) {
-                entities[index].relationships?[column] = nil
-                entities[index].columns?[column] = SQL.identifier(relationship.from)
+            for (column, relationship) in entities[index].relationships where !names.contains(relationship.to) {
+                entities[index].relationships[column] = nil
+                entities[index].columns[column] = SQL.identifier(relationship.from)
                 notes.append("\(entities[index].name).\(column): references \(relationship.to), which the plan does not copy; copied as it is")
             }
         }

@@ -53,7 +53,7 @@ public struct MigrationPlan: Codable, Sendable, Equatable {
     /// may need the destination's indexes while the job runs.
     var readsDestination: Bool {
         entities.contains { entity in
-            ([entity.source.where].compactMap { $0 } + (entity.columns ?? [:]).values)
+            ([entity.source.where].compactMap { $0 } + entity.columns.values)
                 .contains { $0.range(of: "main.", options: .caseInsensitive) != nil }
         }
     }
@@ -98,13 +98,12 @@ public struct EntityMapping: Codable, Sendable, Equatable {
         }
     }
 
-    /// How destination keys are chosen.
-    public enum KeyPolicy: String, Codable, Sendable {
-        /// New keys after the destination table's largest key, in source-key order.
-        case allocate
-        /// The source key, unchanged.
-        case preserve
-    }
+    /// How destination keys are chosen: `allocate` (new keys after the destination table's largest
+    /// key, in source-key order) or `preserve` (the source key, unchanged).
+    ///
+    /// The journal's own type, which its header and ID-map segments store as a number; the plan's
+    /// JSON spells it by name (`"keys": "preserve"`).
+    public typealias KeyPolicy = IDMapSegment.Mapping
 
     /// What happens to a row whose non-null foreign key has no mapping in the target's ID map.
     public enum MissingPolicy: String, Codable, Sendable {
@@ -125,18 +124,39 @@ public struct EntityMapping: Codable, Sendable, Equatable {
         public var from: String
         /// The target entity's name.
         public var to: String
-        /// What to do when the target key has no mapping; `fail` when omitted.
-        public var missing: MissingPolicy?
+        /// What to do when the target key has no mapping; `fail` when the plan does not say.
+        public var missing: MissingPolicy { didSet { missingSpelledOut = true } }
+        /// Whether the plan spells `missing` out, so that encoding writes it even when it is `fail`
+        /// (see ``EntityMapping``, "Encoding").
+        private var missingSpelledOut: Bool
 
         /// Creates a relationship.
+        ///
+        /// - Parameter missing: what to do when the target key has no mapping; `nil` for `fail`,
+        ///   left out of the plan's JSON.
         public init(from: String, to: String, missing: MissingPolicy? = nil) {
             self.from = from
             self.to = to
-            self.missing = missing
+            self.missing = missing ?? .fail
+            self.missingSpelledOut = missing != nil
         }
 
-        /// The policy in force.
-        public var missingPolicy: MissingPolicy { missing ?? .fail }
+        enum CodingKeys: String, CodingKey {
+            case from, to, missing
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(from: try container.decode(String.self, forKey: .from), to: try container.decode(String.self, forKey: .to),
+                      missing: try container.decodeIfPresent(MissingPolicy.self, forKey: .missing))
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(from, forKey: .from)
+            try container.encode(to, forKey: .to)
+            if missingSpelledOut { try container.encode(missing, forKey: .missing) }
+        }
     }
 
     /// The rows of a de-duplicated entity: one destination row per distinct non-null value of a
@@ -163,36 +183,93 @@ public struct EntityMapping: Codable, Sendable, Equatable {
     public var source: Source
     /// Where the rows go.
     public var destination: Destination
-    /// `allocate` when omitted.
-    public var keys: KeyPolicy?
+    /// How destination keys are chosen; `allocate` when the plan does not say.
+    public var keys: KeyPolicy { didSet { spelledOut.insert(.keys) } }
     /// Destination column -> SQL expression over the source row. Columns not named take their default.
-    public var columns: [String: String]?
+    public var columns: [String: String] { didSet { spelledOut.insert(.columns) } }
     /// Destination column -> relationship.
-    public var relationships: [String: Relationship]?
+    public var relationships: [String: Relationship] { didSet { spelledOut.insert(.relationships) } }
     /// When set, the entity's rows are the distinct values of a source expression; a
     /// relationship to it then resolves by value: its `from` is an expression giving the value.
     public var distinct: Distinct?
+    /// Which of ``keys``, ``columns`` and ``relationships`` the plan spells out.
+    private var spelledOut: SpelledOut
 
     /// Creates an entity mapping.
+    ///
+    /// - Parameter keys: how destination keys are chosen; `nil` for `allocate`, left out of the
+    ///   plan's JSON.
     public init(name: String, source: Source, destination: Destination, keys: KeyPolicy? = nil,
                 columns: [String: String] = [:], relationships: [String: Relationship] = [:], distinct: Distinct? = nil) {
         self.name = name
         self.source = source
         self.destination = destination
-        self.keys = keys
+        self.keys = keys ?? .allocate
         self.columns = columns
         self.relationships = relationships
         self.distinct = distinct
+        self.spelledOut = keys == nil ? [.columns, .relationships] : [.keys, .columns, .relationships]
     }
 
-    /// The key policy in force.
-    public var keyPolicy: KeyPolicy { keys ?? .allocate }
     /// The column mappings, sorted by destination column.
     public var sortedColumns: [(column: String, expression: String)] {
-        (columns ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        columns.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
     /// The relationships, sorted by destination column.
     public var sortedRelationships: [(column: String, relationship: Relationship)] {
-        (relationships ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        relationships.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+}
+
+// MARK: Encoding
+
+/// The plan's JSON leaves `keys`, `columns`, `relationships` and a relationship's `missing` out when
+/// it does not spell them; their defaults then apply. A mapping remembers which it spells out (those
+/// given to the initializer or set since, or present in the JSON it was decoded from) and encodes
+/// those, at their defaults too, and only those: the encoded plan is the job's frozen `plan.json`,
+/// whose SHA-256 the journal keeps, so a plan must encode to the same bytes as it always has. Two
+/// mappings that spell out different fields are not equal, as they do not encode alike.
+extension EntityMapping {
+    struct SpelledOut: OptionSet, Sendable, Equatable {
+        let rawValue: UInt8
+        static let keys = SpelledOut(rawValue: 1 << 0)
+        static let columns = SpelledOut(rawValue: 1 << 1)
+        static let relationships = SpelledOut(rawValue: 1 << 2)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case name, source, destination, keys, columns, relationships, distinct
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let keys: KeyPolicy?
+        if let name = try container.decodeIfPresent(String.self, forKey: .keys) {
+            guard let policy = KeyPolicy(name: name) else {
+                throw DecodingError.dataCorruptedError(forKey: .keys, in: container,
+                    debugDescription: "\"\(name)\" is not a key policy: \"allocate\" or \"preserve\"")
+            }
+            keys = policy
+        } else {
+            keys = nil
+        }
+        let columns = try container.decodeIfPresent([String: String].self, forKey: .columns)
+        let relationships = try container.decodeIfPresent([String: Relationship].self, forKey: .relationships)
+        self.init(name: try container.decode(String.self, forKey: .name), source: try container.decode(Source.self, forKey: .source),
+                  destination: try container.decode(Destination.self, forKey: .destination), keys: keys,
+                  columns: columns ?? [:], relationships: relationships ?? [:],
+                  distinct: try container.decodeIfPresent(Distinct.self, forKey: .distinct))
+        spelledOut = [keys == nil ? [] : .keys, columns == nil ? [] : .columns, relationships == nil ? [] : .relationships]
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(name, forKey: .name)
+        try container.encode(source, forKey: .source)
+        try container.encode(destination, forKey: .destination)
+        if spelledOut.contains(.keys) { try container.encode(keys.description, forKey: .keys) }
+        if spelledOut.contains(.columns) { try container.encode(columns, forKey: .columns) }
+        if spelledOut.contains(.relationships) { try container.encode(relationships, forKey: .relationships) }
+        try container.encodeIfPresent(distinct, forKey: .distinct)
     }
 }

@@ -124,7 +124,7 @@ struct PlanCheck {
         for (kind, names) in [("columns", entity.sortedColumns.map(\.column)), ("relationships", entity.sortedRelationships.map(\.column))] {
             for name in names {
                 if keyNames.contains(name.lowercased()) {
-                    throw tables.invalid("\(path).\(kind).\(name): \"\(name)\" is the destination's key, which the engine fills (keys: \(entity.keyPolicy.rawValue)); remove it from the plan",
+                    throw tables.invalid("\(path).\(kind).\(name): \"\(name)\" is the destination's key, which the engine fills (keys: \(entity.keys)); remove it from the plan",
                                          column: name)
                 }
                 if let other = mapped[name.lowercased()] {
@@ -205,8 +205,8 @@ struct PlanCheck {
             let name = info.name
             guard info.isNotNull, info.defaultValueSQL == nil, info.primaryKeyIndex == 0,
                   name.lowercased() != destinationKey,
-                  !(entity.columns ?? [:]).keys.contains(where: { $0.lowercased() == name.lowercased() }),
-                  !(entity.relationships ?? [:]).keys.contains(where: { $0.lowercased() == name.lowercased() }),
+                  !entity.columns.keys.contains(where: { $0.lowercased() == name.lowercased() }),
+                  !entity.relationships.keys.contains(where: { $0.lowercased() == name.lowercased() }),
                   entity.distinct?.destination.lowercased() != name.lowercased()
             else { continue }
             throw tables.invalid("\(tables.path).columns: destination column \"\(name)\" of \"\(entity.destination.table)\" is NOT NULL with no default, and the plan does not map it; every row would be rejected",
