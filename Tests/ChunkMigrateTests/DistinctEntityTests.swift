@@ -11,7 +11,7 @@ struct DistinctEntityTests {
         CREATE TABLE book (id INTEGER PRIMARY KEY, title TEXT, author_id INTEGER REFERENCES author(id));
         """
 
-    static func plan(missing: EntityMapping.MissingPolicy? = nil) -> MigrationPlan {
+    static func plan(missing: EntityMapping.MissingPolicy = .fail) -> MigrationPlan {
         MigrationPlan(entities: [
             EntityMapping(name: "Book", source: .init(table: "book", key: "id"), destination: .init(table: "book", key: "id"),
                           keys: .preserve, columns: ["title": "title"],

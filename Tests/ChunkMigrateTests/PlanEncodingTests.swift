@@ -3,10 +3,9 @@ import Testing
 import MigrationJournal
 @testable import ChunkMigrate
 
-/// A plan's encoding is the job's frozen `plan.json`, whose SHA-256 a journal keeps: the same plan
-/// must encode to the same bytes in every version. `EncodedPlans/` holds the bytes that the code
-/// before ``EntityMapping`` had non-optional properties wrote for these plans (and a journal header
-/// entity, whose `keys` is a number).
+/// A plan's JSON and what becomes of it. `EncodedPlans/` holds these plans as the version before
+/// ``EntityMapping`` had non-optional properties encoded them (and a journal header's entity,
+/// whose `keys` is a number): frozen `plan.json` files that journals started by that version hold.
 @Suite("Plan encoding")
 struct PlanEncodingTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -60,35 +59,74 @@ struct PlanEncodingTests {
         ]
     }
 
-    static func expected(_ name: String) throws -> Data {
+    static func earlierEncoding(_ name: String) throws -> Data {
         try Data(contentsOf: root.appendingPathComponent("Tests/ChunkMigrateTests/EncodedPlans/\(name).json"))
     }
 
-    @Test("plans encode to the bytes they always had: the README's, the demos', the example's, defaults left out or spelled")
-    func sameBytes() throws {
+    @Test("a plan as an earlier version encoded it decodes to the same plan: the README's, the demos', the example's, defaults left out or spelled")
+    func earlierEncodingsDecodeAlike() throws {
         for (name, plan) in try Self.plans() {
-            let encoded = try plan.encodedJSON()
-            #expect(String(decoding: encoded, as: UTF8.self) == String(decoding: try Self.expected(name), as: UTF8.self), "\(name)")
+            #expect(try MigrationPlan.decode(json: try Self.earlierEncoding(name)) == plan, "\(name)")
         }
     }
 
-    @Test("a decoded plan encodes back to the bytes it was decoded from")
-    func roundTrip() throws {
-        for (name, _) in try Self.plans() {
-            let bytes = try Self.expected(name)
-            #expect(try MigrationPlan.decode(json: bytes).encodedJSON() == bytes, "\(name)")
+    @Test("encoding spells out every default, and a plan decodes back from its encoding, to the same bytes again")
+    func canonicalEncoding() throws {
+        for (name, plan) in try Self.plans() {
+            let encoded = try plan.encodedJSON()
+            let decoded = try MigrationPlan.decode(json: encoded)
+            #expect(decoded == plan, "\(name)")
+            #expect(try decoded.encodedJSON() == encoded, "\(name)")
         }
+        let text = String(decoding: try MigrationPlan.decode(json: try Self.earlierEncoding("jsonDefaultsLeftOut")).encodedJSON(), as: UTF8.self)
+        #expect(text.components(separatedBy: #""keys" : "allocate""#).count == 3)
+        #expect(text.contains(#""missing" : "fail""#) && text.contains(#""columns" : {"#) && text.contains(#""relationships" : {"#))
+    }
+
+    @Test("a job whose frozen plan.json an earlier version wrote resumes with the same plan, spelled either way, and refuses another")
+    func resumeJournalOfEarlierVersion() async throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("store"), messages: 3_000)
+        let schema = try String(contentsOf: files.schema, encoding: .utf8)
+        let destination = folder.path("new.sqlite"), journal = folder.path("journal")
+        let job = try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: destination, journal: journal,
+                                         schema: schema, options: MigrationOptions(batchSize: 200), logger: quietLogger)
+        #expect(try await job.run(for: .zero) != .complete)
+        // The journal as the earlier version would have written it: its plan.json, and the
+        // header's fingerprint of those bytes.
+        let earlier = try Self.earlierEncoding("demo")
+        #expect(earlier != (try DemoStore.plan.encodedJSON()))
+        let layout = JournalLayout(directory: journal.path)
+        var header = try JournalHeader.decode(Array(try Data(contentsOf: URL(fileURLWithPath: layout.header))), file: layout.header)
+        header.planFingerprint = JournalSHA256.hex(Array(earlier))
+        try Data(try header.encoded()).write(to: URL(fileURLWithPath: layout.header))
+        try earlier.write(to: URL(fileURLWithPath: layout.plan))
+
+        var other = DemoStore.plan
+        other.entities[0].columns["title"] = "upper(title)"
+        let refused = try #require(throws: MigrationError.self) {
+            try MigrationJob.resume(at: journal, plan: other, logger: quietLogger)
+        }
+        #expect(refused.code == .mismatch && refused.message.hasPrefix("the plan differs"))
+
+        let spelledDifferently = try MigrationPlan.decode(json: try Self.earlierEncoding("demo"))
+        let resumed = try MigrationJob.resume(at: journal, plan: spelledDifferently, logger: quietLogger)
+        #expect(try await resumed.run() == .complete)
+        let again = try MigrationJob.resume(at: journal, plan: DemoStore.plan, logger: quietLogger)
+        #expect(again.isComplete)
+        let report = JournalReader.verify(directory: journal.path)
+        #expect(report.problems.isEmpty, "\(report.problems)")
     }
 
     @Test("defaults apply when the JSON leaves them out, and the journal header still stores keys as a number")
     func defaults() throws {
-        let plan = try MigrationPlan.decode(json: try Self.expected("jsonDefaultsLeftOut"))
+        let plan = try MigrationPlan.decode(json: try Self.earlierEncoding("jsonDefaultsLeftOut"))
         #expect(plan.entities[0].keys == .allocate)
         #expect(plan.entities[0].columns.isEmpty && plan.entities[0].relationships.isEmpty)
         #expect(plan.entities[1].relationships["a_id"]?.missing == .fail)
-        #expect(try MigrationPlan.decode(json: try Self.expected("jsonDefaultsSpelled")).entities[1].keys == .preserve)
+        #expect(try MigrationPlan.decode(json: try Self.earlierEncoding("jsonDefaultsSpelled")).entities[1].keys == .preserve)
         let entity = JournalHeader.Entity(name: "A", sourceTable: "a", destinationTable: "a", keys: .preserve, relationships: ["x": "B"])
-        #expect(try JSONEncoder.sortedAndIndented().encode(entity) == Self.expected("headerEntity"))
+        #expect(try JSONEncoder.sortedAndIndented().encode(entity) == Self.earlierEncoding("headerEntity"))
     }
 
     @Test("a key policy the plan misspells is refused at its path")

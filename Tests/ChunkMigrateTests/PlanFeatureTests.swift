@@ -20,7 +20,7 @@ private let blogSchema = """
     CREATE TABLE article (id INTEGER PRIMARY KEY, writer_id INTEGER, headline TEXT NOT NULL);
     """
 
-private func blogPlan(missing: EntityMapping.MissingPolicy?, headline: String = "title") -> MigrationPlan {
+private func blogPlan(missing: EntityMapping.MissingPolicy, headline: String = "title") -> MigrationPlan {
     MigrationPlan(entities: [
         EntityMapping(name: "Article", source: .init(table: "post", key: "id"), destination: .init(table: "article", key: "id"),
                       columns: ["headline": headline],
@@ -40,7 +40,7 @@ struct PlanFeatureTests {
         let destination = folder.path("new.sqlite")
         let journal = folder.path("journal")
         let options = MigrationOptions(batchSize: 2)
-        let job = try MigrationJob.start(plan: blogPlan(missing: nil), source: source, destination: destination,
+        let job = try MigrationJob.start(plan: blogPlan(missing: .fail), source: source, destination: destination,
                                          journal: journal, schema: blogSchema, options: options, logger: quietLogger)
         let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
         #expect(error.code == .missingMapping)
@@ -108,7 +108,7 @@ struct PlanFeatureTests {
         try execute(blogSchema + "INSERT INTO writer VALUES (100, 'existing', NULL);", on: destination)
         let journal = folder.path("journal")
         let refused = try #require(throws: MigrationError.self) {
-            try MigrationJob.start(plan: blogPlan(missing: nil), source: source, destination: destination, journal: journal,
+            try MigrationJob.start(plan: blogPlan(missing: .fail), source: source, destination: destination, journal: journal,
                                    options: MigrationOptions(batchSize: 2), logger: quietLogger)
         }
         #expect(refused.entity == "Writer" && refused.file == destination.path
@@ -116,7 +116,7 @@ struct PlanFeatureTests {
         #expect(!FileManager.default.fileExists(atPath: journal.path))
         var options = MigrationOptions(batchSize: 2)
         options.appendToExistingRows = true
-        let job = try MigrationJob.start(plan: blogPlan(missing: nil), source: source, destination: destination, journal: journal,
+        let job = try MigrationJob.start(plan: blogPlan(missing: .fail), source: source, destination: destination, journal: journal,
                                          options: options, logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
         let writers = try scalar("SELECT group_concat(id || ':' || name, ' ') FROM (SELECT * FROM writer ORDER BY id)", on: destination)
@@ -214,7 +214,7 @@ struct PlanFeatureTests {
         var options = MigrationOptions(batchSize: 4)
         options.functions = [shout]
         let destination = folder.path("new.sqlite")
-        let job = try MigrationJob.start(plan: blogPlan(missing: nil, headline: "shout(title)"), source: source,
+        let job = try MigrationJob.start(plan: blogPlan(missing: .fail, headline: "shout(title)"), source: source,
                                          destination: destination, journal: folder.path("journal"), schema: blogSchema,
                                          options: options, logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
@@ -223,7 +223,7 @@ struct PlanFeatureTests {
         // Resuming without registering the function the plan calls is refused before any batch.
         let other = try TemporaryFolder()
         let otherDestination = other.path("new.sqlite")
-        _ = try MigrationJob.start(plan: blogPlan(missing: nil, headline: "shout(title)"), source: source,
+        _ = try MigrationJob.start(plan: blogPlan(missing: .fail, headline: "shout(title)"), source: source,
                                    destination: otherDestination, journal: other.path("journal"), schema: blogSchema,
                                    options: options, logger: quietLogger)
         let resumed = try MigrationJob.resume(at: other.path("journal"), logger: quietLogger)
@@ -246,7 +246,7 @@ struct PlanFeatureTests {
         var options = MigrationOptions(batchSize: 100)
         options.functions = [strict]
         let destination = folder.path("new.sqlite")
-        let job = try MigrationJob.start(plan: blogPlan(missing: nil, headline: "strict(title)"), source: source,
+        let job = try MigrationJob.start(plan: blogPlan(missing: .fail, headline: "strict(title)"), source: source,
                                          destination: destination, journal: folder.path("journal"), schema: blogSchema,
                                          options: options, logger: quietLogger)
         let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
@@ -263,7 +263,7 @@ struct PlanFeatureTests {
         try makeBlogSource(at: source, danglingAuthor: false)
         let destination = folder.path("new.sqlite")
         try execute(blogSchema + "INSERT INTO writer VALUES (7, 'squatter', NULL);", on: destination)
-        var plan = blogPlan(missing: nil)
+        var plan = blogPlan(missing: .fail)
         plan.entities[1].keys = .preserve
         let journal = folder.path("journal")
         var options = MigrationOptions(batchSize: 10)
@@ -289,7 +289,7 @@ struct PlanFeatureTests {
         let folder = try TemporaryFolder()
         let source = folder.path("source.sqlite")
         try makeBlogSource(at: source, danglingAuthor: false)
-        let job = try MigrationJob.start(plan: blogPlan(missing: nil, headline: "CASE WHEN id = 4 THEN NULL ELSE title END"),
+        let job = try MigrationJob.start(plan: blogPlan(missing: .fail, headline: "CASE WHEN id = 4 THEN NULL ELSE title END"),
                                          source: source, destination: folder.path("new.sqlite"), journal: folder.path("journal"),
                                          schema: blogSchema, options: MigrationOptions(batchSize: 100), logger: quietLogger)
         let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
@@ -308,7 +308,7 @@ struct PlanFeatureTests {
 struct RefusalTests {
     @Test("a plan naming an unknown entity is refused with its path and the near name")
     func unknownTarget() throws {
-        var plan = blogPlan(missing: nil)
+        var plan = blogPlan(missing: .fail)
         plan.entities[0].relationships["writer_id"]?.to = "Writr"
         let error = try #require(throws: MigrationError.self) { try plan.validate() }
         #expect(error.code == .invalidPlan)
@@ -333,7 +333,7 @@ struct RefusalTests {
         let destination = folder.path("new.sqlite")
         let journal = folder.path("journal")
         let error = try #require(throws: MigrationError.self) {
-            try MigrationJob.start(plan: blogPlan(missing: nil, headline: "titel"), source: source, destination: destination,
+            try MigrationJob.start(plan: blogPlan(missing: .fail, headline: "titel"), source: source, destination: destination,
                                    journal: journal, schema: blogSchema, logger: quietLogger)
         }
         #expect(error.code == .invalidPlan)

@@ -189,6 +189,31 @@ struct TransactionTests {
         #expect(try database.scalar("SELECT count(*) FROM t") == .integer(1))
     }
 
+    @Test("a body that throws only SQLiteError makes a typed transaction; a COMMIT that fails rolls back")
+    func typedAndFailedCommit() throws {
+        let (folder, _, database) = try store("""
+            PRAGMA foreign_keys = ON;
+            CREATE TABLE parent (id INTEGER PRIMARY KEY);
+            CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED);
+            """)
+        _ = folder
+        // Typed throws all the way: the caller's catch needs no cast.
+        func insertOrphan() throws(SQLiteError) -> Int {
+            try database.inTransaction(.immediate) { () throws(SQLiteError) -> Int in
+                try database.execute("INSERT INTO child VALUES (1, 7)")
+                return database.changes
+            }
+        }
+        do {
+            _ = try insertOrphan()
+            Issue.record("the deferred foreign key should fail the COMMIT")
+        } catch {
+            #expect(error.isConstraint)
+        }
+        #expect(!database.inTransaction)
+        #expect(try database.scalar("SELECT count(*) FROM child") == .integer(0))
+    }
+
     @Test("an immediate transaction takes the write lock at BEGIN")
     func immediateLocks() throws {
         let (folder, path, database) = try store("CREATE TABLE t (x)")

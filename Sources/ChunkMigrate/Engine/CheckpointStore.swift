@@ -49,13 +49,13 @@ struct CheckpointStore {
         let allowed = ["delete", "truncate", "persist", "memory", "wal", "off"]
         try database.execute("PRAGMA main.journal_mode = \(allowed.contains(mode.lowercased()) ? mode : "delete")")
         guard !keepTables else { return }
-        try database.execute("""
-            BEGIN IMMEDIATE;
-            DROP TABLE IF EXISTS main.\(checkpointTable);
-            DROP TABLE IF EXISTS main.\(indexTable);
-            DROP TABLE IF EXISTS main.\(jobTable);
-            COMMIT;
-            """)
+        try database.inTransaction(.immediate) { () throws(SQLiteError) in
+            try database.execute("""
+                DROP TABLE IF EXISTS main.\(checkpointTable);
+                DROP TABLE IF EXISTS main.\(indexTable);
+                DROP TABLE IF EXISTS main.\(jobTable);
+                """)
+        }
     }
 
     /// Inside the transaction that records a new job: drops the secondary indexes of `tables`
@@ -113,17 +113,12 @@ struct CheckpointStore {
     /// Builds one deferred index again (or removes the job's own) and forgets it, in one
     /// transaction: a kill while it is built leaves it to build again.
     static func rebuild(index name: String, sql: String, in database: Database) throws(SQLiteError) {
-        try database.execute("BEGIN IMMEDIATE")
-        do {
+        try database.inTransaction(.immediate) { () throws(SQLiteError) in
             let exists = try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE type = 'index' AND name = ?1", .text(name))
             if exists.integer == 0 || sql.hasPrefix("DROP") { try database.execute(sql) }
             let forget = try database.prepare("DELETE FROM main.\(indexTable) WHERE name = ?1")
             try forget.bind([.text(name)])
             _ = try forget.step()
-            try database.execute("COMMIT")
-        } catch {
-            if database.inTransaction { try? database.execute("ROLLBACK") }
-            throw error
         }
     }
 

@@ -208,7 +208,8 @@ public final class MigrationJob: Sendable {
     ///
     /// - Parameters:
     ///   - source, destination: where the stores are now, when they moved since the start.
-    ///   - plan: the plan the caller expects; refused when it differs from the journal's.
+    ///   - plan: the plan the caller expects; refused when it differs from the journal's as a plan
+    ///     (how either is spelled in JSON does not matter).
     /// - Throws: ``MigrationError`` with code `.mismatch` when a fingerprint differs, `.journal`
     ///   when the journal cannot be read.
     public static func resume(at journal: URL, source: URL? = nil, destination: URL? = nil, plan expected: MigrationPlan? = nil,
@@ -220,8 +221,9 @@ public final class MigrationJob: Sendable {
         }
         let plan = try MigrationPlan.decode(json: Data(reader.plan), file: reader.layout.plan)
         if let expected {
-            let bytes = (try? expected.encodedJSON()).map(Array.init) ?? []
-            guard bytes == reader.plan else {
+            // Equal as plans, not as bytes: the frozen plan.json may have been written by another
+            // version, or spell out defaults the caller's plan leaves out.
+            guard expected == plan else {
                 throw MigrationError(.mismatch,
                     "the plan differs from the one this job started with (see \(reader.layout.plan)); finish or discard this job, or use its plan",
                     file: journal.path)

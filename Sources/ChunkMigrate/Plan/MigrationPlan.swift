@@ -125,20 +125,13 @@ public struct EntityMapping: Codable, Sendable, Equatable {
         /// The target entity's name.
         public var to: String
         /// What to do when the target key has no mapping; `fail` when the plan does not say.
-        public var missing: MissingPolicy { didSet { missingSpelledOut = true } }
-        /// Whether the plan spells `missing` out, so that encoding writes it even when it is `fail`
-        /// (see ``EntityMapping``, "Encoding").
-        private var missingSpelledOut: Bool
+        public var missing: MissingPolicy
 
         /// Creates a relationship.
-        ///
-        /// - Parameter missing: what to do when the target key has no mapping; `nil` for `fail`,
-        ///   left out of the plan's JSON.
-        public init(from: String, to: String, missing: MissingPolicy? = nil) {
+        public init(from: String, to: String, missing: MissingPolicy = .fail) {
             self.from = from
             self.to = to
-            self.missing = missing ?? .fail
-            self.missingSpelledOut = missing != nil
+            self.missing = missing
         }
 
         enum CodingKeys: String, CodingKey {
@@ -148,14 +141,7 @@ public struct EntityMapping: Codable, Sendable, Equatable {
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             self.init(from: try container.decode(String.self, forKey: .from), to: try container.decode(String.self, forKey: .to),
-                      missing: try container.decodeIfPresent(MissingPolicy.self, forKey: .missing))
-        }
-
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(from, forKey: .from)
-            try container.encode(to, forKey: .to)
-            if missingSpelledOut { try container.encode(missing, forKey: .missing) }
+                      missing: try container.decodeIfPresent(MissingPolicy.self, forKey: .missing) ?? .fail)
         }
     }
 
@@ -184,31 +170,25 @@ public struct EntityMapping: Codable, Sendable, Equatable {
     /// Where the rows go.
     public var destination: Destination
     /// How destination keys are chosen; `allocate` when the plan does not say.
-    public var keys: KeyPolicy { didSet { spelledOut.insert(.keys) } }
+    public var keys: KeyPolicy
     /// Destination column -> SQL expression over the source row. Columns not named take their default.
-    public var columns: [String: String] { didSet { spelledOut.insert(.columns) } }
+    public var columns: [String: String]
     /// Destination column -> relationship.
-    public var relationships: [String: Relationship] { didSet { spelledOut.insert(.relationships) } }
+    public var relationships: [String: Relationship]
     /// When set, the entity's rows are the distinct values of a source expression; a
     /// relationship to it then resolves by value: its `from` is an expression giving the value.
     public var distinct: Distinct?
-    /// Which of ``keys``, ``columns`` and ``relationships`` the plan spells out.
-    private var spelledOut: SpelledOut
 
     /// Creates an entity mapping.
-    ///
-    /// - Parameter keys: how destination keys are chosen; `nil` for `allocate`, left out of the
-    ///   plan's JSON.
-    public init(name: String, source: Source, destination: Destination, keys: KeyPolicy? = nil,
+    public init(name: String, source: Source, destination: Destination, keys: KeyPolicy = .allocate,
                 columns: [String: String] = [:], relationships: [String: Relationship] = [:], distinct: Distinct? = nil) {
         self.name = name
         self.source = source
         self.destination = destination
-        self.keys = keys ?? .allocate
+        self.keys = keys
         self.columns = columns
         self.relationships = relationships
         self.distinct = distinct
-        self.spelledOut = keys == nil ? [.columns, .relationships] : [.keys, .columns, .relationships]
     }
 
     /// The column mappings, sorted by destination column.
@@ -223,43 +203,32 @@ public struct EntityMapping: Codable, Sendable, Equatable {
 
 // MARK: Encoding
 
-/// The plan's JSON leaves `keys`, `columns`, `relationships` and a relationship's `missing` out when
-/// it does not spell them; their defaults then apply. A mapping remembers which it spells out (those
-/// given to the initializer or set since, or present in the JSON it was decoded from) and encodes
-/// those, at their defaults too, and only those: the encoded plan is the job's frozen `plan.json`,
-/// whose SHA-256 the journal keeps, so a plan must encode to the same bytes as it always has. Two
-/// mappings that spell out different fields are not equal, as they do not encode alike.
+/// The plan's JSON may leave out `keys`, `columns`, `relationships` and a relationship's `missing`;
+/// decoding fills in their defaults, so a plan that spells a default out and one that leaves it out
+/// are the same plan. Encoding writes every field, defaults included: a journal's frozen
+/// `plan.json` then says everything the job does. A job is resumed with the plan it started with
+/// when the two are equal as plans, however either was written (see
+/// ``MigrationJob/resume(at:source:destination:plan:options:logger:)``).
 extension EntityMapping {
-    struct SpelledOut: OptionSet, Sendable, Equatable {
-        let rawValue: UInt8
-        static let keys = SpelledOut(rawValue: 1 << 0)
-        static let columns = SpelledOut(rawValue: 1 << 1)
-        static let relationships = SpelledOut(rawValue: 1 << 2)
-    }
-
     enum CodingKeys: String, CodingKey {
         case name, source, destination, keys, columns, relationships, distinct
     }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        let keys: KeyPolicy?
+        var keys = KeyPolicy.allocate
         if let name = try container.decodeIfPresent(String.self, forKey: .keys) {
             guard let policy = KeyPolicy(name: name) else {
                 throw DecodingError.dataCorruptedError(forKey: .keys, in: container,
                     debugDescription: "\"\(name)\" is not a key policy: \"allocate\" or \"preserve\"")
             }
             keys = policy
-        } else {
-            keys = nil
         }
-        let columns = try container.decodeIfPresent([String: String].self, forKey: .columns)
-        let relationships = try container.decodeIfPresent([String: Relationship].self, forKey: .relationships)
         self.init(name: try container.decode(String.self, forKey: .name), source: try container.decode(Source.self, forKey: .source),
                   destination: try container.decode(Destination.self, forKey: .destination), keys: keys,
-                  columns: columns ?? [:], relationships: relationships ?? [:],
+                  columns: try container.decodeIfPresent([String: String].self, forKey: .columns) ?? [:],
+                  relationships: try container.decodeIfPresent([String: Relationship].self, forKey: .relationships) ?? [:],
                   distinct: try container.decodeIfPresent(Distinct.self, forKey: .distinct))
-        spelledOut = [keys == nil ? [] : .keys, columns == nil ? [] : .columns, relationships == nil ? [] : .relationships]
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -267,9 +236,9 @@ extension EntityMapping {
         try container.encode(name, forKey: .name)
         try container.encode(source, forKey: .source)
         try container.encode(destination, forKey: .destination)
-        if spelledOut.contains(.keys) { try container.encode(keys.description, forKey: .keys) }
-        if spelledOut.contains(.columns) { try container.encode(columns, forKey: .columns) }
-        if spelledOut.contains(.relationships) { try container.encode(relationships, forKey: .relationships) }
+        try container.encode(keys.description, forKey: .keys)
+        try container.encode(columns, forKey: .columns)
+        try container.encode(relationships, forKey: .relationships)
         try container.encodeIfPresent(distinct, forKey: .distinct)
     }
 }

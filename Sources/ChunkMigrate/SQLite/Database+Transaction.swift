@@ -23,12 +23,27 @@ extension Database {
     ///
     /// A rollback after an error is only attempted while a transaction is open: SQLite rolls
     /// back by itself on some errors (a full disk, an interrupt).
+    ///
+    /// A body that throws only ``SQLiteError`` makes a transaction that throws only
+    /// ``SQLiteError``, for functions whose own errors are typed.
     @discardableResult
     func inTransaction<T>(_ kind: TransactionKind = .deferred, _ body: () throws -> T) throws -> T {
-        try execute("BEGIN \(kind.rawValue)")
-        do {
+        try transaction(kind, body, sqliteError: { $0 })
+    }
+
+    @discardableResult
+    func inTransaction<T>(_ kind: TransactionKind = .deferred, _ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+        try transaction(kind, body, sqliteError: { $0 })
+    }
+
+    /// Both ``inTransaction(_:_:)``: `sqliteError` gives BEGIN's and COMMIT's errors the body's
+    /// error type.
+    private func transaction<T, Failure: Error>(_ kind: TransactionKind, _ body: () throws(Failure) -> T,
+                                                sqliteError: (SQLiteError) -> Failure) throws(Failure) -> T {
+        do { try execute("BEGIN \(kind.rawValue)") } catch { throw sqliteError(error) }
+        do throws(Failure) {
             let result = try body()
-            try execute("COMMIT")
+            do { try execute("COMMIT") } catch { throw sqliteError(error) }
             return result
         } catch {
             if inTransaction { try? execute("ROLLBACK") }
