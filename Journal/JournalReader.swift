@@ -2,7 +2,7 @@
 /// when it is opened. Opening drops a torn last record and reports it in ``log``.
 ///
 /// ```swift
-/// let journal = try JournalReader(directory: "/tmp/job.journal")
+/// let journal = try JournalReader(directory: journalPath)
 /// print(journal.header.jobID, journal.batches.count, journal.state)
 /// let map = try journal.idMap()
 /// let destination = try map.destination(of: 42, entity: 1)

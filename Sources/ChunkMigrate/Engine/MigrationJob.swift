@@ -18,8 +18,9 @@ import MigrationJournal
 /// let job = try MigrationJob.start(plan: plan, source: old, destination: new, journal: journalURL,
 ///                                  schema: newSchemaSQL, logger: logger)
 /// let updates = job.progressUpdates()              // ends when the run below ends
-/// Task { for await step in updates { print(step.entity, step.rowsDone, step.rowsTotal) } }
+/// let printer = Task { for await step in updates { print(step.entity, step.rowsDone, step.rowsTotal) } }
 /// _ = try await job.run()
+/// await printer.value                              // every report printed
 /// ```
 public final class MigrationJob: Sendable {
     /// The journal directory.
