@@ -222,7 +222,7 @@ struct DocExampleTests {
 
     @MainActor final class Model { var progress = 0.0 }
 
-    @Test("The AppStartup article and the catalog's overview: start or resume, cancel, resume, a budget with progress")
+    @Test("The AppStartup article, the catalog's overview and the README's startup path: start or resume, cancel, resume, a budget with progress")
     @MainActor func appStartupArticle() async throws {
         let folder = try TemporaryFolder()
         let given = try inputs(in: folder, messages: 3_000)
@@ -247,7 +247,7 @@ struct DocExampleTests {
             // AppStartup.md, resume
             let job = try MigrationJob.resume(at: journalURL, logger: logger)
             // end
-            // AppStartup.md, run it with a budget
+            // README, Using it in an app, AppStartup.md
             if !job.isComplete {
                 let updates = job.progressUpdates()
                 Task { @MainActor in for await step in updates { model.progress = Double(step.jobRowsDone) / Double(max(step.jobRowsTotal, 1)) } }
@@ -265,26 +265,6 @@ struct DocExampleTests {
         #expect((0.0...1.0).contains(model.progress))
     }
 
-
-    @Test("README: from the startup path, with a time budget")
-    @MainActor func readmeStartupPath() async throws {
-        let folder = try TemporaryFolder()
-        let (journalURL, newStore) = try startedJob(in: folder)
-        let model = Model()
-        // README, Using it in an app
-        let job = try MigrationJob.resume(at: journalURL, logger: logger)
-        if !job.isComplete {
-            let updates = job.progressUpdates()
-            Task { @MainActor in for await step in updates { model.progress = Double(step.jobRowsDone) / Double(max(step.jobRowsTotal, 1)) } }
-            while try await job.run(for: .seconds(5)) == .paused { }   // the view stays responsive between calls
-        }
-        // end
-        #expect(job.isComplete)
-        let messages = try scalar("SELECT count(*) FROM message", on: newStore).integer
-        #expect(messages != nil && messages != 0)
-        let progress: Double = model.progress
-        #expect((0.0...1.0).contains(progress))
-    }
 
     @Test("README: a Core Data store, inferred, migrated and checked")
     func readmeCoreData() async throws {
