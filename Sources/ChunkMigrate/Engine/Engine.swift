@@ -415,29 +415,11 @@ final class Engine {
             committed = try database.inTransaction(.immediate) { () throws -> BatchRecord? in
                 let base = try allocationBase(copier: copier, batch: batch)
                 resolver.beginBatch(entity: entityIndex, base: base, mapping: copier.mapping, capacity: batchSize)
-                var range: ClosedRange<Int64>?
-                if copier.isBounded {
-                    let next = try copier.nextRange(after: state.cursor, limit: batchSize)
-                    range = next?.keys
-                    covered = next?.count ?? 0
-                    guard range != nil else {
-                        return nil
-                    }
-                }
-                do throws(SQLiteError) {
-                    if let range {
-                        try copier.copy(range: range)
-                    } else {
-                        try copier.copy(after: state.cursor, limit: batchSize)
-                    }
-                } catch {
-                    throw diagnose(error, copier: copier, batch: batch)
-                }
+                guard let (range, count) = try copyRows(copier: copier, after: state.cursor, batch: batch) else { return nil }
+                covered = count
                 let kept = resolver.batchKeys
                 let read = copier.hasSkipRelationships ? resolver.scanned : kept.count
-                guard read > 0 || range != nil else {
-                    return nil
-                }
+                guard read > 0 || range != nil else { return nil }
                 let skipped = copier.hasSkipRelationships ? resolver.skipped : 0
                 try validateCounts(copier: copier, batch: batch, base: base, kept: kept, read: read, skipped: skipped)
                 // A bounded batch covers its whole key range, rows left out included.
@@ -446,28 +428,8 @@ final class Engine {
                 if options.verifyChecksums {
                     try compareChecksums(copier: copier, batch: batch, base: base, kept: kept)
                 }
-                // Preserved keys map to themselves: the run "starts" at the first key.
-                let destinationBase = copier.mapping == .allocate ? base : (kept.first ?? first)
-                var crc: UInt32 = 0
-                if !kept.isEmpty {
-                    crc = try journal.write(IDMapSegment(entity: entityIndex, batch: batch, mapping: copier.mapping,
-                                                         destinationBase: destinationBase, sourceKeys: kept))
-                }
-                CrashPoint.check(.afterSegment, entity: entity.name, batch: batch)
-                var record = BatchRecord(
-                    entity: entityIndex, batch: batch, firstSourceKey: first, lastSourceKey: last,
-                    rowsRead: UInt32(read), rowsWritten: UInt32(kept.count), rowsSkipped: UInt32(skipped),
-                    relationshipsNulled: UInt32(resolver.nulled), relationshipsDeferred: UInt32(resolver.deferred),
-                    mapping: copier.mapping, destinationBase: destinationBase,
-                    segmentFirstKey: kept.first ?? first, segmentLastKey: kept.last ?? last, segmentCRC: crc)
-                // Keep the keys in the cache only when a relationship will look them up.
-                try idMap.add(record, keys: isRelationshipTarget[index] ? kept : nil)
-                try coreData?.afterBatch(entity: index)
-                record.durationMicros = UInt64(max(0, (clock.now - started).microseconds))
-                record.committedAtMillis = Self.nowMillis()
-                try checkpoints.save(record)
-                CrashPoint.check(.beforeCommit, entity: entity.name, batch: batch)
-                return record
+                return try recordBatch(entity: index, copier: copier, batch: batch, base: base, kept: kept, keys: first...last,
+                                       read: read, skipped: skipped, started: started)
             }
         } catch {
             idMap.truncate(entity: entityIndex, after: state.batch)
@@ -485,6 +447,60 @@ final class Engine {
         states[index].apply(record)
         adaptBatchSize(elapsed: clock.now - started, rows: max(covered, Int(record.rowsRead)))
         return Int(record.rowsRead)
+    }
+
+    /// The rows of one batch written, inside its transaction: the next range of a bounded entity
+    /// (`nil` when none is left, with how many source keys it covers), or the next `batchSize`
+    /// rows after `cursor`. An SQLite error is diagnosed to name the row at fault.
+    private func copyRows(copier: EntityCopier, after cursor: Int64?, batch: UInt64) throws -> (range: ClosedRange<Int64>?, covered: Int)? {
+        var range: ClosedRange<Int64>?
+        var covered = 0
+        if copier.isBounded {
+            guard let next = try copier.nextRange(after: cursor, limit: batchSize) else { return nil }
+            range = next.keys
+            covered = next.count
+        }
+        do throws(SQLiteError) {
+            if let range {
+                try copier.copy(range: range)
+            } else {
+                try copier.copy(after: cursor, limit: batchSize)
+            }
+        } catch {
+            throw diagnose(error, copier: copier, batch: batch)
+        }
+        return (range, covered)
+    }
+
+    /// The end of a batch's transaction, once its rows are written and validated: its ID-map
+    /// segment, its record (added to the ID map, and to the destination's checkpoint), and Core
+    /// Data's bookkeeping. `keys` is the source-key range the batch covers.
+    private func recordBatch(entity index: Int, copier: EntityCopier, batch: UInt64, base: Int64, kept: [Int64],
+                             keys: ClosedRange<Int64>, read: Int, skipped: Int, started: ContinuousClock.Instant) throws -> BatchRecord {
+        let entityIndex = UInt32(index)
+        let name = plan.entities[index].name
+        // Preserved keys map to themselves: the run "starts" at the first key.
+        let destinationBase = copier.mapping == .allocate ? base : (kept.first ?? keys.lowerBound)
+        var crc: UInt32 = 0
+        if !kept.isEmpty {
+            crc = try journal.write(IDMapSegment(entity: entityIndex, batch: batch, mapping: copier.mapping,
+                                                 destinationBase: destinationBase, sourceKeys: kept))
+        }
+        CrashPoint.check(.afterSegment, entity: name, batch: batch)
+        var record = BatchRecord(
+            entity: entityIndex, batch: batch, firstSourceKey: keys.lowerBound, lastSourceKey: keys.upperBound,
+            rowsRead: UInt32(read), rowsWritten: UInt32(kept.count), rowsSkipped: UInt32(skipped),
+            relationshipsNulled: UInt32(resolver.nulled), relationshipsDeferred: UInt32(resolver.deferred),
+            mapping: copier.mapping, destinationBase: destinationBase,
+            segmentFirstKey: kept.first ?? keys.lowerBound, segmentLastKey: kept.last ?? keys.upperBound, segmentCRC: crc)
+        // Keep the keys in the cache only when a relationship will look them up.
+        try idMap.add(record, keys: isRelationshipTarget[index] ? kept : nil)
+        try coreData?.afterBatch(entity: index)
+        record.durationMicros = UInt64(max(0, (clock.now - started).microseconds))
+        record.committedAtMillis = Self.nowMillis()
+        try checkpoints.save(record)
+        CrashPoint.check(.beforeCommit, entity: name, batch: batch)
+        return record
     }
 
     /// Where a batch's allocated keys start: after the destination's largest (from 1 in an empty
