@@ -95,7 +95,7 @@ struct ChunkMigrateFaultTests {
             process.arguments = ["run", "--source", demo.source, "--destination", demo.destination("job"), "--schema", demo.schema,
                                  "--plan", demo.plan, "--journal", demo.journal("job"), "--batch-size", "100", "--quiet"]
             let errors = directory + "/stderr"
-            FileManager.default.createFile(atPath: errors, contents: nil)
+            _ = FileManager.default.createFile(atPath: errors, contents: nil)
             process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
             process.standardOutput = FileHandle.nullDevice
             try process.run()
