@@ -3,34 +3,36 @@ import Testing
 
 /// The examples ``DocExampleTests`` compiles and runs are those of the documentation, word for
 /// word: each block between a `// README, ...`, `// <File>.swift ...` or `// <Article>.md ...` line
-/// and `// end` must be found, line after line, in the README's code, in that Swift file's doc
-/// comments or in that article's code (indentation aside).
+/// and `// end` must be, line for line (indentation aside), one whole code block of each document
+/// the marker names: the README, a Swift file's doc comments, a DocC article.
 @Suite("Documentation examples match the documentation")
 struct DocExampleDriftTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     struct Block: CustomStringConvertible {
-        let marker: String, line: Int, lines: [String]
-        var description: String { "\"\(marker)\" at DocExampleTests.swift:\(line)" }
+        let marker: String, file: String, line: Int, lines: [String]
+        var description: String { "\"\(marker)\" at \(file):\(line)" }
     }
 
-    /// The marked blocks of the examples' test file, and of the Apple-only examples' file.
+    /// The marked blocks of the examples' test files; a block without its `// end` is an error.
     static func blocks() throws -> [Block] {
         var blocks: [Block] = []
         for name in ["DocExampleTests.swift", "DocExampleTests+Apple.swift"] {
             let text = try String(contentsOf: root.appendingPathComponent("Tests/ChunkMigrateTests/\(name)"), encoding: .utf8)
-            var open: (marker: String, line: Int, lines: [String])?
+            var open: Block?
             for (number, line) in text.components(separatedBy: "\n").enumerated() {
-                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                let trimmed = normalized(line)
                 if trimmed == "// end", let block = open {
-                    blocks.append(Block(marker: block.marker, line: block.line, lines: block.lines))
+                    blocks.append(block)
                     open = nil
-                } else if open == nil, trimmed.hasPrefix("// README") || trimmed.range(of: #"^// \w+\.(swift|md)"#, options: .regularExpression) != nil {
-                    open = (String(trimmed.dropFirst(3)), number + 1, [])
-                } else if open != nil {
-                    open!.lines.append(normalized(line))
+                } else if trimmed.hasPrefix("// README") || trimmed.range(of: #"^// [\w+]+\.(swift|md)\b"#, options: .regularExpression) != nil {
+                    if let open { Issue.record("\(open) has no // end before the next marker") }
+                    open = Block(marker: String(trimmed.dropFirst(3)), file: name, line: number + 1, lines: [])
+                } else if let block = open {
+                    open = Block(marker: block.marker, file: block.file, line: block.line, lines: block.lines + [normalized(line)])
                 }
             }
+            if let open { Issue.record("\(open) has no // end") }
         }
         return blocks
     }
@@ -40,61 +42,52 @@ struct DocExampleDriftTests {
         line.trimmingCharacters(in: .whitespaces)
     }
 
-    /// Whether `lines` appear one after the other in `text`'s lines.
-    static func contains(_ text: [String], _ lines: [String]) -> Bool {
-        guard !lines.isEmpty, lines.count <= text.count else { return false }
-        return (0...(text.count - lines.count)).contains { start in
-            lines.indices.allSatisfy { text[start + $0] == lines[$0] }
+    /// The code blocks of a Markdown text, each as its lines.
+    static func codeBlocks(of lines: [String]) -> [[String]] {
+        var blocks: [[String]] = [], current: [String]?
+        for line in lines.map(normalized) {
+            if line.hasPrefix("```") {
+                if let block = current { blocks.append(block); current = nil } else { current = [] }
+            } else if current != nil {
+                current!.append(line)
+            }
         }
+        return blocks
     }
 
-    /// The code of the file named `name` under `Sources/` or `Journal/`: a Swift file's doc
-    /// comments without their `///`, or the code blocks of an article (`AppStartup.md`).
-    static func documentation(ofFile name: String) throws -> [String] {
-        var found: [String] = []
+    /// The code blocks of the file named `name` under `Sources/` or `Journal/`: those of a Swift
+    /// file's doc comments, or of an article (`AppStartup.md`).
+    static func codeBlocks(ofFile name: String) throws -> [[String]] {
+        var found: [[String]] = []
         for folder in ["Sources", "Journal"] {
             let enumerator = FileManager.default.enumerator(atPath: root.appendingPathComponent(folder).path)
             while let path = enumerator?.nextObject() as? String {
                 guard path.hasSuffix("/" + name) || path == name else { continue }
                 let lines = try String(contentsOf: root.appendingPathComponent(folder + "/" + path), encoding: .utf8)
                     .components(separatedBy: "\n")
-                if name.hasSuffix(".md") {
-                    found += code(of: lines)
-                } else {
-                    found += lines.compactMap { line in
-                        let trimmed = normalized(line)
-                        return trimmed.hasPrefix("///") ? normalized(String(trimmed.dropFirst(3))) : nil
-                    }
-                }
+                found += codeBlocks(of: name.hasSuffix(".md") ? lines : lines.compactMap { line in
+                    let trimmed = normalized(line)
+                    return trimmed.hasPrefix("///") ? String(trimmed.dropFirst(3)) : nil
+                })
             }
         }
         return found
     }
 
-    /// The lines inside the code fences of a Markdown text.
-    static func code(of lines: [String]) -> [String] {
-        var inside = false, code: [String] = []
-        for line in lines {
-            if normalized(line).hasPrefix("```") { inside.toggle(); continue }
-            if inside { code.append(normalized(line)) }
-        }
-        return code
-    }
-
-    /// Where a marker says its example is: the README when it starts with `README`, and the files
-    /// it names (`// ChunkMigrate.md, MigrationJob.swift`, `// MigrationJob.swift, first example`,
-    /// `// README, Using it in an app, AppStartup.md`).
-    static func documents(named marker: String) throws -> [(name: String, lines: [String])] {
+    /// The documents a marker names, with their code blocks: the README when it starts with
+    /// `README`, and the files it names (`// ChunkMigrate.md, MigrationJob.swift`,
+    /// `// MigrationJob.swift, first example`, `// README, Using it in an app, AppStartup.md`).
+    static func documents(named marker: String) throws -> [(name: String, blocks: [[String]])] {
         var documents = try marker.components(separatedBy: ", ").filter { $0.hasSuffix(".swift") || $0.hasSuffix(".md") }
-            .map { ($0, try documentation(ofFile: $0)) }
+            .map { ($0, try codeBlocks(ofFile: $0)) }
         if marker.hasPrefix("README") {
             let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-            documents.append(("README.md", code(of: readme.components(separatedBy: "\n"))))
+            documents.append(("README.md", codeBlocks(of: readme.components(separatedBy: "\n"))))
         }
         return documents
     }
 
-    @Test("every marked example is in each document it names, word for word")
+    @Test("every marked example is a whole code block of each document it names, word for word")
     func examplesMatch() throws {
         let blocks = try Self.blocks()
         #expect(blocks.count >= 17)
@@ -102,9 +95,18 @@ struct DocExampleDriftTests {
             let documents = try Self.documents(named: block.marker)
             #expect(!documents.isEmpty, "\(block) names no document")
             for document in documents {
-                #expect(!document.lines.isEmpty, "\(block): \(document.name) not found")
-                #expect(Self.contains(document.lines, block.lines), "\(block) is not in \(document.name) word for word")
+                #expect(!document.blocks.isEmpty, "\(block): \(document.name) has no code")
+                #expect(document.blocks.contains(block.lines), "\(block) is not a code block of \(document.name), word for word")
             }
         }
+    }
+
+    @Test("a block is found only whole: a part of a code block, or lines across two, are not")
+    func wholeBlocksOnly() {
+        let markdown = ["text", "```swift", "let a = 1", "let b = 2", "```", "```", "let c = 3", "```"]
+        let blocks = Self.codeBlocks(of: markdown)
+        #expect(blocks == [["let a = 1", "let b = 2"], ["let c = 3"]])
+        #expect(!blocks.contains(["let a = 1"]))
+        #expect(!blocks.contains(["let b = 2", "let c = 3"]))
     }
 }

@@ -1,7 +1,7 @@
 import ChunkMigrate
 import Foundation
 import Logging
-#if canImport(BackgroundTasks)
+#if canImport(BackgroundTasks) && !os(macOS)
 import BackgroundTasks
 #endif
 #if canImport(CoreData)
@@ -31,18 +31,27 @@ private func journalExcludedFromBackup() throws -> (journalURL: URL, newStoreURL
 // README, Using it in an app: a background processing task
 nonisolated func registerMigrationTask(journalURL: URL, logger: Logger) {
     BGTaskScheduler.shared.register(forTaskWithIdentifier: "com.example.migrate", using: nil) { task in
-        nonisolated(unsafe) let task = task                 // used by this handler and by `work` only
-        let work = Task {
-            do {
-                let job = try MigrationJob.resume(at: journalURL, logger: logger)
-                let outcome = try await job.run()           // to the end, unless cancelled below
-                task.setTaskCompleted(success: outcome == .complete)
-            } catch {
-                task.setTaskCompleted(success: false)       // the error names what to fix; the job stays resumable
-            }
+        nonisolated(unsafe) let task = task
+        let job: MigrationJob
+        do {
+            job = try MigrationJob.resume(at: journalURL, logger: logger)
+        } catch {
+            task.setTaskCompleted(success: false)           // the error names what to fix; the job stays resumable
+            return
         }
-        task.expirationHandler = { work.cancel() }          // the job stops at the next batch boundary
+        task.expirationHandler = { job.pause() }            // the job stops at the next batch boundary
+        Task {
+            let outcome = try? await job.run()              // to the end, unless paused; a failure is logged
+            if outcome == .paused { try? scheduleMigrationTask() }   // the rest in a later window
+            task.setTaskCompleted(success: outcome == .complete)
+        }
     }
+}
+
+nonisolated func scheduleMigrationTask() throws {
+    let request = BGProcessingTaskRequest(identifier: "com.example.migrate")
+    request.requiresExternalPower = true                    // long and CPU-heavy: while the device charges
+    try BGTaskScheduler.shared.submit(request)
 }
 // end
 
@@ -54,9 +63,10 @@ private func replaceStore(coordinator: NSPersistentStoreCoordinator, storeURL: U
     // end
 }
 
-#if !canImport(BackgroundTasks)
-// What Swift imports from BackgroundTasks' BGTask.h and BGTaskScheduler.h (iOS 26 SDK): BGTask is
-// not Sendable, and neither the launch handler nor the expiration handler is a Sendable closure.
+#if !canImport(BackgroundTasks) || os(macOS)
+// What Swift imports from BackgroundTasks' BGTask.h, BGTaskRequest.h and BGTaskScheduler.h (iOS 26
+// SDK; the framework is unavailable on macOS): BGTask is not Sendable, and neither the launch
+// handler nor the expiration handler is a Sendable closure.
 // <https://developer.apple.com/documentation/backgroundtasks/bgtaskscheduler/register(fortaskwithidentifier:using:launchhandler:)>
 class BGTask {
     var identifier: String { fatalError("a stand-in, compiled and never run") }
@@ -64,11 +74,22 @@ class BGTask {
     func setTaskCompleted(success: Bool) { fatalError("a stand-in, compiled and never run") }
 }
 
+class BGTaskRequest {
+    var earliestBeginDate: Date?
+}
+
+class BGProcessingTaskRequest: BGTaskRequest {
+    var requiresNetworkConnectivity = false
+    var requiresExternalPower = false
+    init(identifier: String) { fatalError("a stand-in, compiled and never run") }
+}
+
 class BGTaskScheduler {
     class var shared: BGTaskScheduler { fatalError("a stand-in, compiled and never run") }
     @discardableResult
     func register(forTaskWithIdentifier identifier: String, using queue: DispatchQueue?,
                   launchHandler: @escaping (BGTask) -> Void) -> Bool { fatalError("a stand-in, compiled and never run") }
+    func submit(_ taskRequest: BGTaskRequest) throws { fatalError("a stand-in, compiled and never run") }
 }
 #endif
 

@@ -120,7 +120,7 @@ struct DocExampleTests {
         let newSchemaSQL = given.schema
         var calls: [Bool] = []
         for _ in 0..<100 {
-            // MigrationJob.startOrResume(plan:source:destination:journal:schema:options:logger:)
+            // startOrResume's example, as in its doc comment (checked in appStartupArticle)
             let job = try MigrationJob.startOrResume(plan: plan, source: oldStoreURL, destination: newStoreURL,
                                                      journal: journalURL, schema: newSchemaSQL, logger: logger)
             if !job.isComplete { _ = try await job.run(for: .seconds(5)) }
@@ -197,6 +197,7 @@ struct DocExampleTests {
         func openNewStore() { opened = true }
         do {
             // README, The library
+            // Start a job (once: on the first launch of the new version).
             let job = try MigrationJob.start(plan: plan, source: oldStore, destination: newStore,
                                              journal: journalURL, schema: newSchemaSQL, options: options, logger: logger)
             // end
@@ -204,6 +205,7 @@ struct DocExampleTests {
         }
         for _ in 0..<100 where !opened {
             // README, The library: from the app's startup path
+            // From the app's startup path: cheap when there is nothing to do.
             let job = try MigrationJob.resume(at: journalURL, options: options, logger: logger)
             if !job.isComplete {
                 let updates = job.progressUpdates()               // ends when the run below ends
@@ -247,7 +249,11 @@ struct DocExampleTests {
             // AppStartup.md, resume
             let job = try MigrationJob.resume(at: journalURL, logger: logger)
             // end
+            #expect(!job.isComplete)
+        }
+        do {
             // README, Using it in an app, AppStartup.md
+            let job = try MigrationJob.resume(at: journalURL, logger: logger)
             if !job.isComplete {
                 let updates = job.progressUpdates()
                 Task { @MainActor in for await step in updates { model.progress = Double(step.jobRowsDone) / Double(max(step.jobRowsTotal, 1)) } }
@@ -264,7 +270,6 @@ struct DocExampleTests {
         #expect(!job.isNew && job.isComplete)
         #expect((0.0...1.0).contains(model.progress))
     }
-
 
     @Test("README: a Core Data store, inferred, migrated and checked")
     func readmeCoreData() async throws {
