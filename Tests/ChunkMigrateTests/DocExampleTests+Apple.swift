@@ -9,9 +9,10 @@ import CoreData
 #endif
 
 // The README's examples that use Apple's frameworks, word for word (`DocExampleDriftTests` checks
-// that they are the README's). They are compiled with the tests, in Swift 6 mode: on Apple
-// platforms against the frameworks, elsewhere against the stand-ins at the end of this file, which
-// declare what Swift imports from the frameworks' headers. They are not run: they need an app.
+// that they are the README's). They are compiled with the tests, in Swift 6 mode: against the
+// frameworks where they are available, otherwise against the stand-ins at the end of this file,
+// which declare what Swift imports from the frameworks' headers (BackgroundTasks' classes are
+// unavailable on macOS). They are not run: they need an app.
 
 private func journalExcludedFromBackup() throws -> (journalURL: URL, newStoreURL: URL) {
     // README, Using it in an app: where the journal lives
