@@ -13,7 +13,7 @@
 /// ```
 public struct IDMapSegment: Sendable, Equatable {
     /// How source keys become destination keys.
-    public enum Mapping: UInt8, Sendable, Codable, CustomStringConvertible {
+    public enum Mapping: UInt8, Sendable, Codable, CaseIterable, CustomStringConvertible {
         /// `sourceKeys[i] -> destinationBase + i`.
         case allocate = 0
         /// `sourceKeys[i] -> sourceKeys[i]`.
@@ -22,13 +22,10 @@ public struct IDMapSegment: Sendable, Equatable {
         /// `allocate` or `preserve`, as a plan spells it.
         public var description: String { self == .allocate ? "allocate" : "preserve" }
 
-        /// The mapping a plan spells `name` (`"allocate"`, `"preserve"`); `nil` for any other name.
+        /// The mapping a plan spells `name` (its ``description``); `nil` for any other name.
         public init?(name: String) {
-            switch name {
-            case "allocate": self = .allocate
-            case "preserve": self = .preserve
-            default: return nil
-            }
+            guard let mapping = Self.allCases.first(where: { $0.description == name }) else { return nil }
+            self = mapping
         }
     }
 

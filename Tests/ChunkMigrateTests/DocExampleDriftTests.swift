@@ -55,23 +55,29 @@ struct DocExampleDriftTests {
         return blocks
     }
 
+    /// The Swift files and articles under `Sources/` and `Journal/`, by file name, read once.
+    static let sourceFiles: [String: [URL]] = {
+        var files: [String: [URL]] = [:]
+        for folder in ["Sources", "Journal"] {
+            let base = root.appendingPathComponent(folder)
+            for case let path as String in FileManager.default.enumerator(atPath: base.path) ?? FileManager.DirectoryEnumerator()
+            where path.hasSuffix(".swift") || path.hasSuffix(".md") {
+                files[(path as NSString).lastPathComponent, default: []].append(base.appendingPathComponent(path))
+            }
+        }
+        return files
+    }()
+
     /// The code blocks of the file named `name` under `Sources/` or `Journal/`: those of a Swift
     /// file's doc comments, or of an article (`AppStartup.md`).
     static func codeBlocks(ofFile name: String) throws -> [[String]] {
-        var found: [[String]] = []
-        for folder in ["Sources", "Journal"] {
-            let enumerator = FileManager.default.enumerator(atPath: root.appendingPathComponent(folder).path)
-            while let path = enumerator?.nextObject() as? String {
-                guard path.hasSuffix("/" + name) || path == name else { continue }
-                let lines = try String(contentsOf: root.appendingPathComponent(folder + "/" + path), encoding: .utf8)
-                    .components(separatedBy: "\n")
-                found += codeBlocks(of: name.hasSuffix(".md") ? lines : lines.compactMap { line in
-                    let trimmed = normalized(line)
-                    return trimmed.hasPrefix("///") ? String(trimmed.dropFirst(3)) : nil
-                })
-            }
+        try (sourceFiles[name] ?? []).flatMap { url in
+            let lines = try String(contentsOf: url, encoding: .utf8).components(separatedBy: "\n")
+            return codeBlocks(of: name.hasSuffix(".md") ? lines : lines.compactMap { line in
+                let trimmed = normalized(line)
+                return trimmed.hasPrefix("///") ? String(trimmed.dropFirst(3)) : nil
+            })
         }
-        return found
     }
 
     /// The documents a marker names, with their code blocks: the README when it starts with

@@ -12,9 +12,9 @@ final class EntityCopier {
     var isBounded: Bool { sql.isBounded }
     var assignsKeys: Bool { sql.assignsKeys }
     var insertSQL: String { sql.insert }
-    /// Deferred relationships: destination column -> (resolver index, UPDATE statement).
-    /// `bySource`: the statement takes the batch's source keys rather than its destination keys.
-    private(set) var fixups: [String: (relationship: Int, statement: Statement, bySource: Bool)] = [:]
+    /// Deferred relationships: destination column -> UPDATE statement. `bySource`: the statement
+    /// takes the batch's source keys rather than its destination keys.
+    private var fixups: [String: (statement: Statement, bySource: Bool)] = [:]
 
     private let maxDestination: Statement?
     /// Digests of a batch's rows as written, and of the source values they were mapped from.
@@ -93,7 +93,7 @@ final class EntityCopier {
                        selfReferences: Set<String>) throws(SQLiteError) {
         for (column, fixup) in CopierSQL.fixups(entity: entity, index: index, deferred: deferred,
                                                 relationshipIndexes: relationshipIndexes, selfReferences: selfReferences) {
-            fixups[column] = (fixup.relationship, try database.prepare(fixup.sql), fixup.bySource)
+            fixups[column] = (try database.prepare(fixup.sql), fixup.bySource)
         }
     }
 
