@@ -9,6 +9,8 @@ import PackageDescription
 // - SQLite: the system's everywhere, through a module map that links "sqlite3" (as GRDB's
 //   GRDBSQLite target does): libsqlite3-dev on Linux, the SDK's libsqlite3 on Apple platforms. No
 //   pkg-config, so that a Mac's Homebrew flags never leak into an iOS build.
+// - zlib (raw DEFLATE, for Core Data's model cache): zlib on Linux (CZlib); on Apple platforms the
+//   Compression framework's COMPRESSION_ZLIB (Sources/ChunkMigrate/CoreData/Model/RawDeflate.swift).
 // - LZ4: liblz4 on Linux (CLZ4); on Apple platforms the Compression framework's
 //   COMPRESSION_LZ4_RAW, the bare LZ4 block format (Journal/Codec/LZ4Block.swift), so CLZ4 is a
 //   dependency on Linux only.
@@ -43,6 +45,14 @@ let package = Package(
             providers: [.apt(["liblz4-dev"])]
         ),
 
+        // Linux only: Apple platforms use the Compression framework's COMPRESSION_ZLIB instead.
+        .systemLibrary(
+            name: "CZlib",
+            path: "Sources/CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+
         // The journal: on-disk format, ID-map codec, reader and writer.
         .target(
             name: "MigrationJournal",
@@ -56,6 +66,7 @@ let package = Package(
             name: "ChunkMigrate",
             dependencies: [
                 "CSQLite",
+                .target(name: "CZlib", condition: .when(platforms: [.linux])),
                 "MigrationJournal",
                 .product(name: "Logging", package: "swift-log"),
             ],

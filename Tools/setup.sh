@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what chunkmigrate needs on a Debian machine that has Swift: the SQLite and LZ4
+# Installs what chunkmigrate needs on a Debian machine that has Swift: the SQLite, LZ4 and zlib
 # development packages (headers and pkg-config files) and the sqlite3 shell the benchmark and
 # the kill-and-resume harness use. Does nothing when they are already there.
 set -euo pipefail
@@ -7,6 +7,7 @@ set -euo pipefail
 missing=()
 pkg-config --exists sqlite3 2>/dev/null || missing+=(libsqlite3-dev)
 pkg-config --exists liblz4 2>/dev/null || missing+=(liblz4-dev)
+pkg-config --exists zlib 2>/dev/null || missing+=(zlib1g-dev)
 command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 

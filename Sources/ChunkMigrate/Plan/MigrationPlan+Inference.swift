@@ -19,14 +19,14 @@ public struct InferredPlan: Sendable {
 public struct InferenceOptions: Sendable {
     /// Destination entity name -> source entity name, for entities renamed between the models.
     public var renames: [String: String]
-    /// The source store's model: to-one targets the store alone does not tell.
+    /// The source store's model, for a store without a model cache (written before iOS 10);
+    /// `nil` reads the store's own.
     public var sourceModel: CoreDataModel?
-    /// The destination store's model: its `renamingIdentifier`s (entities and attributes) and
-    /// to-one targets.
+    /// The destination store's model, for a store without a model cache; `nil` reads the
+    /// store's own.
     public var destinationModel: CoreDataModel?
     /// `preserve` (the default for Core Data: object IDs the app saved as URIs stay valid) or
-    /// `allocate` (to-one and join-table keys then go through the ID map, which needs every
-    /// to-one's target: from the stores, or from the models).
+    /// `allocate` (to-one and join-table keys then go through the ID map).
     public var keys: EntityMapping.KeyPolicy
     /// Where the destination has a uniqueness constraint that rows of the source violate: `false`
     /// (the default) lets the batch that meets such a row fail, naming it; `true` keeps the first
@@ -48,19 +48,24 @@ extension MigrationPlan {
     /// Infers a plan from two stores, the way Core Data's lightweight migration infers a mapping
     /// model.
     ///
-    /// Between Core Data stores: entities by name (`Z_PRIMARYKEY.Z_NAME`), each destination
-    /// entity tree's table from the source tree's table (sub-entities told apart by `Z_ENT`),
-    /// attributes by column, `Z_ENT` and polymorphic `Z<n>_<REL>` columns through
-    /// `coredata_entity()`, many-to-many join tables matched by the entities and relationship they
-    /// join (not their numbered names), ordered relationships' `Z_FOK_` columns, `Z_OPT`; keys
-    /// preserved. Between plain SQLite stores: tables and columns by name, relationships from the
-    /// destination's declared foreign keys, keys preserved.
+    /// Between Core Data stores, from the models the stores carry (their model caches) or that
+    /// the options give: entities and properties matched by renaming identifier or name
+    /// (``CoreDataModelMapping``), each store's layout derived from its model and checked against
+    /// its schema (``CoreDataLayout``), then each destination column filled from the column of
+    /// the matching source property for the rows of each source entity, whatever the two
+    /// versions name those columns: `Z_ENT` and polymorphic `Z<n>_<REL>` columns through
+    /// `coredata_entity()`, the destination's default where the source entity did not have the
+    /// property, join tables from the same relationship on either side, order columns, `Z_OPT`;
+    /// keys preserved. Between plain SQLite stores: tables and columns by name, relationships from
+    /// the destination's declared foreign keys, keys preserved.
     ///
     /// - Parameters:
-    ///   - options: renames and models the stores alone cannot reveal (a rename looks like a
-    ///     removal and an addition), and the key policy.
+    ///   - options: renames the models do not record, models for stores without a model cache,
+    ///     and the key policy.
     /// - Throws: ``MigrationError`` naming the file when a store cannot be read, only one of them
-    ///   is a Core Data store, or the two models have no entity in common.
+    ///   is a Core Data store, a store has no model (or does not fit it), the two models have no
+    ///   entity in common, or a change is one lightweight migration cannot infer (naming the
+    ///   entity and property).
     public static func infer(source: URL, destination: URL, options: InferenceOptions = InferenceOptions()) throws -> InferredPlan {
         try Stores.checkSource(source.path)
         guard FileManager.default.fileExists(atPath: destination.path) else {
@@ -76,7 +81,7 @@ extension MigrationPlan {
         } catch {
             throw MigrationError(.store, "cannot open the stores: \(error.message)", file: error.file ?? destination.path)
         }
-        switch (try CoreDataLayout.isCoreData(database, schema: "src"), try CoreDataLayout.isCoreData(database, schema: "main")) {
+        switch (try CoreDataEntities.isCoreData(database, schema: "src"), try CoreDataEntities.isCoreData(database, schema: "main")) {
         case (true, true):
             var inference = CoreDataInference(database: database, sourcePath: source.path,
                                               destinationPath: destination.path, options: options)

@@ -4,8 +4,8 @@ import Foundation
 /// `src`): the `coredata_entity` function, the start-of-job bookkeeping (store identity, `Z_MAX`
 /// from the source) and the `Z_MAX` update inside each batch's transaction.
 final class CoreDataBookkeeping {
-    let source: CoreDataLayout
-    let destination: CoreDataLayout
+    let source: CoreDataEntities
+    let destination: CoreDataEntities
     /// Source entity number -> destination entity number.
     let numbers: [Int64: Int64]
     /// Per plan entity: the statement raising `Z_MAX` of the destination root it writes, if any.
@@ -21,8 +21,8 @@ final class CoreDataBookkeeping {
         self.database = database
         self.plan = plan
         self.sourcePath = sourcePath
-        source = try CoreDataLayout.read(database, schema: "src", file: sourcePath)
-        destination = try CoreDataLayout.read(database, schema: "main", file: destinationPath)
+        source = try CoreDataEntities.read(database, schema: "src", file: sourcePath)
+        destination = try CoreDataEntities.read(database, schema: "main", file: destinationPath)
         var numbers: [Int64: Int64] = [:]
         for (destinationName, sourceName) in mapping.entities.sorted(by: { $0.key < $1.key }) {
             let path = "coreData.entities.\(destinationName)"
@@ -43,11 +43,11 @@ final class CoreDataBookkeeping {
 
         // Z_MAX of the destination root each entity writes, raised to the table's largest key.
         for (index, entity) in plan.entities.enumerated() {
-            guard let table = destination.table(named: entity.destination.table) else { continue }
-            let name = "main." + SQL.quote(table.name)
+            guard let table = destination.root(ofTable: entity.destination.table) else { continue }
+            let name = "main." + SQL.quote(table.table)
             raiseMax[index] = try database.prepare("""
                 UPDATE main.Z_PRIMARYKEY SET Z_MAX = (SELECT max(Z_PK) FROM \(name))
-                WHERE Z_ENT = \(table.root) AND Z_MAX < (SELECT max(Z_PK) FROM \(name))
+                WHERE Z_ENT = \(table.number) AND Z_MAX < (SELECT max(Z_PK) FROM \(name))
                 """)
         }
 
@@ -88,16 +88,15 @@ final class CoreDataBookkeeping {
                 file: sourcePath)
         }
         for entity in plan.entities where entity.keys == .preserve {
-            guard let to = destination.table(named: entity.destination.table),
-                  let from = source.table(named: entity.source.table),
-                  let sourceMax = source.entities[from.root]?.max else { continue }
-            try database.execute("UPDATE main.Z_PRIMARYKEY SET Z_MAX = \(sourceMax) WHERE Z_ENT = \(to.root) AND Z_MAX < \(sourceMax)")
+            guard let to = destination.root(ofTable: entity.destination.table),
+                  let from = source.root(ofTable: entity.source.table) else { continue }
+            try database.execute("UPDATE main.Z_PRIMARYKEY SET Z_MAX = \(from.max) WHERE Z_ENT = \(to.number) AND Z_MAX < \(from.max)")
         }
         // Object-ID URIs name the store UUID and the key: they keep pointing at the same objects
-        // only where the keys of the source's entities are kept.
-        if keepsObjectIDs {
-            try CoreDataMetadata.adoptStoreUUID(database, sourcePath: sourcePath, destinationPath: database.path)
-        } else {
+        // only where the keys of the source's entities are kept. The app's metadata keys follow
+        // the data either way.
+        try CoreDataMetadata.adoptIdentity(database, sourcePath: sourcePath, destinationPath: database.path, keepUUID: keepsObjectIDs)
+        if !keepsObjectIDs {
             logger?("the destination keeps its own store UUID: keys of source entities are allocated anew, so object-ID URIs saved before the migration must not name the new objects")
         }
     }
@@ -107,8 +106,8 @@ final class CoreDataBookkeeping {
     var keepsObjectIDs: Bool {
         let mapped = Set(numbers.values)
         return plan.entities.allSatisfy { entity in
-            guard entity.keys == .allocate, let table = destination.table(named: entity.destination.table) else { return true }
-            return destination.descendants(of: table.root).isDisjoint(with: mapped)
+            guard entity.keys == .allocate, let table = destination.root(ofTable: entity.destination.table) else { return true }
+            return destination.descendants(of: table.number).isDisjoint(with: mapped)
         }
     }
 

@@ -46,22 +46,46 @@ public struct CoreDataMetadata: @unchecked Sendable {
         return CoreDataMetadata(version: row[0].integer ?? 1, uuid: row[1].text, plist: dictionary)
     }
 
-    /// Gives the destination (`main`) the source's (`src`) store UUID, in `Z_UUID` and, where the
-    /// property list holds one, in its `NSStoreUUID`; everything else in the destination's metadata (the new
-    /// model's version hashes) stays. Object-ID URIs contain the store UUID, so URIs the app saved
-    /// keep pointing at the same objects.
-    static func adoptStoreUUID(_ database: Database, sourcePath: String, destinationPath: String) throws {
+    /// Whether a metadata key is Core Data's own (`NSStoreModelVersionHashes`, `NSStoreType`,
+    /// `_NSAutoVacuumLevel`, ...), which describes the model and the file and so belongs to the
+    /// new store, rather than one the app set with `setMetadata` (a sync token, an object URI),
+    /// which belongs to the data. Core Data's keys all start with `NS` or `_NS`.
+    static func isCoreDataKey(_ key: String) -> Bool { key.hasPrefix("NS") || key.hasPrefix("_NS") }
+
+    /// Gives the destination (`main`) the source's (`src`) identity: its store UUID, in `Z_UUID`
+    /// and, where the property list holds one, in its `NSStoreUUID`, and every metadata key the
+    /// app set (``isCoreDataKey(_:)`` false). Core Data's own keys in the destination's metadata
+    /// (the new model's version hashes and identifiers) stay. Object-ID URIs contain the store
+    /// UUID, so URIs the app saved, in its own files or in these keys, keep pointing at the same
+    /// objects.
+    ///
+    /// - Parameter keepUUID: `false` when the keys are allocated anew: then the destination keeps
+    ///   its own UUID (old URIs must not name new objects) and takes only the app's keys.
+    static func adoptIdentity(_ database: Database, sourcePath: String, destinationPath: String, keepUUID: Bool = true) throws {
         let source = try read(database, schema: "src", file: sourcePath)
-        guard let uuid = source.uuid ?? source.storeUUID else {
-            throw MigrationError(.store, "Z_METADATA names no store UUID", file: sourcePath)
-        }
         let destination = try read(database, schema: "main", file: destinationPath)
-        let setUUID = try database.prepare("UPDATE main.Z_METADATA SET Z_UUID = ?1 WHERE Z_VERSION = ?2")
-        try setUUID.bind([.text(uuid), .integer(destination.version)])
-        _ = try setUUID.step()
-        // The property list is rewritten only where it keeps the UUID too; otherwise its bytes stay.
-        guard var dictionary = destination.plist, let stored = dictionary["NSStoreUUID"] as? String, stored != uuid else { return }
-        dictionary["NSStoreUUID"] = uuid
+        var uuid = destination.uuid
+        if keepUUID {
+            guard let sourceUUID = source.uuid ?? source.storeUUID else {
+                throw MigrationError(.store, "Z_METADATA names no store UUID", file: sourcePath)
+            }
+            uuid = sourceUUID
+            let setUUID = try database.prepare("UPDATE main.Z_METADATA SET Z_UUID = ?1 WHERE Z_VERSION = ?2")
+            try setUUID.bind([.text(sourceUUID), .integer(destination.version)])
+            _ = try setUUID.step()
+        }
+        // The property list is rewritten only where something in it changes; otherwise its bytes stay.
+        guard var dictionary = destination.plist else { return }
+        var changed = false
+        if keepUUID, let stored = dictionary["NSStoreUUID"] as? String, stored != uuid {
+            dictionary["NSStoreUUID"] = uuid
+            changed = true
+        }
+        for (key, value) in source.plist ?? [:] where !isCoreDataKey(key) {
+            dictionary[key] = value
+            changed = true
+        }
+        guard changed else { return }
         let bytes: Data
         do {
             bytes = try encoded(dictionary)

@@ -1,0 +1,577 @@
+import Foundation
+
+/// Infers a plan between two Core Data stores from their models (see
+/// ``MigrationPlan/infer(source:destination:options:)``), on a connection with the destination as
+/// `main` and the source attached as `src`.
+///
+/// The steps, each on values: the two models (the stores' own caches, or given), the layout
+/// each store has (``CoreDataLayout``, checked against its schema), the mapping between the models
+/// (``CoreDataModelMapping``); only then the SQL of each destination table's copy, one column at
+/// a time, for the rows of each source entity.
+struct CoreDataInference {
+    let database: Database
+    let sourcePath: String
+    let destinationPath: String
+    let options: InferenceOptions
+    private var decisions: [String] = []
+    private var notes: [String] = []
+    /// Source table -> the conditions (over its rows, as `s`) under which a row is copied into
+    /// some destination table; a table with an empty condition is copied whole. Join rows that
+    /// refer to a row not copied are left out with it.
+    private var copied: [String: [String]] = [:]
+
+    init(database: Database, sourcePath: String, destinationPath: String, options: InferenceOptions) {
+        self.database = database
+        self.sourcePath = sourcePath
+        self.destinationPath = destinationPath
+        self.options = options
+    }
+
+    /// The models and layouts of the two stores and the mapping between them.
+    struct Context {
+        let source: CoreDataLayout
+        let destination: CoreDataLayout
+        let mapping: CoreDataModelMapping
+    }
+
+    mutating func infer() throws -> InferredPlan {
+        let sourceModel = try CoreDataModel.required(database, schema: "src", file: sourcePath, given: options.sourceModel,
+                                                     option: "--model-from")
+        let destinationModel = try CoreDataModel.required(database, schema: "main", file: destinationPath,
+                                                          given: options.destinationModel, option: "--model-to")
+        let (source, sourceOthers) = try CoreDataLayout(model: sourceModel).resolved(against: database, schema: "src", file: sourcePath)
+        let (destination, _) = try CoreDataLayout(model: destinationModel).resolved(against: database, schema: "main", file: destinationPath)
+        let mapping = try CoreDataModelMapping(source: sourceModel, destination: destinationModel, renames: options.renames)
+        guard !mapping.sourceEntity.isEmpty else {
+            throw MigrationError(.store, "the two stores' models have no entity in common: they are not two versions of one model",
+                                 file: destinationPath)
+        }
+        let context = Context(source: source, destination: destination, mapping: mapping)
+        decisions += mapping.decisions
+
+        for entity in destination.entities.values.sorted(by: { $0.number < $1.number }) {
+            if let from = mapping.sourceEntity[entity.name].flatMap({ source.entity(named: $0) }) {
+                decisions.append("entity \(entity.name)\(from.name == entity.name ? "" : " (renamed from \(from.name))"): number \(from.number) -> \(entity.number)")
+            } else {
+                notes.append("entity \(entity.name) (\(entity.number)): new in the destination model; left empty")
+            }
+        }
+        for name in mapping.removedEntities {
+            guard let entity = source.entity(named: name) else { continue }
+            let rows = try count("SELECT count(*) FROM src.\(SQL.quote(entity.table)) WHERE Z_ENT = \(entity.number)")
+            notes.append("entity \(name) (\(entity.number)): no counterpart in the destination model; its \(rows) rows are not copied")
+        }
+
+        var entities: [EntityMapping] = []
+        for table in destination.tables.values.sorted(by: { $0.name < $1.name }) {
+            if let mapping = try entityMapping(into: table, context) { entities.append(mapping) }
+        }
+        for join in destination.joinTables.sorted(by: { $0.name < $1.name }) {
+            if let mapping = try joinMapping(into: join, context) { entities.append(mapping) }
+        }
+        if options.keys == .allocate {
+            try allocateKeys(&entities, context)
+        }
+
+        for table in sourceOthers.history {
+            notes.append("\(table): persistent history is not copied (Core Data starts a new history in the migrated store)")
+        }
+        for table in sourceOthers.fetchIndexes {
+            notes.append("\(table): an R-tree fetch index Core Data keeps by triggers; not copied")
+        }
+        for table in sourceOthers.unknown {
+            notes.append("table \(table): not a Core Data entity or join table; not copied")
+        }
+        if let external = CoreDataInference.externalDataFolder(of: sourcePath) {
+            notes.append("\(external): the store keeps binary data in external files; chunkmigrate does not copy them yet and refuses to run on this store")
+        }
+        return InferredPlan(plan: MigrationPlan(entities: entities, coreData: CoreDataMapping(entities: mapping.sourceEntity)),
+                            decisions: decisions, notes: notes)
+    }
+
+    // MARK: - Entity tables
+
+    /// Where a destination column's value comes from, for the rows of one source entity.
+    enum Source: Hashable {
+        /// A column of the source row, as it is.
+        case column(String)
+        /// An SQL expression over the source row (`s`).
+        case expression(String)
+
+        static let null = Source.expression("NULL")
+
+        var sql: String {
+            switch self {
+            case let .column(name): SQL.identifier(name)
+            case let .expression(sql): sql
+            }
+        }
+    }
+
+    /// The rows of one destination entity, from one source entity.
+    struct Rows {
+        /// The destination entity.
+        var entity: String
+        /// The source entity and its number.
+        var source: String
+        var number: Int64
+    }
+
+    /// The entity mapping of one destination entity tree's table.
+    private mutating func entityMapping(into table: CoreDataLayout.EntityTable, _ context: Context) throws -> EntityMapping? {
+        let destination = context.destination, source = context.source, mapping = context.mapping
+        let rootName = destination.entities[table.root]!.name
+        let rows: [Rows] = destination.descendants(of: table.root).sorted().compactMap { number in
+            guard let name = destination.entities[number]?.name, let from = mapping.sourceEntity[name],
+                  let entity = source.entity(named: from) else { return nil }
+            return Rows(entity: name, source: from, number: entity.number)
+        }
+        guard !rows.isEmpty else { return nil }
+        let sourceRoots = Set(rows.map { source.model.root(of: $0.source) })
+        guard sourceRoots.count == 1, let sourceRoot = sourceRoots.first, let from = source.table(of: sourceRoot) else {
+            let trees = rows.map { "\($0.entity) (from \($0.source), in the tree of \(source.model.root(of: $0.source)))" }
+            throw MigrationError(.invalidPlan, "table \(table.name) of the destination holds entities whose source rows are in different tables: \(trees.joined(separator: ", ")); lightweight migration cannot merge entity hierarchies either, write a plan for them")
+        }
+        try refuseMissingRequired(rows, table: table, from: from, context)
+
+        var columns: [String: String] = [:]
+        for column in table.columns {
+            switch column.role {
+            case .key:
+                continue
+            case .entityNumber:
+                columns[column.name] = "coredata_entity(Z_ENT)"
+            case .version:
+                columns[column.name] = "Z_OPT"
+            default:
+                var sources = try rows.map { try value(of: column, for: $0, context) }
+                // A column the owners' rows read unchanged, under its own name, is copied whole,
+                // as Core Data's in-place migration leaves an untouched column: values in rows
+                // of other entities (an earlier migration's defaults) stay too.
+                let owners = rows.indices.filter { owns(column, rows[$0], context) }
+                if let first = owners.first, case let .column(name) = sources[first],
+                   name.caseInsensitiveCompare(column.name) == .orderedSame, owners.allSatisfy({ sources[$0] == sources[first] }) {
+                    sources = rows.map { _ in .column(name) }
+                }
+                if let sql = combine(sources, rows: rows) { columns[column.name] = sql }
+            }
+        }
+
+        // The source tree's rows of entities this table takes, and no others.
+        let sourceTree = source.descendants(of: from.root)
+        let kept = Set(rows.map(\.number))
+        var conditions: [String] = []
+        if kept != sourceTree {
+            conditions.append("Z_ENT IN (\(kept.sorted().map(String.init).joined(separator: ", ")))")
+        }
+        conditions += try checkNewUniqueness(table, from: from, rows: rows, entityFilter: conditions.first, context)
+        let condition = conditions.isEmpty ? nil : conditions.joined(separator: " AND ")
+        copied[from.name, default: []].append(condition ?? "")
+        decisions.append("table \(from.name) -> \(table.name) (entity tree \(rootName)): \(columns.count) columns, keys preserved")
+        return EntityMapping(name: rootName, source: .init(table: from.name, key: "Z_PK", where: condition),
+                             destination: .init(table: table.name, key: "Z_PK"), keys: .preserve, columns: columns)
+    }
+
+    /// One SQL expression from the value of each source entity's rows: the value itself when all
+    /// agree, else a `CASE` on the source row's entity.
+    private func combine(_ sources: [Source], rows: [Rows]) -> String? {
+        if Set(sources).count == 1 { return sources[0] == .null ? nil : sources[0].sql }
+        var groups: [(Source, [Int64])] = []
+        for (source, row) in zip(sources, rows) where source != .null {
+            if let index = groups.firstIndex(where: { $0.0 == source }) { groups[index].1.append(row.number) }
+            else { groups.append((source, [row.number])) }
+        }
+        let cases = groups.map { source, numbers in
+            let test = numbers.count == 1 ? "Z_ENT = \(numbers[0])" : "Z_ENT IN (\(numbers.map(String.init).joined(separator: ", ")))"
+            return "WHEN \(test) THEN \(source.sql)"
+        }
+        return "CASE " + cases.joined(separator: " ") + " END"
+    }
+
+    /// Whether the entity of `rows` has the property `column` holds.
+    private func owns(_ column: CoreDataLayout.Column, _ rows: Rows, _ context: Context) -> Bool {
+        let owner: String
+        switch column.role {
+        case let .attribute(entity, _), let .toOne(entity, _), let .toOneEntity(entity, _), let .toOneOrder(entity, _):
+            owner = entity
+        default:
+            return false
+        }
+        return context.destination.model.lineage(of: rows.entity).contains { $0.name == owner }
+    }
+
+    /// The value of destination column `column` for the rows `rows` brings.
+    private mutating func value(of column: CoreDataLayout.Column, for rows: Rows, _ context: Context) throws -> Source {
+        let model = context.destination.model
+        switch column.role {
+        case let .attribute(owner, property):
+            guard model.lineage(of: rows.entity).contains(where: { $0.name == owner }),
+                  let attribute = model.property(property, of: rows.entity)?.property else { return .null }
+            return try attributeValue(attribute, of: rows, column: column.name, context)
+        case let .toOne(owner, property):
+            guard model.lineage(of: rows.entity).contains(where: { $0.name == owner }) else { return .null }
+            return try toOneKey(property, of: rows, context).map { $0 } ?? .null
+        case let .toOneEntity(owner, property):
+            guard model.lineage(of: rows.entity).contains(where: { $0.name == owner }) else { return .null }
+            return try toOneEntity(property, of: rows, context)
+        case let .toOneOrder(owner, property):
+            guard model.lineage(of: rows.entity).contains(where: { $0.name == owner }) else { return .null }
+            return try toOneOrder(property, of: rows, context)
+        case let .toManyOwner(owner, property), let .toManyOrder(owner, property):
+            // The rows of this table are the targets of owner.property, a to-many without inverse.
+            guard let old = context.mapping.sourceProperty(property, of: owner),
+                  let relationship = old.property.relationship, relationship.isToMany, relationship.inverse == nil else {
+                notes.append("\(column.name): \(context.destination.describe(column.role, root: owner)) has no counterpart in the source; left empty")
+                return .null
+            }
+            let role: CoreDataLayout.Column.Role
+            if case .toManyOwner = column.role { role = .toManyOwner(entity: old.declaredBy, property: old.property.name) }
+            else { role = .toManyOrder(entity: old.declaredBy, property: old.property.name) }
+            guard let table = context.source.table(of: rows.source), let found = table.column(for: role) else { return .null }
+            return .column(found.name)
+        case .key, .entityNumber, .version:
+            return .null
+        }
+    }
+
+    /// An attribute's value: the source attribute's column (converted where the type changed),
+    /// or the default for rows whose entity did not have it.
+    private mutating func attributeValue(_ attribute: CoreDataModel.Property, of rows: Rows, column: String,
+                                         _ context: Context) throws -> Source {
+        let new = attribute.attribute!
+        let defaultSQL = new.defaultValue.flatMap { Self.literal($0, type: new.type) }
+        guard let (declaredBy, old) = context.mapping.sourceProperty(attribute.name, of: rows.entity),
+              let oldColumn = context.source.column(of: old.name, entity: rows.source) else {
+            if new.derivation != nil {
+                note("\(column): the derived attribute \(rows.entity).\(attribute.name) is new; Core Data computes it (\(new.derivation!)) when a row changes, chunkmigrate leaves it empty")
+            } else if let defaultSQL {
+                decide("\(column): new in \(rows.entity), takes the default \(defaultSQL)")
+            }
+            return defaultSQL.map(Source.expression) ?? .null
+        }
+        var value = Source.column(oldColumn.name)
+        let was = old.attribute!
+        if was.type != new.type, let converted = conversion(oldColumn.name, from: was.type, to: new.type) {
+            decide("\(column): \(was.type.xmlName) -> \(new.type.xmlName), \(converted)")
+            value = .expression(converted)
+        }
+        if old.isOptional, !attribute.isOptional, let defaultSQL {
+            decide("\(column): optional in \(declaredBy), required with default \(defaultSQL) in \(rows.entity): NULLs take the default")
+            value = .expression("ifnull(\(value.sql), \(defaultSQL))")
+        }
+        return value
+    }
+
+    /// The SQL converting a column between numeric types (SQLite stores integers, booleans and
+    /// reals as numbers; a real becoming an integer truncates toward zero).
+    private func conversion(_ column: String, from: CoreDataModel.AttributeType, to: CoreDataModel.AttributeType) -> String? {
+        let integers: Set<CoreDataModel.AttributeType> = [.integer16, .integer32, .integer64, .boolean]
+        let reals: Set<CoreDataModel.AttributeType> = [.double, .float, .decimal]
+        if integers.contains(from), reals.contains(to) { return "CAST(\(SQL.identifier(column)) AS REAL)" }
+        if reals.contains(from), integers.contains(to) { return "CAST(\(SQL.identifier(column)) AS INTEGER)" }
+        return nil
+    }
+
+    /// The source of a to-one relationship's key: the source to-one's column, or, where the
+    /// relationship was to-many, the smallest key among its targets.
+    private mutating func toOneKey(_ property: String, of rows: Rows, _ context: Context) throws -> Source? {
+        guard let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity),
+              let relationship = old.relationship else { return nil }
+        if !relationship.isToMany {
+            return context.source.column(of: old.name, entity: rows.source).map { .column($0.name) }
+        }
+        guard let pairs = pairs(declaredBy: declaredBy, property: old.name, context) else { return nil }
+        decide("\(rows.entity).\(property): to-many \(declaredBy).\(old.name) becomes to-one: the target with the smallest key")
+        return .expression("(SELECT min(t.\(SQL.quote(pairs.target))) FROM src.\(SQL.quote(pairs.table)) AS t WHERE t.\(SQL.quote(pairs.owner)) = s.Z_PK)")
+    }
+
+    /// Where the pairs of a source to-many relationship are: the table holding them, its column
+    /// of owners' keys and of targets' keys (the target's own `Z_PK` where the table is the
+    /// target's), and its order column when the relationship is ordered.
+    struct Pairs {
+        var table: String
+        var owner: String
+        var target: String
+        var order: String?
+        var isJoinTable: Bool
+    }
+
+    /// The pairs of source relationship `property` of `declaredBy`, a to-many.
+    private func pairs(declaredBy: String, property: String, _ context: Context) -> Pairs? {
+        let source = context.source
+        guard let relationship = source.model.property(property, of: declaredBy)?.property.relationship else { return nil }
+        if let join = source.joinTable(of: property, entity: declaredBy),
+           let mine = join.sides.first(where: { $0.entity == declaredBy && $0.property == property }),
+           let other = join.sides.first(where: { $0 != mine }) {
+            return Pairs(table: join.name, owner: other.column, target: mine.column, order: mine.order, isJoinTable: true)
+        }
+        guard let targetTable = source.table(of: relationship.destination) else { return nil }
+        if let inverse = relationship.inverse, let declared = source.model.property(inverse, of: relationship.destination),
+           let key = targetTable.column(for: .toOne(entity: declared.declaredBy, property: inverse)) {
+            let order = targetTable.column(for: .toOneOrder(entity: declared.declaredBy, property: inverse))
+            return Pairs(table: targetTable.name, owner: key.name, target: "Z_PK", order: order?.name, isJoinTable: false)
+        }
+        if let owner = targetTable.column(for: .toManyOwner(entity: declaredBy, property: property)) {
+            let order = targetTable.column(for: .toManyOrder(entity: declaredBy, property: property))
+            return Pairs(table: targetTable.name, owner: owner.name, target: "Z_PK", order: order?.name, isJoinTable: false)
+        }
+        return nil
+    }
+
+    /// The entity number of a to-one's target, for a target entity with sub-entities.
+    private mutating func toOneEntity(_ property: String, of rows: Rows, _ context: Context) throws -> Source {
+        guard let key = try toOneKey(property, of: rows, context),
+              let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity),
+              let relationship = old.relationship else { return .null }
+        if !relationship.isToMany, let entityColumn = context.source.table(of: rows.source)?.column(for: .toOneEntity(entity: declaredBy, property: old.name)) {
+            return .expression("coredata_entity(\(SQL.identifier(entityColumn.name)))")
+        }
+        guard let target = context.source.entity(named: relationship.destination), let targetTable = context.source.tables[target.root] else {
+            return .null
+        }
+        if context.source.descendants(of: target.number).count == 1 {
+            // Every target row is of the one source entity.
+            return .expression("CASE WHEN \(key.sql) IS NOT NULL THEN coredata_entity(\(target.number)) END")
+        }
+        return .expression("(SELECT coredata_entity(e.Z_ENT) FROM src.\(SQL.quote(targetTable.name)) AS e WHERE e.Z_PK = \(key.sql))")
+    }
+
+    /// A to-one's position in its inverse, an ordered to-many: the source's where it was ordered
+    /// too, else the order of the keys (Core Data's spacing: 1024 apart from 2048).
+    private mutating func toOneOrder(_ property: String, of rows: Rows, _ context: Context) throws -> Source {
+        guard let key = try toOneKey(property, of: rows, context),
+              let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity),
+              let relationship = old.relationship, !relationship.isToMany else { return .null }
+        if let order = context.source.table(of: rows.source)?.column(for: .toOneOrder(entity: declaredBy, property: old.name)) {
+            return .column(order.name)
+        }
+        guard case let .column(fk) = key, let table = context.source.table(of: rows.source) else { return .null }
+        decide("\(rows.entity).\(property): its inverse becomes ordered; the order of the keys")
+        let quoted = SQL.quote(fk)
+        return .expression("CASE WHEN \(quoted) IS NOT NULL THEN 1024 * (1 + (SELECT count(*) FROM src.\(SQL.quote(table.name)) AS o WHERE o.\(quoted) = s.\(quoted) AND o.Z_PK <= s.Z_PK)) END")
+    }
+
+    /// Core Data's lightweight migration fails on a required attribute that is new and has no
+    /// default where the source has rows; so does this.
+    private func refuseMissingRequired(_ rows: [Rows], table: CoreDataLayout.EntityTable, from: CoreDataLayout.EntityTable,
+                                       _ context: Context) throws {
+        for row in rows {
+            for (owner, property) in context.destination.model.allProperties(of: row.entity) {
+                guard let attribute = property.attribute, !property.isOptional, !property.isTransient, attribute.derivation == nil,
+                      attribute.defaultValue == nil, context.mapping.sourceProperty(property.name, of: row.entity) == nil else { continue }
+                let count = try count("SELECT count(*) FROM src.\(SQL.quote(from.name)) WHERE Z_ENT = \(row.number)")
+                guard count > 0 else { continue }
+                throw MigrationError(.invalidPlan, "attribute \(owner).\(property.name) is new, required and has no default value, and the source has \(count) rows of \(row.source): lightweight migration fails on it too; give it a default value in the model, or make it optional")
+            }
+        }
+    }
+
+    /// `value` as an SQL literal in the column Core Data stores an attribute of `type` in.
+    static func literal(_ value: CoreDataModel.Value, type: CoreDataModel.AttributeType) -> String? {
+        switch value {
+        case let .integer(number):
+            return type == .double || type == .float || type == .decimal ? String(Double(number)) : String(number)
+        case let .real(number):
+            return [.integer16, .integer32, .integer64].contains(type) ? String(Int64(number)) : String(number)
+        case let .bool(flag):
+            return flag ? "1" : "0"
+        case let .string(text):
+            return "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+        case let .date(seconds):
+            return String(seconds)
+        case let .data(bytes):
+            return "x'" + bytes.map { String(format: "%02x", $0) }.joined() + "'"
+        }
+    }
+
+    // MARK: - Join tables
+
+    /// The entity mapping of a destination join table: from the source's pairs of the same
+    /// relationship (matched by its sides, whatever the tables are named), which are a join table
+    /// or, where the relationship was one-to-many, the table holding its to-one side.
+    private mutating func joinMapping(into join: CoreDataLayout.JoinTable, _ context: Context) throws -> EntityMapping? {
+        let mapping = context.mapping
+        // A side whose relationship the source has: its pairs are this table's rows.
+        var anchor: (side: CoreDataLayout.JoinTable.Side, pairs: Pairs)?
+        for side in join.sides {
+            guard let property = side.property, let (declaredBy, old) = mapping.sourceProperty(property, of: side.entity),
+                  let relationship = old.relationship else { continue }
+            if relationship.isToMany, let pairs = pairs(declaredBy: declaredBy, property: old.name, context) {
+                anchor = (side, pairs)
+                break
+            }
+            if !relationship.isToMany, let table = context.source.table(of: declaredBy),
+               let key = table.column(for: .toOne(entity: declaredBy, property: old.name)) {
+                // A to-one becoming to-many: the pairs are the owners' rows and their keys.
+                anchor = (side, Pairs(table: table.name, owner: "Z_PK", target: key.name, order: nil, isJoinTable: false))
+                break
+            }
+        }
+        guard let (side, pairs) = anchor else {
+            let sides = join.sides.compactMap { side in side.property.map { "\(side.entity).\($0)" } }.joined(separator: " and ")
+            note("join table \(join.name) (\(sides)): new in the destination model; left empty")
+            return nil
+        }
+        let other = join.sides.first { $0 != side }!
+        var columns = [side.column: SQL.identifier(pairs.target), other.column: SQL.identifier(pairs.owner)]
+        // Order columns: the source's where it kept the order, else the order of the keys.
+        for (ordered, value, owner) in [(side, pairs.target, pairs.owner), (other, pairs.owner, pairs.target)] {
+            guard let order = ordered.order else { continue }
+            if ordered == side, let sourceOrder = pairs.order {
+                columns[order] = SQL.identifier(sourceOrder)
+            } else if ordered == other, let property = other.property,
+                      let (declaredBy, old) = mapping.sourceProperty(property, of: other.entity),
+                      let inverse = self.pairs(declaredBy: declaredBy, property: old.name, context),
+                      inverse.table == pairs.table, let sourceOrder = inverse.order {
+                columns[order] = SQL.identifier(sourceOrder)
+            } else {
+                decide("join table \(join.name).\(order): the relationship becomes ordered; the order of the keys")
+                let (o, v) = (SQL.quote(owner), SQL.quote(value))
+                columns[order] = "1024 * (1 + (SELECT count(*) FROM src.\(SQL.quote(pairs.table)) AS o WHERE o.\(o) = s.\(o) AND o.\(v) <= s.\(v)))"
+            }
+        }
+        // No pair with a NULL side, none that refers to a row the plan leaves out.
+        var filters: [String] = []
+        if !pairs.isJoinTable {
+            filters.append("\(SQL.identifier(pairs.owner == "Z_PK" ? pairs.target : pairs.owner)) IS NOT NULL")
+        }
+        for (ordered, column) in [(side, pairs.target), (other, pairs.owner)] where column != "Z_PK" || pairs.isJoinTable {
+            guard let entity = context.destination.entities[ordered.target], let sourceName = mapping.sourceEntity[entity.name],
+                  let sourceEntity = context.source.entity(named: sourceName), let conditions = copied[sourceEntity.table],
+                  !conditions.contains("") else { continue }
+            filters.append("\(SQL.identifier(column)) IN (SELECT s.Z_PK FROM src.\(SQL.quote(sourceEntity.table)) AS s WHERE \(conditions.map { "(\($0))" }.joined(separator: " OR ")))")
+        }
+        if !pairs.isJoinTable, let conditions = copied[pairs.table], !conditions.contains("") {
+            filters.append("(\(conditions.map { "(\($0))" }.joined(separator: " OR ")))")
+        }
+        let was = pairs.isJoinTable ? "join table \(pairs.table)" : "\(pairs.table).\(pairs.owner == "Z_PK" ? pairs.target : pairs.owner) (a to-one side before)"
+        decisions.append("join table \(join.name) (\(side.entity).\(side.property ?? "")) from \(was)\(filters.isEmpty ? "" : ", rows that refer to rows left out are left out")")
+        return EntityMapping(name: join.name,
+                             source: .init(table: pairs.table, where: filters.isEmpty ? nil : filters.joined(separator: " AND ")),
+                             destination: .init(table: join.name), columns: columns)
+    }
+
+    // MARK: - Keys allocated
+
+    /// Under `allocate`: every to-one column and join-table key through the ID map of its
+    /// target's entity tree; the polymorphic columns stay `coredata_entity()`. Only a key read
+    /// from a column as it is can go through the ID map.
+    private mutating func allocateKeys(_ entities: inout [EntityMapping], _ context: Context) throws {
+        let destination = context.destination
+        func planEntity(of number: Int64) -> String? {
+            destination.entities[number].flatMap { destination.entities[$0.root]?.name }
+                .flatMap { name in entities.contains { $0.name == name } ? name : nil }
+        }
+        func bare(_ expression: String) -> String? {
+            if expression.first == "\"", expression.last == "\"", expression.count >= 2 {
+                return String(expression.dropFirst().dropLast()).replacingOccurrences(of: "\"\"", with: "\"")
+            }
+            return SQL.identifier(expression) == expression ? expression : nil
+        }
+        var unresolved: [String] = []
+        for index in entities.indices {
+            var keys: [(column: String, target: Int64)] = []
+            if let table = destination.table(named: entities[index].destination.table) {
+                entities[index].keys = .allocate
+                for column in table.columns {
+                    guard case let .toOne(owner, property) = column.role,
+                          let target = destination.model.property(property, of: owner)?.property.relationship?.destination,
+                          let number = destination.entity(named: target)?.number else { continue }
+                    keys.append((column.name, number))
+                }
+            } else if let join = destination.joinTables.first(where: { $0.name == entities[index].destination.table }) {
+                keys = join.sides.map { ($0.column, $0.target) }
+            }
+            for (column, target) in keys {
+                guard let from = entities[index].columns[column] else { continue }
+                guard let name = planEntity(of: target), let sourceColumn = bare(from) else {
+                    unresolved.append("\(entities[index].destination.table).\(column)")
+                    continue
+                }
+                entities[index].columns[column] = nil
+                entities[index].relationships[column] = .init(from: sourceColumn, to: name)
+            }
+        }
+        guard unresolved.isEmpty else {
+            throw MigrationError(.invalidPlan, "keys allocate: \(unresolved.joined(separator: ", ")) take their keys from an expression (a relationship whose shape changed, or a target not copied), which cannot go through the ID map; keep the keys (preserve)",
+                                 file: destinationPath)
+        }
+        decisions.append("keys allocated after each table's largest key; to-one and join-table keys through the ID map (missing: fail)")
+        notes.append("keys allocated: the destination keeps its own store UUID, since object-ID URIs saved before the migration would name other objects")
+    }
+
+    // MARK: - Uniqueness
+
+    /// Reports a uniqueness constraint of the destination model that the source entity did not
+    /// have, with the number of source rows that violate it. Those rows fail their batch, naming
+    /// the row; with ``InferenceOptions/keepFirstDuplicate`` the returned filters keep the first
+    /// row of each value in source-key order instead, and the report counts the rows left out.
+    private mutating func checkNewUniqueness(_ table: CoreDataLayout.EntityTable, from: CoreDataLayout.EntityTable, rows: [Rows],
+                                             entityFilter: String?, _ context: Context) throws -> [String] {
+        var filters: [String] = []
+        let inTree = entityFilter.map { " AND \($0)" } ?? ""
+        var seen: Set<[String]> = []
+        for row in rows {
+            guard let entity = context.destination.model.entity(named: row.entity) else { continue }
+            for constraint in entity.uniquenessConstraints {
+                // The source columns of the constrained properties; a new property cannot hold duplicates.
+                var sourceColumns: [String] = []
+                var oldNames: [String] = []
+                for name in constraint {
+                    guard let old = context.mapping.sourceProperty(name, of: row.entity),
+                          let column = context.source.column(of: old.property.name, entity: row.source) else { break }
+                    sourceColumns.append(column.name)
+                    oldNames.append(old.property.name)
+                }
+                let destinationColumns = constraint.compactMap { context.destination.column(of: $0, entity: row.entity)?.name }
+                guard sourceColumns.count == constraint.count, seen.insert(destinationColumns).inserted else { continue }
+                let had = context.source.model.lineage(of: row.source).contains { $0.uniquenessConstraints.contains { Set($0) == Set(oldNames) } }
+                guard !had else { continue }
+                let list = destinationColumns.joined(separator: ", ")
+                let quoted = sourceColumns.map(SQL.quote).joined(separator: ", ")
+                let nonNull = sourceColumns.map { "\(SQL.quote($0)) IS NOT NULL" }.joined(separator: " AND ")
+                let duplicates = try count("""
+                    SELECT ifnull(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM src.\(SQL.quote(from.name)) WHERE \(nonNull)\(inTree)
+                                                       GROUP BY \(quoted) HAVING count(*) > 1)
+                    """)
+                if duplicates == 0 {
+                    notes.append("\(table.name)(\(list)): a new uniqueness constraint; the source's rows satisfy it")
+                } else if options.keepFirstDuplicate {
+                    let same = sourceColumns.map { "t.\(SQL.quote($0)) = s.\(SQL.quote($0))" }.joined(separator: " AND ")
+                    let anyNull = sourceColumns.map { "s.\(SQL.quote($0)) IS NULL" }.joined(separator: " OR ")
+                    let treeOfT = entityFilter.map { " AND t.\($0)" } ?? ""
+                    filters.append("(\(anyNull) OR s.Z_PK = (SELECT min(t.Z_PK) FROM src.\(SQL.quote(from.name)) AS t WHERE \(same)\(treeOfT)))")
+                    notes.append("\(table.name)(\(list)): a new uniqueness constraint that \(duplicates) rows of the source violate; the first row of each value (in key order) is kept and these \(duplicates) are not copied, nor the join-table rows that refer to them; to-one references to them stay as they are")
+                    let indexes = try database.tableSchema(from.name, in: "src")?.indexes ?? []
+                    if !indexes.contains(where: { $0.columns.first?.caseInsensitiveCompare(sourceColumns[0]) == .orderedSame }) {
+                        notes.append("\(from.name).\(sourceColumns[0]): the source has no index on it, so keeping the first row of each value reads the table once per row; on a large store add the index to a copy of the source first")
+                    }
+                } else {
+                    notes.append("\(table.name)(\(list)): a new uniqueness constraint that \(duplicates) rows of the source violate: the batch that meets one fails, naming its source key (infer with keep-first duplicates to keep the first row of each value instead)")
+                }
+            }
+        }
+        return filters
+    }
+
+    // MARK: - Helpers
+
+    private mutating func decide(_ line: String) { if !decisions.contains(line) { decisions.append(line) } }
+    private mutating func note(_ line: String) { if !notes.contains(line) { notes.append(line) } }
+
+    private func count(_ sql: String) throws -> Int64 {
+        do { return try database.scalar(sql).integer ?? 0 } catch {
+            throw MigrationError(.store, "cannot read the source: \(error.message)", file: sourcePath, sql: error.sql)
+        }
+    }
+
+    /// `.NAME_SUPPORT/_EXTERNAL_DATA` next to the store when it holds files: binary attributes
+    /// stored outside the store.
+    static func externalDataFolder(of store: String) -> String? {
+        let url = URL(fileURLWithPath: store)
+        let name = url.deletingPathExtension().lastPathComponent
+        let folder = url.deletingLastPathComponent().appendingPathComponent(".\(name)_SUPPORT/_EXTERNAL_DATA").path
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return files.isEmpty ? nil : folder
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+
+/// Which source entity each destination entity takes its rows from, and which source property
+/// each destination property takes its values from: the mapping Core Data infers between two
+/// versions of a model, before any SQL.
+///
+/// Matched as Core Data's inferred mapping model matches them:
+/// - an entity by its renaming identifier when it has one, else by name (or a rename the caller
+///   gives);
+/// - a property of a matched entity by its renaming identifier, else by name, among every
+///   property the source entity has (its own and inherited), so a property moved up or down the
+///   hierarchy keeps its values.
+///
+/// What lightweight migration cannot infer is refused here, naming the entity and property: an
+/// attribute that becomes a relationship or the reverse, a type change that is not between
+/// numbers, a relationship whose destination is not the entity its source pointed at, two
+/// destination entities taking one source entity's rows.
+///
+/// ```swift
+/// let mapping = try CoreDataModelMapping(source: oldModel, destination: newModel)
+/// mapping.sourceEntity["Post"]                                  // "Post"
+/// mapping.sourceProperty("hexColor", of: "Post")?.property.name  // "color"
+/// ```
+public struct CoreDataModelMapping: Sendable {
+    /// The source model.
+    public let source: CoreDataModel
+    /// The destination model.
+    public let destination: CoreDataModel
+    /// Destination entity name -> the source entity whose rows it takes.
+    public private(set) var sourceEntity: [String: String] = [:]
+    /// What was matched other than by an unchanged name, one line each.
+    public private(set) var decisions: [String] = []
+
+    /// Source entities that no destination entity takes rows from (removed from the model).
+    public var removedEntities: [String] {
+        let mapped = Set(sourceEntity.values)
+        return source.entities.map(\.name).filter { !mapped.contains($0) }.sorted()
+    }
+
+    /// Destination entities new in the model.
+    public var newEntities: [String] {
+        destination.entities.map(\.name).filter { sourceEntity[$0] == nil }.sorted()
+    }
+
+    /// Matches two models.
+    ///
+    /// - Parameter renames: destination entity name -> source entity name, for renames the models
+    ///   do not record.
+    /// - Throws: ``MigrationError`` naming the entity and property of a change lightweight
+    ///   migration cannot infer.
+    public init(source: CoreDataModel, destination: CoreDataModel, renames: [String: String] = [:]) throws {
+        self.source = source
+        self.destination = destination
+        var claimedBy: [String: String] = [:]
+        for entity in destination.entities {
+            var candidates: [String] = []
+            if let given = renames[entity.name] {
+                guard source.entity(named: given) != nil else {
+                    throw MigrationError(.invalidPlan, "renames: the source model has no entity \"\(given)\" (for \(entity.name))")
+                }
+                candidates = [given]
+            } else {
+                if let previous = entity.renamingIdentifier, !previous.isEmpty, previous != entity.name { candidates.append(previous) }
+                candidates.append(entity.name)
+            }
+            guard let from = candidates.first(where: { source.entity(named: $0) != nil }) else { continue }
+            if let other = claimedBy[from] {
+                throw MigrationError(.invalidPlan, "entities \(other) and \(entity.name) of the destination model both take the rows of source entity \(from); lightweight migration cannot split an entity, write a plan for it")
+            }
+            claimedBy[from] = entity.name
+            sourceEntity[entity.name] = from
+            if from != entity.name {
+                decisions.append("entity \(entity.name): renamed from \(from) (\(renames[entity.name] != nil ? "given" : "renamingIdentifier"))")
+            }
+        }
+        try checkProperties()
+    }
+
+    /// The source property that `property` of destination entity `entity` takes its values from:
+    /// among the properties its source entity has, the one named by its renaming identifier, or
+    /// by its name. `nil` for a property new in the model (or one that was transient).
+    public func sourceProperty(_ property: String, of entity: String) -> (declaredBy: String, property: CoreDataModel.Property)? {
+        guard let from = sourceEntity[entity], let declared = destination.property(property, of: entity)?.property else { return nil }
+        var names: [String] = []
+        if let previous = declared.renamingIdentifier, !previous.isEmpty, previous != declared.name { names.append(previous) }
+        names.append(declared.name)
+        for name in names {
+            if let found = source.property(name, of: from), !found.property.isTransient { return found }
+        }
+        return nil
+    }
+
+    /// Refuses what lightweight migration cannot infer, and notes renamed properties.
+    private mutating func checkProperties() throws {
+        for entity in destination.entities {
+            guard sourceEntity[entity.name] != nil else { continue }
+            // Every property the entity has, inherited ones too: a property moved up the hierarchy
+            // takes its values from each sub-entity's own.
+            for (owner, property) in destination.allProperties(of: entity.name) where !property.isTransient {
+                guard let (declaredBy, old) = sourceProperty(property.name, of: entity.name) else { continue }
+                let path = "\(owner).\(property.name)"
+                let renamed = "\(path): renamed from \(declaredBy).\(old.name) (renamingIdentifier)"
+                if old.name != property.name, !decisions.contains(renamed) { decisions.append(renamed) }
+                switch (property.kind, old.kind) {
+                case let (.attribute(new), .attribute(was)):
+                    guard new.type == was.type || Self.convertible(was.type, new.type) else {
+                        throw MigrationError(.invalidPlan, "attribute \(path) changes type from \(was.type.xmlName) to \(new.type.xmlName), which lightweight migration cannot infer; write the conversion in the plan's column for it, or make it a new attribute")
+                    }
+                case let (.relationship(new), .relationship(was)):
+                    guard let target = sourceEntity[new.destination], source.root(of: target) == source.root(of: was.destination) else {
+                        throw MigrationError(.invalidPlan, "relationship \(path) points at \(new.destination), whose rows do not come from \(was.destination), where it pointed before; lightweight migration cannot infer that")
+                    }
+                case (.attribute, .relationship):
+                    throw MigrationError(.invalidPlan, "\(path) is an attribute but was the relationship \(declaredBy).\(old.name); lightweight migration cannot infer that")
+                case (.relationship, .attribute):
+                    throw MigrationError(.invalidPlan, "\(path) is a relationship but was the attribute \(declaredBy).\(old.name); lightweight migration cannot infer that")
+                }
+            }
+        }
+    }
+
+    /// Whether values of `from` convert to `to` by SQLite's numeric conversion: between integer,
+    /// boolean, decimal and floating-point types, and between strings and URIs.
+    static func convertible(_ from: CoreDataModel.AttributeType, _ to: CoreDataModel.AttributeType) -> Bool {
+        let numbers: Set<CoreDataModel.AttributeType> = [.integer16, .integer32, .integer64, .boolean, .decimal, .double, .float]
+        let texts: Set<CoreDataModel.AttributeType> = [.string, .uri]
+        return (numbers.contains(from) && numbers.contains(to)) || (texts.contains(from) && texts.contains(to))
+    }
+}

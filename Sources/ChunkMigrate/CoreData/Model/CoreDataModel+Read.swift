@@ -1,0 +1,81 @@
+import Foundation
+
+extension CoreDataModel {
+    /// Reads a model file: an `.xcdatamodel` folder or its `contents` XML, or a compiled `.mom`.
+    ///
+    /// - Throws: ``MigrationError`` naming the file when it cannot be read or is not a model.
+    public static func read(contentsOf url: URL) throws -> CoreDataModel {
+        var isDirectory: ObjCBool = false
+        let exists = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
+        let file = exists && isDirectory.boolValue ? url.appendingPathComponent("contents") : url
+        guard let data = FileManager.default.contents(atPath: file.path) else {
+            throw MigrationError(.store, "cannot read the model (\(exists ? "unreadable" : "no such file"))", file: file.path)
+        }
+        if data.starts(with: Array("bplist".utf8)) {
+            return try CoreDataModel(archive: Array(data), file: file.path)
+        }
+        return try CoreDataModel(xml: data, file: file.path)
+    }
+
+    /// Reads the model a store was written with from its model cache (`Z_MODELCACHE`), or `nil`
+    /// when the store has none (stores written before iOS 10, or with the cache emptied).
+    ///
+    /// - Throws: ``MigrationError`` naming the store when it cannot be opened, or when its cache
+    ///   is there but does not decode: a damaged cache is never mistaken for a missing one.
+    public static func read(store url: URL) throws -> CoreDataModel? {
+        let database: Database
+        do {
+            database = try Database(path: url.path, mode: .source)
+        } catch {
+            throw MigrationError(.store, "cannot open the store: \(error.message)", file: url.path)
+        }
+        return try read(database, schema: "main", file: url.path)
+    }
+
+    /// Reads the model cache of the store open as `schema` in `database`.
+    static func read(_ database: Database, schema: String, file: String) throws -> CoreDataModel? {
+        let rows: [[SQLiteValue]]
+        do {
+            guard try database.scalar("SELECT count(*) FROM \(schema).sqlite_schema WHERE type = 'table' AND name = 'Z_MODELCACHE'").integer == 1 else {
+                return nil
+            }
+            rows = try database.rows("SELECT Z_CONTENT FROM \(schema).Z_MODELCACHE")
+        } catch {
+            throw MigrationError(.store, "cannot read the model cache: \(error.message)", file: file, sql: error.sql)
+        }
+        guard let row = rows.first, rows.count == 1 else {
+            if rows.isEmpty { return nil }
+            throw MigrationError(.store, "Z_MODELCACHE holds \(rows.count) rows; Core Data writes one", file: file)
+        }
+        guard case let .blob(compressed) = row[0] else {
+            if row[0] == .null { return nil }
+            throw MigrationError(.store, "Z_MODELCACHE.Z_CONTENT is not a blob, so not a model cache", file: file)
+        }
+        let archive: [UInt8]
+        do {
+            archive = try RawDeflate.inflate(compressed)
+        } catch {
+            throw MigrationError(.store, "Z_MODELCACHE.Z_CONTENT does not inflate as raw DEFLATE (\(error)): the model cache is damaged or not Core Data's",
+                                 file: file)
+        }
+        do {
+            return try CoreDataModel(archive: archive, file: file)
+        } catch let error as MigrationError {
+            throw MigrationError(.store, "Z_MODELCACHE: \(error.message)", file: file)
+        }
+    }
+
+    /// The model of the store open as `schema`: `given` when the caller has it, else the store's
+    /// own model cache.
+    ///
+    /// - Throws: ``MigrationError`` naming the store when it has no model cache and none is given,
+    ///   naming the option that gives one.
+    static func required(_ database: Database, schema: String, file: String, given: CoreDataModel?, option: String) throws -> CoreDataModel {
+        if let given { return given }
+        guard let model = try read(database, schema: schema, file: file) else {
+            throw MigrationError(.store, "the store has no model cache (Z_MODELCACHE, written since iOS 10): give its model with \(option) (the .xcdatamodel folder inside the .xcdatamodeld, or a compiled .mom)",
+                                 file: file)
+        }
+        return model
+    }
+}

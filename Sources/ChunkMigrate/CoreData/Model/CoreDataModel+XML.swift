@@ -1,0 +1,114 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// The model as Xcode saves it: `Model.xcdatamodeld/Model N.xcdatamodel/contents`, XML with an
+/// `<entity>` per entity and an `<attribute>` or `<relationship>` per property. A renaming
+/// identifier is the `elementID` attribute; a property without `optional="YES"` is required.
+extension CoreDataModel {
+    /// Reads a model's `contents` XML.
+    ///
+    /// - Throws: ``MigrationError`` naming `file` when it is not a model, or names an attribute
+    ///   type this version does not know.
+    init(xml data: Data, file: String) throws {
+        let reader = ModelXMLReader()
+        let parser = XMLParser(data: data)
+        parser.delegate = reader
+        guard parser.parse(), reader.sawModel else {
+            let reason = parser.parserError.map { ": \($0.localizedDescription)" } ?? ""
+            throw MigrationError(.store, "not a Core Data model's contents XML\(reason)", file: file)
+        }
+        if let problem = reader.problem { throw MigrationError(.store, problem, file: file) }
+        self.init(entities: reader.entities, versionIdentifiers: [reader.versionIdentifier])
+        try validate(file: file)
+    }
+}
+
+/// Collects entities and properties from the model XML's elements.
+private final class ModelXMLReader: NSObject, XMLParserDelegate {
+    var entities: [CoreDataModel.Entity] = []
+    var versionIdentifier = ""
+    var sawModel = false
+    var problem: String?
+    private var constraint: [String]?
+
+    func parser(_ parser: XMLParser, didStartElement element: String, namespaceURI: String?, qualifiedName: String?,
+                attributes: [String: String] = [:]) {
+        func flag(_ name: String) -> Bool { attributes[name] == "YES" }
+        switch element {
+        case "model":
+            sawModel = true
+            versionIdentifier = attributes["userDefinedModelVersionIdentifier"] ?? ""
+        case "entity":
+            guard let name = attributes["name"] else { return }
+            entities.append(.init(name: name, parent: attributes["parentEntity"], isAbstract: flag("isAbstract"),
+                                  renamingIdentifier: attributes["elementID"],
+                                  versionHashModifier: attributes["versionHashModifier"]))
+        case "attribute", "relationship":
+            guard let name = attributes["name"], !entities.isEmpty else { return }
+            let owner = entities[entities.count - 1].name
+            let kind: CoreDataModel.Property.Kind
+            if element == "relationship" {
+                guard let destination = attributes["destinationEntity"] else {
+                    problem = problem ?? "relationship \(owner).\(name) has no destinationEntity"
+                    return
+                }
+                let toMany = flag("toMany")
+                kind = .relationship(.init(destination: destination, inverse: attributes["inverseName"],
+                                           isToMany: toMany, isOrdered: toMany && flag("ordered")))
+            } else {
+                let typeName = attributes["attributeType"] ?? "Undefined"
+                guard let type = CoreDataModel.AttributeType(xmlName: typeName) else {
+                    problem = problem ?? "attribute \(owner).\(name) has type \"\(typeName)\", which this version does not know"
+                    return
+                }
+                kind = .attribute(.init(type: type, defaultValue: Self.defaultValue(attributes, type: type),
+                                        derivation: flag("derived") ? attributes["derivationExpression"] : nil,
+                                        allowsExternalStorage: flag("allowsExternalBinaryDataStorage"),
+                                        valueTransformerName: attributes["valueTransformerName"]))
+            }
+            entities[entities.count - 1].properties.append(.init(
+                name: name, kind: kind, isOptional: flag("optional"), isTransient: flag("transient"),
+                renamingIdentifier: attributes["elementID"], versionHashModifier: attributes["versionHashModifier"]))
+        case "uniquenessConstraint":
+            constraint = []
+        case "constraint":
+            if let value = attributes["value"] { constraint?.append(value) }
+        default:
+            break
+        }
+    }
+
+    func parser(_ parser: XMLParser, didEndElement element: String, namespaceURI: String?, qualifiedName: String?) {
+        if element == "uniquenessConstraint", let constraint, !entities.isEmpty {
+            entities[entities.count - 1].uniquenessConstraints.append(constraint)
+            self.constraint = nil
+        }
+    }
+
+    /// The default of an attribute: `defaultValueString` read as the attribute's type, or
+    /// `defaultDateTimeInterval` for a date.
+    static func defaultValue(_ attributes: [String: String], type: CoreDataModel.AttributeType) -> CoreDataModel.Value? {
+        if type == .date { return attributes["defaultDateTimeInterval"].flatMap(Double.init).map { .date($0) } }
+        guard let text = attributes["defaultValueString"] else { return nil }
+        switch type {
+        case .integer16, .integer32, .integer64:
+            return Int64(text).map { .integer($0) } ?? Double(text).map { .integer(Int64($0)) }
+        case .double, .float, .decimal:
+            return Double(text).map { .real($0) }
+        case .boolean:
+            switch text.uppercased() {
+            case "YES", "TRUE", "1": return .bool(true)
+            case "NO", "FALSE", "0": return .bool(false)
+            default: return nil
+            }
+        case .string, .uri:
+            return .string(text)
+        case .uuid:
+            return UUID(uuidString: text).map { uuid in .data(withUnsafeBytes(of: uuid.uuid) { Array($0) }) }
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+
+/// The entities a Core Data store lists in `Z_PRIMARYKEY`: their numbers, their inheritance, the
+/// table of each tree, and the key high-water mark `Z_MAX` of each root. What a job's bookkeeping
+/// needs inside every batch, read from the store itself (a hand-written plan works on stores
+/// without a model cache); what the columns hold comes from the model (``CoreDataLayout``).
+public struct CoreDataEntities: Sendable {
+    /// An entity as `Z_PRIMARYKEY` lists it.
+    public struct Entity: Sendable, Equatable {
+        /// `Z_ENT`: the entity's number in this store's model.
+        public var number: Int64
+        /// `Z_NAME`.
+        public var name: String
+        /// `Z_SUPER`: the parent entity's number, `nil` for a root.
+        public var parent: Int64?
+        /// `Z_MAX`: the largest key handed out in the root's table (0 for sub-entities).
+        public var max: Int64
+        /// The number of the root of the entity's inheritance tree (itself for a root).
+        public var root: Int64
+        /// The table holding the rows of the whole tree: `Z` + the root's name in capitals, as
+        /// the store spells it.
+        public var table: String
+    }
+
+    /// The model's entities by number (persistent-history entities excluded).
+    public var entities: [Int64: Entity]
+
+    /// `Z_PRIMARYKEY` rows from this number up are persistent-history entities (`CHANGE`,
+    /// `TRANSACTION`, ...), whose tables are named `A<NAME>`.
+    static let firstHistoryEntity: Int64 = 16000
+
+    /// The entity named `name`.
+    public func entity(named name: String) -> Entity? {
+        entities.values.first { $0.name == name }
+    }
+
+    /// The entity with `number` and every entity below it in the inheritance tree.
+    public func descendants(of number: Int64) -> Set<Int64> {
+        var result: Set<Int64> = [number]
+        var grew = true
+        while grew {
+            grew = false
+            for entity in entities.values where !result.contains(entity.number) {
+                if let parent = entity.parent, result.contains(parent) {
+                    result.insert(entity.number)
+                    grew = true
+                }
+            }
+        }
+        return result
+    }
+
+    /// The root entity whose tree lives in the table named `name`.
+    public func root(ofTable name: String) -> Entity? {
+        entities.values.filter { $0.parent == nil }.sorted { $0.number < $1.number }
+            .first { $0.table.caseInsensitiveCompare(name) == .orderedSame }
+    }
+
+    /// Whether the store in `database` (as schema `schema`: `main`, or `src` for an attached
+    /// source) has Core Data's `Z_PRIMARYKEY` table.
+    static func isCoreData(_ database: Database, schema: String = "main") throws(SQLiteError) -> Bool {
+        try database.scalar(
+            "SELECT count(*) FROM \(schema).sqlite_schema WHERE type = 'table' AND name = 'Z_PRIMARYKEY'").integer == 1
+    }
+
+    /// Reads `Z_PRIMARYKEY` of the store open as `schema` in `database`.
+    ///
+    /// - Throws: ``MigrationError`` naming `file` when the store has no `Z_PRIMARYKEY` (not a
+    ///   Core Data store) or its entity tree is inconsistent.
+    static func read(_ database: Database, schema: String = "main", file: String) throws -> CoreDataEntities {
+        guard try isCoreData(database, schema: schema) else {
+            throw MigrationError(.store, "not a Core Data store: it has no Z_PRIMARYKEY table", file: file)
+        }
+        var entities: [Int64: Entity] = [:]
+        for row in try database.rows("SELECT Z_ENT, Z_NAME, Z_SUPER, Z_MAX FROM \(schema).Z_PRIMARYKEY ORDER BY Z_ENT") {
+            guard let number = row[0].integer, let name = row[1].text, number < firstHistoryEntity else { continue }
+            let parent = row[2].integer.flatMap { $0 == 0 ? nil : $0 }
+            entities[number] = Entity(number: number, name: name, parent: parent, max: row[3].integer ?? 0, root: number, table: "")
+        }
+        let tableNames = try database.rows(
+            "SELECT name FROM \(schema).sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        ).compactMap { $0[0].text }
+        let byUpperName = Dictionary(tableNames.map { ($0.uppercased(), $0) }, uniquingKeysWith: { a, _ in a })
+        for number in entities.keys {
+            var root = number
+            var steps = 0
+            while let parent = entities[root]?.parent {
+                guard entities[parent] != nil, steps < entities.count else {
+                    throw MigrationError(.store, "Z_PRIMARYKEY: entity \(entities[number]!.name) (\(number)) has a parent \(parent) that is not an entity, or its tree has a cycle", file: file)
+                }
+                root = parent
+                steps += 1
+            }
+            let table = "Z" + entities[root]!.name.uppercased()
+            entities[number]!.root = root
+            entities[number]!.table = byUpperName[table.uppercased()] ?? table
+        }
+        return CoreDataEntities(entities: entities)
+    }
+}
