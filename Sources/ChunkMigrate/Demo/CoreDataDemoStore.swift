@@ -4,11 +4,14 @@ import MigrationJournal
 /// A generated pair of Core Data stores: `old.sqlite`, full, at "model N", and `new.sqlite`, empty,
 /// as Core Data creates it for "model N+1", whose entity numbers are all shifted by a new entity.
 ///
-/// The layout is the one Core Data writes (compare the real stores in `shared/fixtures/coredata`):
-/// `Z_PRIMARYKEY`, `Z_METADATA` with a binary property list, `Z_MODELCACHE`, one table per root
-/// entity holding its whole inheritance tree, `Z_ENT` in every row, a polymorphic to-one column
-/// `Z<n>_<REL>`, an ordered relationship's `Z_FOK_<REL>` and a many-to-many join table
-/// `Z_<n><REL>`. Used by the Core Data tests and `Tools/bench-coredata`.
+/// Both stores are written from their models (``sourceModelXML``, ``destinationModelXML``) by
+/// ``CoreDataEmptyStore``, so the layout is the one Core Data derives (compare the real stores in
+/// `shared/fixtures/coredata`): `Z_PRIMARYKEY`, `Z_METADATA` with a binary property list,
+/// `Z_MODELCACHE` holding the model, one table per root entity holding its whole inheritance
+/// tree, `Z_ENT` in every row, a polymorphic to-one column `Z<n>_<REL>`, an ordered
+/// relationship's `Z_FOK_<REL>` and a many-to-many join table `Z_<n><REL>`. The old store's
+/// metadata carries a key of the app's own (``appMetadata``). Used by the Core Data tests,
+/// `Tools/bench-coredata` and `Tools/kill-resume --core-data`.
 ///
 /// ```swift
 /// let files = try CoreDataDemoStore.generate(in: folder, rows: 100_000)
@@ -23,7 +26,8 @@ public enum CoreDataDemoStore {
         public var new: URL
     }
 
-    /// An entity of one of the two models, as its row in `Z_PRIMARYKEY` names it.
+    /// An entity as its row in `Z_PRIMARYKEY` names it (the book demo's store writes its metadata
+    /// from these).
     public struct Entity: Sendable, Equatable {
         /// `Z_ENT`: the entity's number in its store.
         public var number: Int
@@ -33,26 +37,64 @@ public enum CoreDataDemoStore {
         public var superEntity: Int
     }
 
-    /// The entities of model N (`old.sqlite`): Folder and Tag are roots, Item is an abstract root
-    /// whose sub-entities Link and Note share its table `ZITEM`.
-    public static let sourceEntities = [
-        Entity(number: 1, name: "Folder", superEntity: 0),
-        Entity(number: 2, name: "Item", superEntity: 0),
-        Entity(number: 3, name: "Link", superEntity: 2),
-        Entity(number: 4, name: "Note", superEntity: 2),
-        Entity(number: 5, name: "Tag", superEntity: 0),
-    ]
+    /// Model N (`old.sqlite`), as Xcode saves it: Folder and Tag are roots, Item is an abstract
+    /// root whose sub-entities Link and Note share its table `ZITEM`; a folder keeps its items in
+    /// order (`Z_FOK_FOLDER`), an item may link to another of either sub-entity (`Z2_LINKED`), and
+    /// items and tags are many-to-many (`Z_2TAGS`).
+    public static let sourceModelXML = """
+        <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+        <model type="com.apple.IDECoreDataModeler.DataModel" userDefinedModelVersionIdentifier="N">
+            <entity name="Folder">
+                <attribute name="name" optional="YES" attributeType="String"/>
+                <relationship name="children" optional="YES" toMany="YES" destinationEntity="Folder" inverseName="parent"/>
+                <relationship name="items" optional="YES" toMany="YES" ordered="YES" destinationEntity="Item" inverseName="folder"/>
+                <relationship name="parent" optional="YES" maxCount="1" destinationEntity="Folder" inverseName="children"/>
+            </entity>
+            <entity name="Item" isAbstract="YES">
+                <attribute name="created" optional="YES" attributeType="Date"/>
+                <attribute name="size" optional="YES" attributeType="Integer 64"/>
+                <attribute name="title" optional="YES" attributeType="String"/>
+                <relationship name="folder" optional="YES" maxCount="1" destinationEntity="Folder" inverseName="items"/>
+                <relationship name="linked" optional="YES" maxCount="1" destinationEntity="Item"/>
+                <relationship name="tags" optional="YES" toMany="YES" destinationEntity="Tag" inverseName="items"/>
+            </entity>
+            <entity name="Link" parentEntity="Item">
+                <attribute name="url" optional="YES" attributeType="String"/>
+            </entity>
+            <entity name="Note" parentEntity="Item">
+                <attribute name="body" optional="YES" attributeType="String"/>
+            </entity>
+            <entity name="Tag">
+                <attribute name="name" optional="YES" attributeType="String"/>
+                <relationship name="items" optional="YES" toMany="YES" destinationEntity="Item" inverseName="tags"/>
+            </entity>
+        </model>
+        """
 
-    /// The entities of model N+1 (`new.sqlite`): a new root, Account, takes number 1 and every
-    /// other entity moves up by one.
-    public static let destinationEntities = [
-        Entity(number: 1, name: "Account", superEntity: 0),
-        Entity(number: 2, name: "Folder", superEntity: 0),
-        Entity(number: 3, name: "Item", superEntity: 0),
-        Entity(number: 4, name: "Link", superEntity: 3),
-        Entity(number: 5, name: "Note", superEntity: 3),
-        Entity(number: 6, name: "Tag", superEntity: 0),
-    ]
+    /// Model N+1 (`new.sqlite`): a new root, Account, takes number 1 and every other entity moves
+    /// up by one (`Z3_LINKED`, `Z_3TAGS`); Item gains an optional `pinned`.
+    public static let destinationModelXML = sourceModelXML
+        .replacingOccurrences(of: "userDefinedModelVersionIdentifier=\"N\"", with: "userDefinedModelVersionIdentifier=\"N+1\"")
+        .replacingOccurrences(of: "    <entity name=\"Folder\">", with: """
+                <entity name="Account">
+                    <attribute name="name" optional="YES" attributeType="String"/>
+                </entity>
+                <entity name="Folder">
+            """)
+        .replacingOccurrences(of: "<attribute name=\"created\" optional=\"YES\" attributeType=\"Date\"/>", with: """
+            <attribute name="created" optional="YES" attributeType="Date"/>
+                        <attribute name="pinned" optional="YES" attributeType="Boolean"/>
+            """)
+
+    /// Model N.
+    public static var sourceModel: CoreDataModel {
+        get throws { try CoreDataModel(xml: Data(sourceModelXML.utf8), file: "CoreDataDemoStore.sourceModelXML") }
+    }
+
+    /// Model N+1.
+    public static var destinationModel: CoreDataModel {
+        get throws { try CoreDataModel(xml: Data(destinationModelXML.utf8), file: "CoreDataDemoStore.destinationModelXML") }
+    }
 
     /// `Z_METADATA.Z_UUID` of `old.sqlite`, and the `NSStoreUUID` of its metadata: the store's
     /// identity, which object-ID URIs contain.
@@ -61,46 +103,9 @@ public enum CoreDataDemoStore {
     /// `Z_METADATA.Z_UUID` of `new.sqlite` as created, before any migration.
     public static let destinationUUID = "A7E5F00D-3B4C-4D5E-9F60-FEDCBA987654"
 
-    /// The tables and indexes of model N, in Core Data's own spelling. The indexes are created
-    /// after the rows (it is faster); `sourceIndexes` lists them.
-    static let sourceTables = """
-        CREATE TABLE ZFOLDER ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZPARENT INTEGER, ZNAME VARCHAR );
-        CREATE TABLE ZITEM ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZFOLDER INTEGER, Z_FOK_FOLDER INTEGER, ZLINKED INTEGER, Z2_LINKED INTEGER, ZCREATED TIMESTAMP, ZSIZE INTEGER, ZTITLE VARCHAR, ZURL VARCHAR, ZBODY VARCHAR );
-        CREATE TABLE ZTAG ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR );
-        CREATE TABLE Z_2TAGS ( Z_2ITEMS INTEGER, Z_5TAGS INTEGER, PRIMARY KEY (Z_2ITEMS, Z_5TAGS) );
-        \(bookkeepingTables)
-        """
-
-    static let sourceIndexes = """
-        CREATE INDEX ZFOLDER_ZPARENT_INDEX ON ZFOLDER (ZPARENT);
-        CREATE INDEX ZITEM_ZFOLDER_INDEX ON ZITEM (ZFOLDER);
-        CREATE INDEX ZITEM_ZLINKED_INDEX ON ZITEM (ZLINKED);
-        CREATE INDEX ZITEM_Z_ENT_INDEX ON ZITEM (Z_ENT);
-        CREATE INDEX Z_2TAGS_Z_5TAGS_INDEX ON Z_2TAGS (Z_5TAGS, Z_2ITEMS);
-        """
-
-    /// The schema of model N+1: `ZACCOUNT` is new, `ZITEM` gains `ZPINNED`, and the columns and
-    /// tables named by entity numbers follow the new numbers (`Z3_LINKED`, `Z_3TAGS`).
-    static let destinationSchema = """
-        CREATE TABLE ZACCOUNT ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR );
-        CREATE TABLE ZFOLDER ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZPARENT INTEGER, ZNAME VARCHAR );
-        CREATE INDEX ZFOLDER_ZPARENT_INDEX ON ZFOLDER (ZPARENT);
-        CREATE TABLE ZITEM ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZPINNED INTEGER, ZFOLDER INTEGER, Z_FOK_FOLDER INTEGER, ZLINKED INTEGER, Z3_LINKED INTEGER, ZCREATED TIMESTAMP, ZSIZE INTEGER, ZTITLE VARCHAR, ZURL VARCHAR, ZBODY VARCHAR );
-        CREATE INDEX ZITEM_ZFOLDER_INDEX ON ZITEM (ZFOLDER);
-        CREATE INDEX ZITEM_ZLINKED_INDEX ON ZITEM (ZLINKED);
-        CREATE INDEX ZITEM_Z_ENT_INDEX ON ZITEM (Z_ENT);
-        CREATE TABLE ZTAG ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR );
-        CREATE TABLE Z_3TAGS ( Z_3ITEMS INTEGER, Z_6TAGS INTEGER, PRIMARY KEY (Z_3ITEMS, Z_6TAGS) );
-        CREATE INDEX Z_3TAGS_Z_6TAGS_INDEX ON Z_3TAGS (Z_6TAGS, Z_3ITEMS);
-        \(bookkeepingTables)
-        """
-
-    /// Core Data's bookkeeping tables, declared exactly as in every real store.
-    static let bookkeepingTables = """
-        CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER);
-        CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB);
-        CREATE TABLE Z_MODELCACHE (Z_CONTENT BLOB);
-        """
+    /// A metadata key the app of the demo set on its store (`setMetadata`): a sync token, which
+    /// belongs to the data and follows it into the migrated store.
+    public static let appMetadata = ["SyncToken": "demo-sync-token-42"]
 
     /// What a store's file starts as: the page size and incremental auto-vacuum Core Data uses,
     /// no journal while the store is filled (a failed generation is simply run again).
@@ -150,14 +155,20 @@ public enum CoreDataDemoStore {
     private static func writeSource(at url: URL, rows: Int) throws {
         let folders = max(1, rows / 100)
         let tags = min(1000, max(1, rows / 10))
-        let database = try Database(path: url.path, mode: .readWriteCreate)
+        try CoreDataEmptyStore.create(at: url, model: try sourceModel, uuid: sourceUUID, metadata: appMetadata)
+        let database = try Database(path: url.path, mode: .readWrite)
+        // The indexes are built after the rows (it is faster), as Core Data's own would be there.
+        let indexes = try database.rows("SELECT sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
+            .compactMap { $0[0].text }
+        let dropIndexes = try database.rows("SELECT name FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
+            .compactMap { $0[0].text }.map { "DROP INDEX \(SQL.quote($0));" }.joined(separator: "\n")
         // Items fill the folders block by block: within block b (items b*F+1 ... b*F+F) every
         // folder gets exactly one item, so (b + 1) is the item's position in its folder's ordered
         // relationship, whatever the folder count.
         try database.execute("""
-            \(bulkSettings)
+            PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;
             BEGIN;
-            \(sourceTables)
+            \(dropIndexes)
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(folders))
             INSERT INTO ZFOLDER (Z_PK, Z_ENT, Z_OPT, ZPARENT, ZNAME)
             SELECT i, 1, 1 + i % 3, CASE WHEN i % 5 = 1 THEN NULL ELSE 1 + (i * 7919) % (i - 1) END, 'Folder ' || i FROM n;
@@ -193,40 +204,17 @@ public enum CoreDataDemoStore {
             FROM n, second
             WHERE s = 0 OR (i % 10 <> 0 AND \(tags) > 1)
             ORDER BY 1, 2;
-            \(sourceIndexes)
-            INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES
-                (1, 'Folder', 0, \(folders + 5)),
-                (2, 'Item', 0, (SELECT max(Z_PK) FROM ZITEM)),
-                (3, 'Link', 2, 0),
-                (4, 'Note', 2, 0),
-                (5, 'Tag', 0, \(tags));
+            \(indexes.map { $0 + ";" }.joined(separator: "\n"))
+            UPDATE Z_PRIMARYKEY SET Z_MAX = \(folders + 5) WHERE Z_NAME = 'Folder';
+            UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT max(Z_PK) FROM ZITEM) WHERE Z_NAME = 'Item';
+            UPDATE Z_PRIMARYKEY SET Z_MAX = \(tags) WHERE Z_NAME = 'Tag';
             COMMIT;
+            PRAGMA journal_mode = WAL;
             """)
-        try writeMetadata(into: database, uuid: sourceUUID, entities: sourceEntities, revision: "N")
-        try database.execute("PRAGMA journal_mode = WAL;")
     }
 
     private static func writeDestination(at url: URL) throws {
-        let database = try Database(path: url.path, mode: .readWriteCreate)
-        try database.execute("""
-            \(bulkSettings)
-            BEGIN;
-            \(destinationSchema)
-            \(destinationEntities.map { "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (\($0.number), '\($0.name)', \($0.superEntity), 0);" }.joined(separator: "\n"))
-            COMMIT;
-            """)
-        try writeMetadata(into: database, uuid: destinationUUID, entities: destinationEntities, revision: "N+1")
-        try database.execute("PRAGMA journal_mode = WAL;")
-    }
-
-    /// Writes the store's `Z_METADATA` row and its `Z_MODELCACHE` row.
-    private static func writeMetadata(into database: Database, uuid: String, entities: [Entity], revision: String) throws {
-        let metadata = try database.prepare("INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?, ?)")
-        try metadata.bind([.text(uuid), .blob(Array(try metadataPlist(uuid: uuid, entities: entities, revision: revision)))])
-        _ = try metadata.step()
-        let cache = try database.prepare("INSERT INTO Z_MODELCACHE (Z_CONTENT) VALUES (?)")
-        try cache.bind([.blob(Array(try modelCache(entities: entities, revision: revision)))])
-        _ = try cache.step()
+        try CoreDataEmptyStore.create(at: url, model: try destinationModel, uuid: destinationUUID)
     }
 
     /// The version hash of an entity: 32 bytes, the SHA-256 of its name and the model revision
@@ -252,17 +240,6 @@ public enum CoreDataDemoStore {
         encoder.outputFormat = .binary
         let hashes = entities.map { ($0.name, versionHash(of: $0.name, revision: revision)) }
         return try encoder.encode(StoreMetadata(uuid: uuid, hashes: OrderedDictionary(pairs: hashes)))
-    }
-
-    /// `Z_CONTENT`: Core Data stores its compiled model here, compressed; this store keeps a
-    /// binary property list of the model's entities, which nothing reads but which is the
-    /// destination model's, and so must survive a migration unchanged.
-    static func modelCache(entities: [Entity], revision: String) throws -> Data {
-        let encoder = PropertyListEncoder()
-        encoder.outputFormat = .binary
-        return try encoder.encode(ModelCache(model: revision, entities: entities.map {
-            ModelCache.Entry(name: $0.name, number: $0.number, superEntity: $0.superEntity)
-        }))
     }
 
     /// The keys of `Z_PLIST`, in the order they are written.
@@ -296,15 +273,5 @@ public enum CoreDataDemoStore {
             var container = encoder.container(keyedBy: PropertyListKey.self)
             for (key, value) in pairs { try container.encode(value, forKey: PropertyListKey(stringValue: key)) }
         }
-    }
-
-    private struct ModelCache: Encodable {
-        struct Entry: Encodable {
-            var name: String
-            var number: Int
-            var superEntity: Int
-        }
-        var model: String
-        var entities: [Entry]
     }
 }

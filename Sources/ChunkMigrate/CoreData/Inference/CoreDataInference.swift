@@ -15,10 +15,10 @@ struct CoreDataInference {
     let options: InferenceOptions
     private var decisions: [String] = []
     private var notes: [String] = []
-    /// Source table -> the conditions (over its rows, as `s`) under which a row is copied into
-    /// some destination table; a table with an empty condition is copied whole. Join rows that
-    /// refer to a row not copied are left out with it.
-    private var copied: [String: [String]] = [:]
+    /// Destination entity table -> the conditions on source rows (as `s`) beyond their entity that
+    /// its copy adds (a uniqueness constraint's keep-first filter). Join rows that refer to a row
+    /// not copied are left out with it.
+    private var keptRows: [String: [String]] = [:]
 
     init(database: Database, sourcePath: String, destinationPath: String, options: InferenceOptions) {
         self.database = database
@@ -95,6 +95,9 @@ struct CoreDataInference {
     enum Source: Hashable {
         /// A column of the source row, as it is.
         case column(String)
+        /// An SQL expression of one source column that is NULL where the column is
+        /// (`coredata_entity(Z8_VALUE)`, `CAST(ZCOUNT AS REAL)`).
+        case ofColumn(String)
         /// An SQL expression over the source row (`s`).
         case expression(String)
 
@@ -103,7 +106,15 @@ struct CoreDataInference {
         var sql: String {
             switch self {
             case let .column(name): SQL.identifier(name)
-            case let .expression(sql): sql
+            case let .ofColumn(sql), let .expression(sql): sql
+            }
+        }
+
+        /// Whether the value is the source column's, as it is or converted.
+        var isColumn: Bool {
+            switch self {
+            case .column, .ofColumn: true
+            case .expression: false
             }
         }
     }
@@ -145,13 +156,14 @@ struct CoreDataInference {
                 columns[column.name] = "Z_OPT"
             default:
                 var sources = try rows.map { try value(of: column, for: $0, context) }
-                // A column the owners' rows read unchanged, under its own name, is copied whole,
-                // as Core Data's in-place migration leaves an untouched column: values in rows
-                // of other entities (an earlier migration's defaults) stay too.
+                // A column whose owners' rows all read one source column is copied whole, as
+                // Core Data's in-place migration leaves a column: values in rows of entities
+                // without the property (an earlier migration's defaults) stay, and the copy
+                // needs no CASE per row. Each source column holds one property, so no other
+                // property's values can come along.
                 let owners = rows.indices.filter { owns(column, rows[$0], context) }
-                if let first = owners.first, case let .column(name) = sources[first],
-                   name.caseInsensitiveCompare(column.name) == .orderedSame, owners.allSatisfy({ sources[$0] == sources[first] }) {
-                    sources = rows.map { _ in .column(name) }
+                if let first = owners.first, sources[first].isColumn, owners.allSatisfy({ sources[$0] == sources[first] }) {
+                    sources = rows.map { _ in sources[first] }
                 }
                 if let sql = combine(sources, rows: rows) { columns[column.name] = sql }
             }
@@ -166,7 +178,7 @@ struct CoreDataInference {
         }
         conditions += try checkNewUniqueness(table, from: from, rows: rows, entityFilter: conditions.first, context)
         let condition = conditions.isEmpty ? nil : conditions.joined(separator: " AND ")
-        copied[from.name, default: []].append(condition ?? "")
+        keptRows[table.name] = Array(conditions.dropFirst(kept != sourceTree ? 1 : 0))
         decisions.append("table \(from.name) -> \(table.name) (entity tree \(rootName)): \(columns.count) columns, keys preserved")
         return EntityMapping(name: rootName, source: .init(table: from.name, key: "Z_PK", where: condition),
                              destination: .init(table: table.name, key: "Z_PK"), keys: .preserve, columns: columns)
@@ -253,7 +265,7 @@ struct CoreDataInference {
         let was = old.attribute!
         if was.type != new.type, let converted = conversion(oldColumn.name, from: was.type, to: new.type) {
             decide("\(column): \(was.type.xmlName) -> \(new.type.xmlName), \(converted)")
-            value = .expression(converted)
+            value = .ofColumn(converted)
         }
         if old.isOptional, !attribute.isOptional, let defaultSQL {
             decide("\(column): optional in \(declaredBy), required with default \(defaultSQL) in \(rows.entity): NULLs take the default")
@@ -324,7 +336,7 @@ struct CoreDataInference {
               let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity),
               let relationship = old.relationship else { return .null }
         if !relationship.isToMany, let entityColumn = context.source.table(of: rows.source)?.column(for: .toOneEntity(entity: declaredBy, property: old.name)) {
-            return .expression("coredata_entity(\(SQL.identifier(entityColumn.name)))")
+            return .ofColumn("coredata_entity(\(SQL.identifier(entityColumn.name)))")
         }
         guard let target = context.source.entity(named: relationship.destination), let targetTable = context.source.tables[target.root] else {
             return .null
@@ -435,20 +447,41 @@ struct CoreDataInference {
         if !pairs.isJoinTable {
             filters.append("\(SQL.identifier(pairs.owner == "Z_PK" ? pairs.target : pairs.owner)) IS NOT NULL")
         }
-        for (ordered, column) in [(side, pairs.target), (other, pairs.owner)] where column != "Z_PK" || pairs.isJoinTable {
-            guard let entity = context.destination.entities[ordered.target], let sourceName = mapping.sourceEntity[entity.name],
-                  let sourceEntity = context.source.entity(named: sourceName), let conditions = copied[sourceEntity.table],
-                  !conditions.contains("") else { continue }
-            filters.append("\(SQL.identifier(column)) IN (SELECT s.Z_PK FROM src.\(SQL.quote(sourceEntity.table)) AS s WHERE \(conditions.map { "(\($0))" }.joined(separator: " OR ")))")
+        for (ordered, column) in [(side, pairs.target), (other, pairs.owner)] {
+            guard let (table, condition) = copiedRows(of: ordered.target, context) else { continue }
+            filters.append("\(SQL.identifier(column)) IN (SELECT s.Z_PK FROM src.\(SQL.quote(table)) AS s WHERE \(condition))")
         }
-        if !pairs.isJoinTable, let conditions = copied[pairs.table], !conditions.contains("") {
-            filters.append("(\(conditions.map { "(\($0))" }.joined(separator: " OR ")))")
+        let leftOut = filters.isEmpty ? "" : "; rows that refer to rows left out are left out"
+        if pairs.isJoinTable {
+            let renamed = (join.sides.map(\.column) + join.sides.compactMap(\.order)).filter { columns[$0].map { SQL.identifier($0) == $0 } ?? false }
+                .sorted().map { "\(columns[$0]!) -> \($0)" }.joined(separator: ", ")
+            decisions.append("join table \(pairs.table) -> \(join.name) (columns \(renamed))\(leftOut)")
+        } else {
+            let key = pairs.owner == "Z_PK" ? pairs.target : pairs.owner
+            decisions.append("join table \(join.name) (\(side.entity).\(side.property ?? "")): from \(pairs.table).\(key), its to-one side before\(leftOut)")
         }
-        let was = pairs.isJoinTable ? "join table \(pairs.table)" : "\(pairs.table).\(pairs.owner == "Z_PK" ? pairs.target : pairs.owner) (a to-one side before)"
-        decisions.append("join table \(join.name) (\(side.entity).\(side.property ?? "")) from \(was)\(filters.isEmpty ? "" : ", rows that refer to rows left out are left out")")
         return EntityMapping(name: join.name,
                              source: .init(table: pairs.table, where: filters.isEmpty ? nil : filters.joined(separator: " AND ")),
                              destination: .init(table: join.name), columns: columns)
+    }
+
+    /// The source rows copied as destination entity `number` or one below it: the source table
+    /// and a condition over its rows (as `s`); `nil` when every row of the table is.
+    private func copiedRows(of number: Int64, _ context: Context) -> (table: String, condition: String)? {
+        let destination = context.destination, source = context.source
+        guard let entity = destination.entities[number], let destinationTable = destination.tables[entity.root] else { return nil }
+        let numbers = Set(destination.descendants(of: number).compactMap { dest in
+            destination.entities[dest].flatMap { context.mapping.sourceEntity[$0.name] }.flatMap { source.entity(named: $0)?.number }
+        })
+        guard let first = numbers.first, let sourceEntity = source.entities[first], let table = source.tables[sourceEntity.root] else {
+            return nil
+        }
+        var conditions = keptRows[destinationTable.name] ?? []
+        if numbers != source.descendants(of: table.root) {
+            conditions.insert("s.Z_ENT IN (\(numbers.sorted().map(String.init).joined(separator: ", ")))", at: 0)
+        }
+        guard !conditions.isEmpty else { return nil }
+        return (table.name, conditions.joined(separator: " AND "))
     }
 
     // MARK: - Keys allocated

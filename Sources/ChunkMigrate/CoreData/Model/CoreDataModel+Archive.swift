@@ -10,8 +10,8 @@ import Foundation
 /// inherited ones too, each a description or a `_NSPropertyDescriptionProxy` of the parent's), per
 /// property `NSPropertyName`, `NSIsOptional`, `NSIsTransient` (absent when false),
 /// `NSRenamingIdentifier`, `NSVersionHashModifier`, and `NSAttributeType`, `NSDefaultValue`,
-/// `NSDerivationExpression`, `NSAllowsExternalBinaryDataStorage`, `NSValueTransformerName` for
-/// attributes, `_NSDestinationEntityName`, `_NSInverseRelationshipName`, `NSMaxCount`,
+/// `NSDerivationExpression`, `NSValueTransformerName` and `NSFlagsKey` (4: values may be stored
+/// in external files) for attributes, `_NSDestinationEntityName`, `_NSInverseRelationshipName`, `NSMaxCount`,
 /// `NSIsOrdered` for relationships.
 extension CoreDataModel {
     /// Reads a model from its keyed archive.
@@ -56,7 +56,7 @@ extension CoreDataModel {
             let parent = archive.resolve(object["NSSuperentity"]).flatMap { archive.string($0["NSEntityName"]) }
             let constraints = (archive.objects(object["NSUniqueTuples"]) ?? []).compactMap { archive.strings($0) }
             decoded.append((Entity(name: name, parent: parent, isAbstract: archive.bool(object["NSIsAbstract"]) ?? false,
-                                   renamingIdentifier: archive.string(object["NSRenamingIdentifier"]),
+                                   renamingIdentifier: Self.renaming(archive.string(object["NSRenamingIdentifier"]), of: name),
                                    versionHashModifier: archive.string(object["NSVersionHashModifier"]),
                                    properties: [], uniquenessConstraints: constraints), properties))
         }
@@ -98,7 +98,7 @@ extension CoreDataModel {
             kind = .attribute(Attribute(
                 type: type, defaultValue: Self.value(object["NSDefaultValue"], type: type, archive: archive),
                 derivation: object["NSDerivationExpression"].flatMap { Self.expression($0, archive: archive) },
-                allowsExternalStorage: archive.bool(object["NSAllowsExternalBinaryDataStorage"]) ?? false,
+                allowsExternalStorage: (archive.resolve(object["NSFlagsKey"])?.integer ?? 0) & 4 != 0,
                 valueTransformerName: archive.string(object["NSValueTransformerName"])))
         case "NSRelationshipDescription":
             let destination = archive.string(object["_NSDestinationEntityName"])
@@ -116,8 +116,14 @@ extension CoreDataModel {
         }
         return Property(name: name, kind: kind, isOptional: archive.bool(object["NSIsOptional"]) ?? false,
                         isTransient: archive.bool(object["NSIsTransient"]) ?? false,
-                        renamingIdentifier: archive.string(object["NSRenamingIdentifier"]),
+                        renamingIdentifier: Self.renaming(archive.string(object["NSRenamingIdentifier"]), of: name),
                         versionHashModifier: archive.string(object["NSVersionHashModifier"]))
+    }
+
+    /// A renaming identifier as the model means it: Core Data's archives give every entity and
+    /// property one, its own name unless it was renamed.
+    private static func renaming(_ identifier: String?, of name: String) -> String? {
+        identifier == name || identifier?.isEmpty == true ? nil : identifier
     }
 
     /// A default value: a number inline, or an `NSString`, `NSDate`, `NSData`, `NSUUID` object.
@@ -244,7 +250,7 @@ extension CoreDataModel {
             fields["NSAttributeType"] = .integer(Int64(attribute.type.rawValue))
             fields["NSDefaultValue"] = attribute.defaultValue.map { archive($0, writer: &writer) } ?? KeyedArchiveWriter.null
             fields["NSValueTransformerName"] = writer.string(attribute.valueTransformerName)
-            if attribute.allowsExternalStorage { fields["NSAllowsExternalBinaryDataStorage"] = .bool(true) }
+            fields["NSFlagsKey"] = .integer(attribute.allowsExternalStorage ? 4 : 0)
             if let derivation = attribute.derivation {
                 let path = writer.append("NSKeyPathSpecifierExpression", ["NSExpressionType": .integer(10), "NSKeyPath": writer.string(derivation)])
                 fields["NSDerivationExpression"] = path

@@ -87,22 +87,30 @@ private final class ModelXMLReader: NSObject, XMLParserDelegate {
         }
     }
 
-    /// The default of an attribute: `defaultValueString` read as the attribute's type, or
-    /// `defaultDateTimeInterval` for a date.
+    /// The default of an attribute: `defaultValueString` read as the attribute's type the way the
+    /// model compiler reads it (`NSString`'s `longLongValue`, `doubleValue`, `boolValue`: `"NO"`
+    /// in an integer attribute is 0), or `defaultDateTimeInterval` for a date.
     static func defaultValue(_ attributes: [String: String], type: CoreDataModel.AttributeType) -> CoreDataModel.Value? {
         if type == .date { return attributes["defaultDateTimeInterval"].flatMap(Double.init).map { .date($0) } }
         guard let text = attributes["defaultValueString"] else { return nil }
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        /// The number at the start of the text, as `NSString` reads one; 0 when there is none.
+        func leadingNumber() -> Double {
+            var end = trimmed.startIndex
+            while end < trimmed.endIndex, "+-0123456789.eE".contains(trimmed[end]) { end = trimmed.index(after: end) }
+            var prefix = trimmed[..<end]
+            while !prefix.isEmpty, Double(prefix) == nil { prefix = prefix.dropLast() }
+            return Double(prefix) ?? 0
+        }
         switch type {
         case .integer16, .integer32, .integer64:
-            return Int64(text).map { .integer($0) } ?? Double(text).map { .integer(Int64($0)) }
+            return .integer(Int64(trimmed) ?? Int64(leadingNumber()))
         case .double, .float, .decimal:
-            return Double(text).map { .real($0) }
+            return .real(leadingNumber())
         case .boolean:
-            switch text.uppercased() {
-            case "YES", "TRUE", "1": return .bool(true)
-            case "NO", "FALSE", "0": return .bool(false)
-            default: return nil
-            }
+            // boolValue: YES, Y, T (any case), or a number that is not zero.
+            guard let first = trimmed.uppercased().first else { return .bool(false) }
+            return .bool("YT".contains(first) || leadingNumber() != 0)
         case .string, .uri:
             return .string(text)
         case .uuid:

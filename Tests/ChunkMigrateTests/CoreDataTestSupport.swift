@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+@testable import ChunkMigrate
+
+/// Core Data stores for tests: models written as the XML Xcode saves, stores created from them as
+/// Core Data creates them (``CoreDataEmptyStore``), fixture stores emptied the way Core Data
+/// creates a new store.
+enum CoreDataTesting {
+    /// A model from the `<entity>` elements of its XML.
+    static func model(_ entities: String, identifier: String = "") throws -> CoreDataModel {
+        let xml = """
+            <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+            <model type="com.apple.IDECoreDataModeler.DataModel" userDefinedModelVersionIdentifier="\(identifier)">
+            \(entities)
+            </model>
+            """
+        return try CoreDataModel(xml: Data(xml.utf8), file: "test model")
+    }
+
+    /// An empty store of `model` at `url`, then `rows` (SQL) run on it and every root's `Z_MAX`
+    /// raised to its table's largest key.
+    @discardableResult
+    static func store(_ model: CoreDataModel, at url: URL, uuid: String, metadata: [String: String] = [:], rows: String = "") throws -> URL {
+        try CoreDataEmptyStore.create(at: url, model: model, uuid: uuid, metadata: metadata)
+        let database = try Database(path: url.path, mode: .readWrite)
+        try database.execute("BEGIN; \(rows); COMMIT;")
+        let layout = try CoreDataLayout(model: model)
+        for table in layout.tables.values {
+            try database.execute("UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT ifnull(max(Z_PK), 0) FROM \(table.name)) WHERE Z_ENT = \(table.root)")
+        }
+        return url
+    }
+
+    /// A copy of `store` emptied the way Core Data creates a new store of the same model: entity
+    /// and join tables empty, every `Z_MAX` 0, a new store UUID, only Core Data's own metadata
+    /// keys. The model cache stays.
+    static func emptiedCopy(of store: URL, named name: String, in folder: TemporaryFolder) throws -> URL {
+        let copy = folder.path(name)
+        try FileManager.default.copyItem(at: store, to: copy)
+        for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: store.path + suffix) {
+            try FileManager.default.copyItem(atPath: store.path + suffix, toPath: copy.path + suffix)
+        }
+        let database = try Database(path: copy.path, mode: .readWrite)
+        let tables = try database.rows("""
+            SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
+            AND name NOT IN ('Z_PRIMARYKEY', 'Z_METADATA', 'Z_MODELCACHE') AND name NOT LIKE 'Z\\_RT\\_%' ESCAPE '\\'
+            """).compactMap { $0[0].text }
+        let uuid = UUID().uuidString
+        try database.execute("BEGIN; " + tables.map { "DELETE FROM \(SQL.quote($0));" }.joined()
+                             + " UPDATE Z_PRIMARYKEY SET Z_MAX = 0; UPDATE Z_METADATA SET Z_UUID = '\(uuid)'; COMMIT;")
+        let metadata = try CoreDataMetadata.read(database, file: copy.path)
+        if var plist = metadata.plist {
+            plist = plist.filter { CoreDataMetadata.isCoreDataKey($0.key) }
+            if plist["NSStoreUUID"] != nil { plist["NSStoreUUID"] = uuid }
+            let statement = try database.prepare("UPDATE Z_METADATA SET Z_PLIST = ?1")
+            try statement.bind([.blob(Array(try CoreDataMetadata.encoded(plist)))])
+            _ = try statement.step()
+        }
+        return copy
+    }
+
+    /// Every table of `store` but the model cache, each table's rows in a canonical order (every
+    /// column), and the metadata as its decoded property list: what must equal between a store
+    /// Core Data migrated and the same store migrated by chunkmigrate.
+    static func contents(_ store: URL) throws -> [String: [[SQLiteValue]]] {
+        let database = try Database(path: store.path, mode: .source)
+        var result: [String: [[SQLiteValue]]] = [:]
+        let tables = try database.rows("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+            .compactMap { $0[0].text }
+        for table in tables where table != "Z_MODELCACHE" && table != "Z_METADATA" {
+            let columns = try database.rows("SELECT name FROM pragma_table_info(?1) ORDER BY name", .text(table)).compactMap { $0[0].text }
+            let list = columns.map(SQL.quote).joined(separator: ", ")
+            result[table] = try database.rows("SELECT \(list) FROM \(SQL.quote(table)) ORDER BY \(list)")
+        }
+        let metadata = try CoreDataMetadata.read(database, file: store.path)
+        result["Z_METADATA"] = [[.integer(metadata.version), metadata.uuid.map(SQLiteValue.text) ?? .null,
+                                 .text(describe(metadata.plist ?? [:]))]]
+        return result
+    }
+
+    /// A property list as text with its keys sorted, so that two equal lists compare equal.
+    static func describe(_ value: Any) -> String {
+        switch value {
+        case let dictionary as [String: Any]:
+            return "{" + dictionary.keys.sorted().map { "\($0)=\(describe(dictionary[$0]!))" }.joined(separator: ", ") + "}"
+        case let array as [Any]:
+            return "[" + array.map(describe).joined(separator: ", ") + "]"
+        case let data as Data:
+            return "<" + data.map { String(format: "%02x", $0) }.joined() + ">"
+        default:
+            return "\(value)"
+        }
+    }
+
+    /// The first difference between two stores' contents, in words, or `nil`.
+    static func difference(_ ours: [String: [[SQLiteValue]]], _ theirs: [String: [[SQLiteValue]]]) -> String? {
+        if Set(ours.keys) != Set(theirs.keys) {
+            return "tables differ: \(Set(ours.keys).symmetricDifference(theirs.keys).sorted())"
+        }
+        for table in theirs.keys.sorted() where ours[table] != theirs[table] {
+            let a = ours[table]!, b = theirs[table]!
+            let first = zip(a, b).first { $0 != $1 }
+            return "\(table): \(a.count) rows against \(b.count); first differing row: \(first.map { "\($0.0) against \($0.1)" } ?? "-")"
+        }
+        return nil
+    }
+}
