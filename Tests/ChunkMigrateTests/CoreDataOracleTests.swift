@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+@testable import ChunkMigrate
+
+/// Core Data as the oracle: stores that Core Data itself migrated from one model version to the
+/// next (its automatic lightweight migration in a production messenger, a renaming identifier in
+/// ProgressiveMigration). The store at N is migrated into an emptied copy of Core Data's store at
+/// N+1 with the plan inferred from the two stores alone, and the result must equal Core Data's:
+/// every table, row by row, column by column, `Z_PRIMARYKEY` with its `Z_MAX`, the store UUID and
+/// the metadata, the app's own keys included.
+@Suite("Core Data as the oracle")
+struct CoreDataOracleTests {
+    /// Each pair: the store at N, Core Data's own migration of it to N+1, and what the model change was.
+    static let pairs: [(old: String, new: String, change: String)] = [
+        ("Messenger/store2-6.wiredatabase", "Messenger/store2-7.wiredatabase", "attributes added with defaults, one in a sub-entity"),
+        ("Messenger/store2-29-0.wiredatabase", "Messenger/store2-30-0.wiredatabase", "entities added that sort in the middle: every later entity renumbered"),
+        ("Messenger/store2-95-0.wiredatabase", "Messenger/store2-96-0.wiredatabase", "a self many-to-many's join table replaced, a required attribute added"),
+        ("Messenger/store2-100-0.wiredatabase", "Messenger/store2-101-0.wiredatabase", "an entity removed: numbers, join tables, polymorphic and ordering columns renamed"),
+        ("ProgressiveMigration/CoreDataMigration_Example_1.sqlite", "ProgressiveMigration/CoreDataMigration_Example_2.sqlite", "an attribute renamed through a renaming identifier"),
+    ]
+    static let present = pairs.allSatisfy { CoreDataStoreTests.fixture($0.old) != nil && CoreDataStoreTests.fixture($0.new) != nil }
+
+    @Test("the store at N migrated into an emptied copy of Core Data's store at N+1 equals Core Data's own migration, table by table, row by row",
+          .enabled(if: present, "shared/fixtures/coredata is absent"), arguments: pairs.map { "\($0.old) -> \($0.new)" })
+    func sameAsCoreData(_ pair: String) throws {
+        let (old, new, change) = Self.pairs.first { "\($0.old) -> \($0.new)" == pair }!
+        let folder = try TemporaryFolder()
+        let source = try CoreDataModelTests.copy(old, into: folder)
+        let coreData = try CoreDataModelTests.copy(new, into: folder)
+        let destination = try CoreDataTesting.emptiedCopy(of: coreData, named: "migrated.sqlite", in: folder)
+        #expect(try scalar("SELECT count(*) FROM Z_PRIMARYKEY WHERE Z_MAX > 0", on: destination) == .integer(0))
+
+        let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, batchSize: 3)
+        let difference = CoreDataTesting.difference(try CoreDataTesting.contents(destination), try CoreDataTesting.contents(coreData))
+        #expect(difference == nil, "\(change): \(difference ?? "")\ndecided: \(inferred.decisions)\nnotes: \(inferred.notes)")
+        #expect(try CoreDataStoreCheck.run(store: destination).violations == [])
+    }
+
+    @Test("what the plans decided: the renamed attribute's values, the defaults in existing rows, the renumbered join tables",
+          .enabled(if: present, "shared/fixtures/coredata is absent"))
+    func decisions() throws {
+        let folder = try TemporaryFolder()
+        func infer(_ index: Int) throws -> InferredPlan {
+            let pair = Self.pairs[index]
+            let source = try CoreDataModelTests.copy(pair.old, into: folder)
+            let destination = try CoreDataTesting.emptiedCopy(of: try CoreDataModelTests.copy(pair.new, into: folder),
+                                                             named: "empty\(index).sqlite", in: folder)
+            return try MigrationPlan.infer(source: source, destination: destination)
+        }
+        let renamed = try infer(4)
+        #expect(renamed.decisions.contains("Post.hexColor: renamed from Post.color (renamingIdentifier)"))
+        #expect(renamed.plan.entities.first?.columns["ZHEXCOLOR"] == "ZCOLOR")
+
+        let defaults = try infer(0)
+        let message = try #require(defaults.plan.entities.first { $0.name == "Message" })
+        // linkPreviewState is ClientMessage's (entity 6): its rows take the default, the others stay NULL.
+        #expect(message.columns["ZLINKPREVIEWSTATE"] == "CASE WHEN Z_ENT = 6 THEN 0 END")
+        #expect(defaults.decisions.contains("ZLINKPREVIEWSTATE: new in ClientMessage, takes the default 0"))
+
+        let renumbered = try infer(3)
+        #expect(renumbered.decisions.contains { $0.hasPrefix("join table Z_16USERS -> Z_15USERS (columns Z_16SYSTEMMESSAGES -> Z_15SYSTEMMESSAGES, Z_24USERS1 -> Z_23USERS1)") })
+        #expect(renumbered.notes.contains("entity FeatureFlag (7): no counterpart in the destination model; its 0 rows are not copied"))
+    }
+
+    @Test("stopped after every batch and resumed, the migration still equals Core Data's",
+          .enabled(if: present, "shared/fixtures/coredata is absent"))
+    func pausedStillSameAsCoreData() throws {
+        let pair = Self.pairs[1]
+        let folder = try TemporaryFolder()
+        let source = try CoreDataModelTests.copy(pair.old, into: folder)
+        let coreData = try CoreDataModelTests.copy(pair.new, into: folder)
+        let destination = try CoreDataTesting.emptiedCopy(of: coreData, named: "migrated.sqlite", in: folder)
+        let plan = try MigrationPlan.infer(source: source, destination: destination).plan
+        _ = try MigrationJob.start(plan: plan, source: source, destination: destination, journal: folder.path("journal"),
+                                   options: MigrationOptions(batchSize: 2), logger: quietLogger)
+        var runs = 0
+        while try MigrationJob.resume(at: folder.path("journal"), options: MigrationOptions(batchSize: 2), logger: quietLogger)
+            .runBlocking(for: .zero) == .paused {
+            runs += 1
+        }
+        #expect(runs > 20)
+        #expect(CoreDataTesting.difference(try CoreDataTesting.contents(destination), try CoreDataTesting.contents(coreData)) == nil)
+    }
+}
