@@ -444,14 +444,16 @@ struct CoreDataInference {
         }
         // No pair with a NULL side, none that refers to a row the plan leaves out.
         var filters: [String] = []
+        var leavesOut = false
         if !pairs.isJoinTable {
             filters.append("\(SQL.identifier(pairs.owner == "Z_PK" ? pairs.target : pairs.owner)) IS NOT NULL")
         }
         for (ordered, column) in [(side, pairs.target), (other, pairs.owner)] {
             guard let (table, condition) = copiedRows(of: ordered.target, context) else { continue }
             filters.append("\(SQL.identifier(column)) IN (SELECT s.Z_PK FROM src.\(SQL.quote(table)) AS s WHERE \(condition))")
+            leavesOut = true
         }
-        let leftOut = filters.isEmpty ? "" : "; rows that refer to rows left out are left out"
+        let leftOut = leavesOut ? "; rows that refer to rows left out are left out" : ""
         if pairs.isJoinTable {
             let renamed = (join.sides.map(\.column) + join.sides.compactMap(\.order)).filter { columns[$0].map { SQL.identifier($0) == $0 } ?? false }
                 .sorted().map { "\(columns[$0]!) -> \($0)" }.joined(separator: ", ")

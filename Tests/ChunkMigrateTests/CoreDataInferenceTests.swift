@@ -1,0 +1,197 @@
+import Foundation
+import Testing
+@testable import ChunkMigrate
+
+/// The model changes lightweight migration infers, each on stores written from two models for the
+/// test: the values land in the columns the new model gives them, whatever the two versions name
+/// those columns; and the changes it cannot infer are refused before anything is written.
+@Suite("Core Data inference")
+struct CoreDataInferenceTests {
+    /// Writes the two stores, migrates, and returns the destination and the plan.
+    static func migrate(old: String, oldRows: String, new: String, batchSize: Int = 2,
+                        in folder: TemporaryFolder) throws -> (URL, InferredPlan) {
+        let source = try CoreDataTesting.store(try CoreDataTesting.model(old), at: folder.path("old.sqlite"), uuid: "OLD", rows: oldRows)
+        let destination = try CoreDataTesting.store(try CoreDataTesting.model(new), at: folder.path("new.sqlite"), uuid: "NEW")
+        let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, batchSize: batchSize)
+        let report = try CoreDataStoreCheck.run(store: destination)
+        #expect(report.violations == [], "\(report.violations)")
+        return (destination, inferred)
+    }
+
+    @Test("an attribute moved up from sibling sub-entities, whose values lived in numbered columns, and a sibling added that renumbers another's column: every value in its new column")
+    func movedUpAndRenumberedSiblings() throws {
+        let folder = try TemporaryFolder()
+        // Old: Knock.delivered in ZDELIVERED, Text.delivered in ZDELIVERED1, Text.text in ZTEXT.
+        let old = """
+            <entity name="Message" isAbstract="YES"><attribute name="sent" optional="YES" attributeType="Date"/></entity>
+            <entity name="Knock" parentEntity="Message"><attribute name="delivered" optional="YES" attributeType="Boolean"/></entity>
+            <entity name="Text" parentEntity="Message"><attribute name="delivered" optional="YES" attributeType="Boolean"/>
+              <attribute name="text" optional="YES" attributeType="String"/></entity>
+            """
+        // New: delivered declared by Message; Alert (sorting first) has its own text, so Text's moves to ZTEXT1.
+        let new = """
+            <entity name="Message" isAbstract="YES"><attribute name="delivered" optional="YES" attributeType="Boolean"/>
+              <attribute name="sent" optional="YES" attributeType="Date"/></entity>
+            <entity name="Alert" parentEntity="Message"><attribute name="text" optional="YES" attributeType="String"/></entity>
+            <entity name="Knock" parentEntity="Message"/>
+            <entity name="Text" parentEntity="Message"><attribute name="text" optional="YES" attributeType="String"/></entity>
+            """
+        let (destination, inferred) = try Self.migrate(old: old, oldRows: """
+            INSERT INTO ZMESSAGE (Z_PK, Z_ENT, Z_OPT, ZSENT, ZDELIVERED, ZDELIVERED1, ZTEXT) VALUES
+                (1, 2, 1, 10.0, 1, NULL, NULL), (2, 3, 1, 20.0, NULL, 0, 'hello'), (3, 2, 1, 30.0, 0, NULL, NULL), (5, 3, 1, 50.0, NULL, 1, 'bye')
+            """, new: new, in: folder)
+        // (A whole number of seconds in a TIMESTAMP column reads back as an integer: SQLite's NUMERIC affinity.)
+        #expect(try CoreDataMigrationTests.rows(destination, "ZMESSAGE", columns: "Z_PK, Z_ENT, ZSENT, ZDELIVERED, ZTEXT, ZTEXT1") == [
+            [.integer(1), .integer(3), .integer(10), .integer(1), .null, .null],
+            [.integer(2), .integer(4), .integer(20), .integer(0), .null, .text("hello")],
+            [.integer(3), .integer(3), .integer(30), .integer(0), .null, .null],
+            [.integer(5), .integer(4), .integer(50), .integer(1), .null, .text("bye")],
+        ])
+        let message = try #require(inferred.plan.entities.first { $0.name == "Message" })
+        #expect(message.columns["ZDELIVERED"] == "CASE WHEN Z_ENT = 2 THEN ZDELIVERED WHEN Z_ENT = 3 THEN ZDELIVERED1 END")
+        #expect(message.columns["ZTEXT1"] == "ZTEXT")
+    }
+
+    @Test("a to-one becoming many-to-many, a relationship becoming ordered on either side, and a to-many becoming to-one")
+    func relationshipShapes() throws {
+        let folder = try TemporaryFolder()
+        let old = """
+            <entity name="Author"><attribute name="name" optional="YES" attributeType="String"/>
+              <relationship name="books" optional="YES" toMany="YES" destinationEntity="Book" inverseName="authors"/></entity>
+            <entity name="Book"><attribute name="title" optional="YES" attributeType="String"/>
+              <relationship name="authors" optional="YES" toMany="YES" destinationEntity="Author" inverseName="books"/>
+              <relationship name="shelf" optional="YES" maxCount="1" destinationEntity="Shelf" inverseName="books"/>
+              <relationship name="tags" optional="YES" toMany="YES" destinationEntity="Tag" inverseName="books"/>
+              <relationship name="user" optional="YES" maxCount="1" destinationEntity="User" inverseName="books"/></entity>
+            <entity name="Shelf"><relationship name="books" optional="YES" toMany="YES" destinationEntity="Book" inverseName="shelf"/></entity>
+            <entity name="Tag"><relationship name="books" optional="YES" toMany="YES" destinationEntity="Book" inverseName="tags"/></entity>
+            <entity name="User"><relationship name="books" optional="YES" toMany="YES" destinationEntity="Book" inverseName="user"/></entity>
+            """
+        // Book.user (to-one) becomes Book.users, many-to-many; Book.authors (many-to-many) becomes
+        // the to-one Book.author; Shelf.books and Tag.books become ordered.
+        let new = """
+            <entity name="Author"><attribute name="name" optional="YES" attributeType="String"/>
+              <relationship name="books" optional="YES" toMany="YES" destinationEntity="Book" inverseName="author"/></entity>
+            <entity name="Book"><attribute name="title" optional="YES" attributeType="String"/>
+              <relationship name="author" optional="YES" maxCount="1" destinationEntity="Author" inverseName="books" elementID="authors"/>
+              <relationship name="shelf" optional="YES" maxCount="1" destinationEntity="Shelf" inverseName="books"/>
+              <relationship name="tags" optional="YES" toMany="YES" destinationEntity="Tag" inverseName="books"/>
+              <relationship name="users" optional="YES" toMany="YES" destinationEntity="User" inverseName="books" elementID="user"/></entity>
+            <entity name="Shelf"><relationship name="books" optional="YES" toMany="YES" ordered="YES" destinationEntity="Book" inverseName="shelf"/></entity>
+            <entity name="Tag"><relationship name="books" optional="YES" toMany="YES" ordered="YES" destinationEntity="Book" inverseName="tags"/></entity>
+            <entity name="User"><relationship name="books" optional="YES" toMany="YES" destinationEntity="Book" inverseName="users"/></entity>
+            """
+        // Entities: Author 1, Book 2, Shelf 3, Tag 4, User 5 in both models. Two many-to-manys
+        // lead to Book by a relationship named books: the second in name order gets Z_2BOOKS1
+        // (Tag's in the old model, User's in the new, where Author's is no longer one).
+        let (destination, inferred) = try Self.migrate(old: old, oldRows: """
+            INSERT INTO ZAUTHOR (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (1, 1, 1, 'ann'), (2, 1, 1, 'bo');
+            INSERT INTO ZSHELF (Z_PK, Z_ENT, Z_OPT) VALUES (1, 3, 1), (2, 3, 1);
+            INSERT INTO ZTAG (Z_PK, Z_ENT, Z_OPT) VALUES (1, 4, 1);
+            INSERT INTO ZUSER (Z_PK, Z_ENT, Z_OPT) VALUES (1, 5, 1), (2, 5, 1);
+            INSERT INTO ZBOOK (Z_PK, Z_ENT, Z_OPT, ZTITLE, ZSHELF, ZUSER) VALUES
+                (3, 2, 1, 'c', 1, 2), (4, 2, 1, 'd', 2, NULL), (6, 2, 1, 'f', 1, 1), (9, 2, 1, 'i', NULL, 2);
+            INSERT INTO Z_1BOOKS (Z_1AUTHORS, Z_2BOOKS) VALUES (2, 3), (1, 3), (2, 6);
+            INSERT INTO Z_2TAGS (Z_2BOOKS1, Z_4TAGS) VALUES (9, 1), (3, 1), (6, 1)
+            """, new: new, in: folder)
+        // The smallest author key of each book; the shelf's order the order of the book keys.
+        #expect(try CoreDataMigrationTests.rows(destination, "ZBOOK", columns: "Z_PK, ZAUTHOR, ZSHELF, Z_FOK_SHELF") == [
+            [.integer(3), .integer(1), .integer(1), .integer(2048)], [.integer(4), .null, .integer(2), .integer(2048)],
+            [.integer(6), .integer(2), .integer(1), .integer(3072)], [.integer(9), .null, .null, .null],
+        ])
+        #expect(try CoreDataMigrationTests.rows(destination, "Z_2USERS", columns: "Z_2BOOKS1, Z_5USERS")
+                == [[.integer(3), .integer(2)], [.integer(6), .integer(1)], [.integer(9), .integer(2)]])
+        #expect(try Database(path: destination.path, mode: .readOnly).rows(
+            "SELECT Z_2BOOKS, Z_4TAGS, Z_FOK_2BOOKS FROM Z_2TAGS ORDER BY Z_2BOOKS")
+                == [[.integer(3), .integer(1), .integer(2048)], [.integer(6), .integer(1), .integer(3072)], [.integer(9), .integer(1), .integer(4096)]])
+        #expect(inferred.decisions.contains("Book.author: to-many Book.authors becomes to-one: the target with the smallest key"))
+        #expect(inferred.decisions.contains { $0 == "join table Z_2USERS (User.books): from ZBOOK.ZUSER, its to-one side before" })
+    }
+
+    @Test("a many-to-many whose entities are both renamed, so that its join table and columns are renamed: rows follow the relationship; type changes between numbers are converted; a transient attribute made persistent starts empty")
+    func renamedManyToManyAndConversions() throws {
+        let folder = try TemporaryFolder()
+        let old = """
+            <entity name="Group"><attribute name="title" optional="YES" attributeType="String"/>
+              <relationship name="members" optional="YES" toMany="YES" destinationEntity="Owner" inverseName="groups"/></entity>
+            <entity name="Owner"><attribute name="score" optional="YES" attributeType="Integer 32"/>
+              <attribute name="nickname" optional="YES" attributeType="String"/>
+              <attribute name="cache" optional="YES" transient="YES" attributeType="String"/>
+              <relationship name="groups" optional="YES" toMany="YES" destinationEntity="Group" inverseName="members"/></entity>
+            """
+        // Group -> Team, Owner -> Person, members -> people, groups -> teams: Person now sorts first.
+        let new = """
+            <entity name="Person" elementID="Owner"><attribute name="score" optional="YES" attributeType="Double"/>
+              <attribute name="nickname" optional="YES" transient="YES" attributeType="String"/>
+              <attribute name="cache" optional="YES" attributeType="String"/>
+              <relationship name="teams" optional="YES" toMany="YES" destinationEntity="Team" inverseName="people" elementID="groups"/></entity>
+            <entity name="Team" elementID="Group"><attribute name="title" optional="YES" attributeType="String"/>
+              <relationship name="people" optional="YES" toMany="YES" destinationEntity="Person" inverseName="teams" elementID="members"/></entity>
+            """
+        // Old: Group 1, Owner 2, join Z_1MEMBERS (Z_1GROUPS, Z_2MEMBERS). New: Person 1, Team 2, join Z_1TEAMS (Z_1PEOPLE, Z_2TEAMS).
+        let (destination, inferred) = try Self.migrate(old: old, oldRows: """
+            INSERT INTO ZGROUP (Z_PK, Z_ENT, Z_OPT, ZTITLE) VALUES (1, 1, 1, 'red'), (2, 1, 1, 'blue');
+            INSERT INTO ZOWNER (Z_PK, Z_ENT, Z_OPT, ZSCORE, ZNICKNAME) VALUES (1, 2, 1, 7, 'a'), (2, 2, 1, NULL, 'b');
+            INSERT INTO Z_1MEMBERS (Z_1GROUPS, Z_2MEMBERS) VALUES (1, 1), (1, 2), (2, 2)
+            """, new: new, in: folder)
+        #expect(try CoreDataMigrationTests.rows(destination, "Z_1TEAMS", columns: "Z_1PEOPLE, Z_2TEAMS")
+                == [[.integer(1), .integer(1)], [.integer(2), .integer(1)], [.integer(2), .integer(2)]])
+        #expect(try CoreDataMigrationTests.rows(destination, "ZPERSON", columns: "Z_PK, Z_ENT, ZSCORE, ZCACHE")
+                == [[.integer(1), .integer(1), .real(7), .null], [.integer(2), .integer(1), .null, .null]])
+        #expect(try CoreDataMigrationTests.rows(destination, "ZTEAM", columns: "Z_PK, Z_ENT, ZTITLE")
+                == [[.integer(1), .integer(2), .text("red")], [.integer(2), .integer(2), .text("blue")]])
+        #expect(inferred.decisions.contains("join table Z_1MEMBERS -> Z_1TEAMS (columns Z_2MEMBERS -> Z_1PEOPLE, Z_1GROUPS -> Z_2TEAMS)"))
+        #expect(inferred.decisions.contains("ZSCORE: Integer 32 -> Double, CAST(ZSCORE AS REAL)"))
+    }
+
+    @Test("changes lightweight migration cannot infer are refused naming the entity and property, and nothing is written",
+          arguments: [
+            ("<entity name=\"A\"><attribute name=\"x\" optional=\"YES\" attributeType=\"String\"/></entity>",
+             "<entity name=\"A\"><attribute name=\"x\" optional=\"YES\" attributeType=\"Integer 64\"/></entity>",
+             "attribute A.x changes type from String to Integer 64"),
+            ("<entity name=\"A\"><attribute name=\"x\" optional=\"YES\" attributeType=\"Integer 64\"/></entity><entity name=\"B\"/>",
+             "<entity name=\"A\"><relationship name=\"x\" optional=\"YES\" maxCount=\"1\" destinationEntity=\"B\"/></entity><entity name=\"B\"/>",
+             "A.x is a relationship but was the attribute A.x"),
+            ("<entity name=\"A\"><attribute name=\"x\" optional=\"YES\" attributeType=\"String\"/></entity>",
+             "<entity name=\"A\"><attribute name=\"x\" optional=\"YES\" attributeType=\"String\"/><attribute name=\"y\" attributeType=\"String\"/></entity>",
+             "attribute A.y is new, required and has no default value, and the source has 1 rows of A"),
+            ("<entity name=\"A\"><attribute name=\"x\" optional=\"YES\" attributeType=\"String\"/></entity><entity name=\"B\"><attribute name=\"y\" optional=\"YES\" attributeType=\"String\"/></entity>",
+             "<entity name=\"A\"><attribute name=\"x\" optional=\"YES\" attributeType=\"String\"/></entity><entity name=\"B\" parentEntity=\"A\"><attribute name=\"y\" optional=\"YES\" attributeType=\"String\"/></entity>",
+             "lightweight migration cannot merge entity hierarchies"),
+            ("<entity name=\"A\"><relationship name=\"r\" optional=\"YES\" maxCount=\"1\" destinationEntity=\"B\"/></entity><entity name=\"B\"/><entity name=\"C\"/>",
+             "<entity name=\"A\"><relationship name=\"r\" optional=\"YES\" maxCount=\"1\" destinationEntity=\"C\"/></entity><entity name=\"B\"/><entity name=\"C\"/>",
+             "relationship A.r points at C, whose rows do not come from B"),
+          ])
+    func refusals(_ old: String, _ new: String, _ words: String) throws {
+        let folder = try TemporaryFolder()
+        let source = try CoreDataTesting.store(try CoreDataTesting.model(old), at: folder.path("old.sqlite"), uuid: "OLD",
+                                               rows: "INSERT INTO ZA (Z_PK, Z_ENT, Z_OPT) VALUES (1, 1, 1)")
+        let destination = try CoreDataTesting.store(try CoreDataTesting.model(new), at: folder.path("new.sqlite"), uuid: "NEW")
+        let before = try sha256(of: destination), sourceBefore = try sha256(of: source)
+        let error = #expect(throws: MigrationError.self) { try MigrationPlan.infer(source: source, destination: destination) }
+        #expect(error?.message.contains(words) == true, "\(String(describing: error))")
+        #expect(try sha256(of: destination) == before && (try sha256(of: source)) == sourceBefore)
+    }
+
+    @Test("a store without a model cache needs its model given, and says which option gives it",
+          .enabled(if: CoreDataStoreTests.fixture("kik.sqlite") != nil && CoreDataStoreTests.fixture("BookMigration/Model1.xcdatamodel.xml") != nil,
+                   "shared/fixtures/coredata is absent"))
+    func storesWithoutModelCache() throws {
+        let folder = try TemporaryFolder()
+        let kik = try CoreDataStoreTests.copy("kik.sqlite", into: folder)
+        let destination = try CoreDataTesting.emptiedCopy(of: kik, named: "new.sqlite", in: folder)
+        let error = #expect(throws: MigrationError.self) { try MigrationPlan.infer(source: kik, destination: destination) }
+        #expect(error?.file == kik.path && error?.message.contains("has no model cache") == true && error?.message.contains("--model-from") == true)
+
+        // With the models given, a 2013 store without a cache migrates (into a copy of itself).
+        let books = try CoreDataStoreTests.copy("BookMigration/Model1.sqlite", into: folder)
+        let empty = try CoreDataTesting.emptiedCopy(of: books, named: "books.sqlite", in: folder)
+        let model = try CoreDataModel.read(contentsOf: try #require(CoreDataStoreTests.fixture("BookMigration/Model1.xcdatamodel.xml")))
+        let withoutTo = #expect(throws: MigrationError.self) {
+            try MigrationPlan.infer(source: books, destination: empty, options: InferenceOptions(sourceModel: model))
+        }
+        #expect(withoutTo?.message.contains("--model-to") == true && withoutTo?.file == empty.path)
+        try CoreDataMigrationTests.migrate(books, into: empty, folder: folder, options: InferenceOptions(sourceModel: model, destinationModel: model))
+        #expect(try CoreDataMigrationTests.rows(empty, "ZBOOK") == (try CoreDataMigrationTests.rows(books, "ZBOOK")))
+    }
+}
