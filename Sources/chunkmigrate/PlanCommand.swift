@@ -7,11 +7,14 @@ struct PlanCommand: ParsableCommand {
         commandName: "plan",
         abstract: "Infer a plan from the source store and the (empty) destination store.",
         discussion: """
-            Between Core Data stores, the way lightweight migration infers a mapping: entities by \
-            name, entity numbers rewritten, attributes by column, polymorphic and join-table columns \
-            remapped, keys preserved. Between plain SQLite stores: tables and columns by name, \
-            relationships from declared foreign keys. Prints what it decided and what it could not \
-            on stderr, and writes an ordinary plan that you can edit.
+            Between Core Data stores, from the models the stores carry (their model caches), the \
+            way lightweight migration infers a mapping model: entities and properties by renaming \
+            identifier or name, each store's columns as Core Data names them for its model, values \
+            moved between columns, defaults for rows that did not have an attribute, entity \
+            numbers and join tables remapped, keys preserved. A change lightweight migration cannot \
+            infer is refused, naming the entity and property. Between plain SQLite stores: tables \
+            and columns by name, relationships from declared foreign keys. Prints what it decided \
+            and what it could not on stderr, and writes an ordinary plan that you can edit.
             """)
 
     @Option(name: .long, help: "The source store (opened read-only).")
@@ -24,13 +27,13 @@ struct PlanCommand: ParsableCommand {
     var out: String?
 
     @Option(name: .long, parsing: .singleValue,
-            help: "An entity renamed between the models, as NEW=OLD (repeatable).")
+            help: "An entity renamed between the models that the new model does not record (no renaming identifier), as NEW=OLD (repeatable).")
     var rename: [String] = []
 
-    @Option(name: .long, help: "The source model's .xcdatamodel folder or its contents XML: to-one targets the store alone does not tell.")
+    @Option(name: .long, help: "The source store's model, for a store without a model cache (written before iOS 10): its .xcdatamodel folder, contents XML, or compiled .mom.")
     var modelFrom: String?
 
-    @Option(name: .long, help: "The destination model's .xcdatamodel folder or contents XML: its renamingIdentifiers and to-one targets.")
+    @Option(name: .long, help: "The destination store's model, for a store without a model cache: its .xcdatamodel folder, contents XML, or compiled .mom.")
     var modelTo: String?
 
     @Option(name: .long, help: "preserve (default: object IDs saved as URIs stay valid) or allocate (keys after each table's largest).")

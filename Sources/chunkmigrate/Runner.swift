@@ -62,6 +62,9 @@ enum Runner {
         }
         if !quiet {
             FileHandle.standardError.write(Data("  check-coredata: \(report.checked) checks passed\n".utf8))
+            for unchecked in report.unchecked {
+                FileHandle.standardError.write(Data("  check-coredata: not checked: \(unchecked)\n".utf8))
+            }
         }
     }
 

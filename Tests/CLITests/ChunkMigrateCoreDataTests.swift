@@ -89,6 +89,31 @@ struct ChunkMigrateCoreDataTests {
         }
     }
 
+    @Test("a store without a model cache: plan exits 3 naming the option that gives its model, and runs with the models given; check-coredata takes the model too",
+          .enabled(if: FileManager.default.fileExists(atPath: fixtures + "/BookMigration/Model1.sqlite"), "shared/fixtures/coredata is absent"))
+    func storeWithoutModelCache() throws {
+        try withTemporaryDirectory { directory in
+            let source = directory + "/Model1.sqlite", destination = directory + "/new.sqlite", model = directory + "/Model1.xml"
+            try FileManager.default.copyItem(atPath: Self.fixtures + "/BookMigration/Model1.sqlite", toPath: source)
+            try FileManager.default.copyItem(atPath: Self.fixtures + "/BookMigration/Model1.sqlite", toPath: destination)
+            try FileManager.default.copyItem(atPath: Self.fixtures + "/BookMigration/Model1.xcdatamodel.xml", toPath: model)
+            try SQLiteShell.execute(destination, "DELETE FROM ZBOOK; DELETE FROM ZUSER; UPDATE Z_PRIMARYKEY SET Z_MAX = 0;")
+            let refused = try chunkmigrate("plan", "--source", source, "--destination", destination, "--out", directory + "/plan.json")
+            #expect(refused.exitCode == 3 && refused.stderr.contains("\(source): the store has no model cache") && refused.stderr.contains("--model-from"), "\(refused)")
+            #expect(!FileManager.default.fileExists(atPath: directory + "/plan.json"))
+
+            let plan = try chunkmigrate("plan", "--source", source, "--destination", destination, "--out", directory + "/plan.json",
+                                        "--model-from", model, "--model-to", model)
+            #expect(plan.exitCode == 0, "\(plan)")
+            let run = try chunkmigrate("run", "--source", source, "--destination", destination, "--plan", directory + "/plan.json",
+                                       "--journal", directory + "/journal")
+            #expect(run.exitCode == 0 && run.stderr.contains("not checked: the store has no model cache"), "\(run)")
+            let check = try chunkmigrate("check-coredata", destination, "--model", model)
+            #expect(check.exitCode == 0 && !check.stdout.contains("not checked") && check.stdout.contains("checks passed"), "\(check)")
+            #expect(try SQLiteShell.integer(destination, "SELECT count(*) FROM ZBOOK") == 4)
+        }
+    }
+
     static let killPoints = ["before-start-commit:job:0", "after-segment:Object:3", "before-commit:Object:3", "after-commit:Object:3", "mid-record:Object:3",
                              "after-index:ZOBJECT_ZSOURCE_INDEX:0",
                              "after-complete:job:0"]
