@@ -8,9 +8,10 @@ import CZlib
 
 /// Raw DEFLATE (RFC 1951: no zlib header, no checksum), the compression of a Core Data store's
 /// `Z_MODELCACHE.Z_CONTENT`: zlib on Linux, the Compression framework's `COMPRESSION_ZLIB` on
-/// Apple platforms, which is raw DEFLATE despite its name ("the raw DEFLATE format, without the
-/// zlib header or footer": https://developer.apple.com/documentation/compression/compression_zlib).
-/// Every zlib call of the project is in this file.
+/// Apple platforms, which despite its name encodes raw DEFLATE, the stream zlib's `deflateInit2`
+/// makes with a window of -15 bits (Apple's Data Compression overview, on ZLIB:
+/// https://developer.apple.com/documentation/compression/data_compression). Every zlib call of the
+/// project is in this file.
 enum RawDeflate {
     /// What went wrong inflating: the input is not raw DEFLATE, or expands past the limit.
     struct Failure: Error, CustomStringConvertible {
