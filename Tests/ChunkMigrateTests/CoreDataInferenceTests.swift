@@ -68,10 +68,10 @@ struct CoreDataInferenceTests {
             <entity name="User"><relationship name="books" optional="YES" toMany="YES" destinationEntity="Book" inverseName="user"/></entity>
             """
         // Book.user (to-one) becomes Book.users, many-to-many; Book.authors (many-to-many) becomes
-        // the to-one Book.author; Shelf.books and Tag.books become ordered.
+        // the to-one Book.author, whose inverse is ordered; Shelf.books and Tag.books become ordered.
         let new = """
             <entity name="Author"><attribute name="name" optional="YES" attributeType="String"/>
-              <relationship name="books" optional="YES" toMany="YES" destinationEntity="Book" inverseName="author"/></entity>
+              <relationship name="books" optional="YES" toMany="YES" ordered="YES" destinationEntity="Book" inverseName="author"/></entity>
             <entity name="Book"><attribute name="title" optional="YES" attributeType="String"/>
               <relationship name="author" optional="YES" maxCount="1" destinationEntity="Author" inverseName="books" elementID="authors"/>
               <relationship name="shelf" optional="YES" maxCount="1" destinationEntity="Shelf" inverseName="books"/>
@@ -95,9 +95,9 @@ struct CoreDataInferenceTests {
             INSERT INTO Z_2TAGS (Z_2BOOKS1, Z_4TAGS) VALUES (9, 1), (3, 1), (6, 1)
             """, new: new, in: folder)
         // The smallest author key of each book; the shelf's order the order of the book keys.
-        #expect(try CoreDataMigrationTests.rows(destination, "ZBOOK", columns: "Z_PK, ZAUTHOR, ZSHELF, Z_FOK_SHELF") == [
-            [.integer(3), .integer(1), .integer(1), .integer(2048)], [.integer(4), .null, .integer(2), .integer(2048)],
-            [.integer(6), .integer(2), .integer(1), .integer(3072)], [.integer(9), .null, .null, .null],
+        #expect(try CoreDataMigrationTests.rows(destination, "ZBOOK", columns: "Z_PK, ZAUTHOR, Z_FOK_AUTHOR, ZSHELF, Z_FOK_SHELF") == [
+            [.integer(3), .integer(1), .integer(2048), .integer(1), .integer(2048)], [.integer(4), .null, .null, .integer(2), .integer(2048)],
+            [.integer(6), .integer(2), .integer(2048), .integer(1), .integer(3072)], [.integer(9), .null, .null, .null, .null],
         ])
         #expect(try CoreDataMigrationTests.rows(destination, "Z_2USERS", columns: "Z_2BOOKS1, Z_5USERS")
                 == [[.integer(3), .integer(2)], [.integer(6), .integer(1)], [.integer(9), .integer(2)]])

@@ -222,7 +222,7 @@ struct CoreDataInference {
             return try attributeValue(attribute, of: rows, column: column.name, context)
         case let .toOne(owner, property):
             guard model.lineage(of: rows.entity).contains(where: { $0.name == owner }) else { return .null }
-            return try toOneKey(property, of: rows, context).map { $0 } ?? .null
+            return try toOneKey(property, of: rows, context) ?? .null
         case let .toOneEntity(owner, property):
             guard model.lineage(of: rows.entity).contains(where: { $0.name == owner }) else { return .null }
             return try toOneEntity(property, of: rows, context)
@@ -351,16 +351,20 @@ struct CoreDataInference {
     /// A to-one's position in its inverse, an ordered to-many: the source's where it was ordered
     /// too, else the order of the keys (Core Data's spacing: 1024 apart from 2048).
     private mutating func toOneOrder(_ property: String, of rows: Rows, _ context: Context) throws -> Source {
-        guard let key = try toOneKey(property, of: rows, context),
-              let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity),
-              let relationship = old.relationship, !relationship.isToMany else { return .null }
-        if let order = context.source.table(of: rows.source)?.column(for: .toOneOrder(entity: declaredBy, property: old.name)) {
+        guard let key = try toOneKey(property, of: rows, context), let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity),
+              let relationship = old.relationship, let table = context.source.table(of: rows.source) else { return .null }
+        if !relationship.isToMany, let order = table.column(for: .toOneOrder(entity: declaredBy, property: old.name)) {
             return .column(order.name)
         }
-        guard case let .column(fk) = key, let table = context.source.table(of: rows.source) else { return .null }
         decide("\(rows.entity).\(property): its inverse becomes ordered; the order of the keys")
-        let quoted = SQL.quote(fk)
-        return .expression("CASE WHEN \(quoted) IS NOT NULL THEN 1024 * (1 + (SELECT count(*) FROM src.\(SQL.quote(table.name)) AS o WHERE o.\(quoted) = s.\(quoted) AND o.Z_PK <= s.Z_PK)) END")
+        // This row's key, and another row's (`o`) in the subquery that ranks it.
+        let (mine, theirs): (String, String)
+        if case let .column(name) = key {
+            (mine, theirs) = ("s." + SQL.quote(name), "o." + SQL.quote(name))
+        } else {
+            (mine, theirs) = (key.sql, key.sql.replacingOccurrences(of: "s.Z_PK", with: "o.Z_PK"))
+        }
+        return .expression("CASE WHEN \(mine) IS NOT NULL THEN 1024 * (1 + (SELECT count(*) FROM src.\(SQL.quote(table.name)) AS o WHERE \(theirs) = \(mine) AND o.Z_PK <= s.Z_PK)) END")
     }
 
     /// Core Data's lightweight migration fails on a required attribute that is new and has no
