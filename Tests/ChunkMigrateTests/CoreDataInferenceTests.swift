@@ -9,10 +9,11 @@ import Testing
 struct CoreDataInferenceTests {
     /// Writes the two stores, migrates, and returns the destination and the plan.
     static func migrate(old: String, oldRows: String, new: String, batchSize: Int = 2,
-                        in folder: TemporaryFolder) throws -> (URL, InferredPlan) {
+                        in folder: TemporaryFolder, allocate: Bool = false) throws -> (URL, InferredPlan) {
         let source = try CoreDataTesting.store(try CoreDataTesting.model(old), at: folder.path("old.sqlite"), uuid: "OLD", rows: oldRows)
         let destination = try CoreDataTesting.store(try CoreDataTesting.model(new), at: folder.path("new.sqlite"), uuid: "NEW")
-        let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, batchSize: batchSize)
+        let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, batchSize: batchSize,
+                                                         options: InferenceOptions(keys: allocate ? .allocate : .preserve))
         let report = try CoreDataStoreCheck.run(store: destination)
         #expect(report.violations == [], "\(report.violations)")
         return (destination, inferred)
@@ -142,6 +143,104 @@ struct CoreDataInferenceTests {
                 == [[.integer(1), .integer(2), .text("red")], [.integer(2), .integer(2), .text("blue")]])
         #expect(inferred.decisions.contains("join table Z_1MEMBERS -> Z_1TEAMS (columns Z_2MEMBERS -> Z_1PEOPLE, Z_1GROUPS -> Z_2TEAMS)"))
         #expect(inferred.decisions.contains("ZSCORE: Integer 32 -> Double, CAST(ZSCORE AS REAL)"))
+    }
+
+    @Test("relationships into rows that are not copied become NULL: a removed sub-entity's rows, a destination narrowed to a sub-entity, duplicates left out; a to-many without inverse gains one; a to-many's order becomes the to-one's")
+    func relationshipsIntoRowsLeftOut() throws {
+        let folder = try TemporaryFolder()
+        // Old: Animal 1 (Cat 2, Dog 3, Fish 4), Owner 5 with pets (to-many, no inverse), Show 6 with a
+        // winner (any animal), Vet 7 with patients (many-to-many with Animal.vets, ordered on the Vet side).
+        let old = """
+            <entity name="Animal"><attribute name="name" optional="YES" attributeType="String"/>
+              <relationship name="vets" optional="YES" toMany="YES" destinationEntity="Vet" inverseName="patients"/></entity>
+            <entity name="Cat" parentEntity="Animal"/><entity name="Dog" parentEntity="Animal"/><entity name="Fish" parentEntity="Animal"/>
+            <entity name="Owner"><relationship name="pets" optional="YES" toMany="YES" destinationEntity="Animal"/></entity>
+            <entity name="Show"><relationship name="winner" optional="YES" maxCount="1" destinationEntity="Animal"/></entity>
+            <entity name="Vet"><relationship name="patients" optional="YES" toMany="YES" ordered="YES" destinationEntity="Animal" inverseName="vets"/></entity>
+            """
+        // New: Fish removed; Show.winner narrowed to Dog; Owner.pets gains its inverse Animal.owner;
+        // Animal.vets becomes the to-one Animal.vet, whose inverse stays ordered; Dog names are unique.
+        let new = """
+            <entity name="Animal"><attribute name="name" optional="YES" attributeType="String"/>
+              <relationship name="owner" optional="YES" maxCount="1" destinationEntity="Owner" inverseName="pets"/>
+              <relationship name="vet" optional="YES" maxCount="1" destinationEntity="Vet" inverseName="patients" elementID="vets"/></entity>
+            <entity name="Cat" parentEntity="Animal"/>
+            <entity name="Dog" parentEntity="Animal"><uniquenessConstraints><uniquenessConstraint><constraint value="name"/></uniquenessConstraint></uniquenessConstraints></entity>
+            <entity name="Owner"><relationship name="pets" optional="YES" toMany="YES" destinationEntity="Animal" inverseName="owner"/></entity>
+            <entity name="Show"><relationship name="winner" optional="YES" maxCount="1" destinationEntity="Dog"/></entity>
+            <entity name="Vet"><relationship name="patients" optional="YES" toMany="YES" ordered="YES" destinationEntity="Animal" inverseName="vet"/></entity>
+            """
+        // Dogs 'max' (3, 5): 5 is a duplicate (Core Data's unique index spans the table, so the
+        // constraint meets every row). Fish 4 is removed. Shows: 1 won by Cat 1, 2 by Dog 5 (left out), 3 by Dog 2, 4 by Fish 4.
+        let source = try CoreDataTesting.store(try CoreDataTesting.model(old), at: folder.path("old.sqlite"), uuid: "OLD", rows: """
+            INSERT INTO ZANIMAL (Z_PK, Z_ENT, Z_OPT, ZNAME, Z5PETS) VALUES
+                (1, 2, 1, 'tom', 1), (2, 3, 1, 'rex', 1), (3, 3, 1, 'max', NULL), (4, 4, 1, 'nemo', 2), (5, 3, 1, 'max', 2);
+            INSERT INTO ZOWNER (Z_PK, Z_ENT, Z_OPT) VALUES (1, 5, 1), (2, 5, 1);
+            INSERT INTO ZSHOW (Z_PK, Z_ENT, Z_OPT, ZWINNER, Z1_WINNER) VALUES (1, 6, 1, 1, 2), (2, 6, 1, 5, 3), (3, 6, 1, 2, 3), (4, 6, 1, 4, 4);
+            INSERT INTO ZVET (Z_PK, Z_ENT, Z_OPT) VALUES (1, 7, 1);
+            INSERT INTO Z_1VETS (Z_1PATIENTS, Z_7VETS, Z_FOK_1PATIENTS) VALUES (3, 1, 2048), (1, 1, 3072), (2, 1, 4096)
+            """)
+        let destination = try CoreDataTesting.store(try CoreDataTesting.model(new), at: folder.path("new.sqlite"), uuid: "NEW")
+        let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, batchSize: 2,
+                                                         options: InferenceOptions(keepFirstDuplicate: true))
+        #expect(try CoreDataStoreCheck.run(store: destination).violations == [])
+        // New numbers: Animal 1, Cat 2, Dog 3, Owner 4, Show 5, Vet 6. Dog 5 is left out; the owner
+        // comes from Owner.pets; the vet's order from the join table's order.
+        #expect(try CoreDataMigrationTests.rows(destination, "ZANIMAL", columns: "Z_PK, Z_ENT, ZNAME, ZOWNER, ZVET, Z_FOK_VET") == [
+            [.integer(1), .integer(2), .text("tom"), .integer(1), .integer(1), .integer(3072)],
+            [.integer(2), .integer(3), .text("rex"), .integer(1), .integer(1), .integer(4096)],
+            [.integer(3), .integer(3), .text("max"), .null, .integer(1), .integer(2048)],
+        ])
+        // Winners that are not Dogs, or not copied: NULL (Dog has no sub-entities: no entity column).
+        #expect(try CoreDataMigrationTests.rows(destination, "ZSHOW", columns: "Z_PK, ZWINNER")
+                == [[.integer(1), .null], [.integer(2), .null], [.integer(3), .integer(2)], [.integer(4), .null]])
+        #expect(inferred.notes.contains { $0.hasPrefix("ZANIMAL(ZNAME): a new uniqueness constraint of Dog that 1 rows of the source violate") })
+        #expect(inferred.decisions.contains("Animal.owner: new, from its inverse Owner.pets"))
+        #expect(inferred.decisions.contains("Show.winner: NULL where it points at a row that is not copied as Dog"))
+    }
+
+    @Test("keys allocated: the owner column of a to-many without inverse goes through the ID map too")
+    func allocatedToManyWithoutInverse() throws {
+        let folder = try TemporaryFolder()
+        let model = """
+            <entity name="Item"><attribute name="title" optional="YES" attributeType="String"/></entity>
+            <entity name="List"><relationship name="items" optional="YES" toMany="YES" destinationEntity="Item"/></entity>
+            """
+        let (destination, inferred) = try Self.migrate(old: model, oldRows: """
+            INSERT INTO ZLIST (Z_PK, Z_ENT, Z_OPT) VALUES (10, 2, 1), (20, 2, 1);
+            INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZTITLE, Z2ITEMS) VALUES (5, 1, 1, 'a', 20), (6, 1, 1, 'b', 10), (7, 1, 1, 'c', NULL)
+            """, new: model, in: folder, allocate: true)
+        #expect(inferred.plan.entities.first { $0.name == "Item" }?.relationships["Z2ITEMS"] == .init(from: "Z2ITEMS", to: "List"))
+        // Lists 10 and 20 became 1 and 2; items 5, 6, 7 became 1, 2, 3.
+        #expect(try CoreDataMigrationTests.rows(destination, "ZITEM", columns: "Z_PK, ZTITLE, Z2ITEMS")
+                == [[.integer(1), .text("a"), .integer(2)], [.integer(2), .text("b"), .integer(1)], [.integer(3), .text("c"), .null]])
+    }
+
+    @Test("a property moved down from the parent to two siblings: each sibling's column holds its own rows' values only")
+    func movedDownToSiblings() throws {
+        let folder = try TemporaryFolder()
+        let (destination, _) = try Self.migrate(old: """
+            <entity name="Node"><attribute name="title" optional="YES" attributeType="String"/></entity>
+            <entity name="File" parentEntity="Node"/><entity name="Link" parentEntity="Node"/>
+            """, oldRows: "INSERT INTO ZNODE (Z_PK, Z_ENT, Z_OPT, ZTITLE) VALUES (1, 2, 1, 'f'), (2, 3, 1, 'l')", new: """
+            <entity name="Node"/>
+            <entity name="File" parentEntity="Node"><attribute name="title" optional="YES" attributeType="String"/></entity>
+            <entity name="Link" parentEntity="Node"><attribute name="title" optional="YES" attributeType="String"/></entity>
+            """, in: folder)
+        #expect(try CoreDataMigrationTests.rows(destination, "ZNODE", columns: "Z_PK, ZTITLE, ZTITLE1")
+                == [[.integer(1), .text("f"), .null], [.integer(2), .null, .text("l")]])
+    }
+
+    @Test("a rename of an entity the destination model does not have is refused, naming it")
+    func misspelledRename() throws {
+        let folder = try TemporaryFolder()
+        let model = try CoreDataTesting.model("<entity name=\"Memo\"/>")
+        let source = try CoreDataTesting.store(try CoreDataTesting.model("<entity name=\"Note\"/>"), at: folder.path("old.sqlite"), uuid: "OLD")
+        let destination = try CoreDataTesting.store(model, at: folder.path("new.sqlite"), uuid: "NEW")
+        let error = #expect(throws: MigrationError.self) {
+            try MigrationPlan.infer(source: source, destination: destination, options: InferenceOptions(renames: ["Memoo": "Note"]))
+        }
+        #expect(error?.message.contains("renames: the destination model has no entity \"Memoo\"; did you mean \"Memo\"?") == true, "\(String(describing: error))")
     }
 
     @Test("changes lightweight migration cannot infer are refused naming the entity and property, and nothing is written",

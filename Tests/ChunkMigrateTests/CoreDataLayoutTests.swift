@@ -129,11 +129,21 @@ struct CoreDataLayoutTests {
         let (written, others) = try CoreDataLayout(model: layout.model).resolved(against: Database(path: empty.path, mode: .source),
                                                                                 schema: "main", file: empty.path)
         #expect(others == CoreDataLayout.OtherTables())
-        for table in layout.tables.values {
-            #expect(written.tables[table.root]?.columns == table.columns, "\(table.name)")
+        // The tables as SQLite declares them, column by column with their types, in both files.
+        func declared(_ store: URL, _ table: String) throws -> Set<String> {
+            Set(try Database(path: store.path, mode: .source).tableSchema(table, in: "main")?.columns.map { "\($0.name.uppercased()) \($0.type)" } ?? [])
         }
-        // Join tables: a relationship and its inverse of one entity may be named from either side.
+        for table in layout.tables.values {
+            #expect(try declared(empty, table.name) == (try declared(store, table.name)), "\(table.name)")
+            #expect(try !declared(empty, table.name).isEmpty)
+        }
+        // Join tables: a relationship and its inverse in one entity tree may be named from either side.
         #expect(written.joinTables.count == layout.joinTables.count)
+        for (mine, real) in zip(written.joinTables.sorted { $0.columns.sorted().joined() < $1.columns.sorted().joined() },
+                                layout.joinTables.sorted { $0.columns.sorted().joined() < $1.columns.sorted().joined() }) {
+            #expect(Set(mine.columns) == Set(real.columns))
+            #expect(try declared(empty, mine.name) == (try declared(store, real.name)), "\(real.name)")
+        }
         let realIndexes = Set(try Database(path: store.path, mode: .source).rows(
             "SELECT name FROM sqlite_schema WHERE type = 'index' AND name LIKE '%_INDEX'").compactMap { $0[0].text })
         let writtenIndexes = Set(try Database(path: empty.path, mode: .source).rows(

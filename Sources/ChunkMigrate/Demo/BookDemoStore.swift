@@ -207,11 +207,14 @@ public enum BookDemoStore {
             DROP TABLE temp.metadata;
             COMMIT;
             """)
-        let entities = [CoreDataDemoStore.Entity(number: 1, name: "Book", superEntity: 0),
-                        CoreDataDemoStore.Entity(number: 2, name: "User", superEntity: 0)]
+        // The metadata Core Data writes for model 1 (Book 1, User 2), as an empty store of it has.
+        let model = CoreDataModel(entities: [
+            .init(name: "Book", properties: [.init(name: "title", kind: .attribute(.init(type: .string)))]),
+            .init(name: "User", properties: [.init(name: "userId", kind: .attribute(.init(type: .integer32)))]),
+        ])
         let metadata = try database.prepare("INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?, ?)")
-        try metadata.bind([.text(sourceUUID), .blob(Array(try CoreDataDemoStore.metadataPlist(
-            uuid: sourceUUID, entities: entities, revision: "1")))])
+        try metadata.bind([.text(sourceUUID), .blob(Array(try CoreDataEmptyStore.metadataPlist(
+            CoreDataLayout(model: model), uuid: sourceUUID, extra: [:])))])
         _ = try metadata.step()
         try database.execute("PRAGMA journal_mode = WAL;")
     }

@@ -1,5 +1,4 @@
 import Foundation
-import MigrationJournal
 
 /// A generated pair of Core Data stores: `old.sqlite`, full, at "model N", and `new.sqlite`, empty,
 /// as Core Data creates it for "model N+1", whose entity numbers are all shifted by a new entity.
@@ -24,17 +23,6 @@ public enum CoreDataDemoStore {
         public var old: URL
         /// The empty store at model N+1, `new.sqlite`.
         public var new: URL
-    }
-
-    /// An entity as its row in `Z_PRIMARYKEY` names it (the book demo's store writes its metadata
-    /// from these).
-    public struct Entity: Sendable, Equatable {
-        /// `Z_ENT`: the entity's number in its store.
-        public var number: Int
-        /// `Z_NAME`.
-        public var name: String
-        /// `Z_SUPER`: the number of its super-entity, 0 for a root.
-        public var superEntity: Int
     }
 
     /// Model N (`old.sqlite`), as Xcode saves it: Folder and Tag are roots, Item is an abstract
@@ -215,63 +203,5 @@ public enum CoreDataDemoStore {
 
     private static func writeDestination(at url: URL) throws {
         try CoreDataEmptyStore.create(at: url, model: try destinationModel, uuid: destinationUUID)
-    }
-
-    /// The version hash of an entity: 32 bytes, the SHA-256 of its name and the model revision
-    /// in which it last changed. Item and its sub-entities changed in N+1 (a new attribute);
-    /// Folder and Tag did not, so their hashes are the same in both models, as Core Data's are.
-    static func versionHash(of entity: String, revision: String) -> Data {
-        let changed = ["Item", "Link", "Note", "Account"].contains(entity) ? revision : "N"
-        var hash = JournalSHA256()
-        hash.update(field: "chunkmigrate CoreDataDemoStore")
-        hash.update(field: entity)
-        hash.update(field: changed)
-        return Data(hash.finalize())
-    }
-
-    /// `Z_PLIST`: the binary property list Core Data keeps in `Z_METADATA`.
-    ///
-    /// Written with `PropertyListEncoder` (binary) rather than `PropertyListSerialization`: both
-    /// write the same format, which `PropertyListSerialization` reads, but on Linux the latter
-    /// writes a dictionary's keys in hash order, which Swift seeds per process, so the bytes
-    /// changed from one run to the next; the encoder keeps the order the keys are encoded in.
-    static func metadataPlist(uuid: String, entities: [Entity], revision: String) throws -> Data {
-        let encoder = PropertyListEncoder()
-        encoder.outputFormat = .binary
-        let hashes = entities.map { ($0.name, versionHash(of: $0.name, revision: revision)) }
-        return try encoder.encode(StoreMetadata(uuid: uuid, hashes: OrderedDictionary(pairs: hashes)))
-    }
-
-    /// The keys of `Z_PLIST`, in the order they are written.
-    private struct StoreMetadata: Encodable {
-        var uuid: String
-        var hashes: OrderedDictionary
-
-        enum CodingKeys: String, CodingKey {
-            case storeType = "NSStoreType", uuid = "NSStoreUUID", hashes = "NSStoreModelVersionHashes"
-            case hashesVersion = "NSStoreModelVersionHashesVersion", frameworkVersion = "NSPersistenceFrameworkVersion"
-            case identifiers = "NSStoreModelVersionIdentifiers", autoVacuum = "_NSAutoVacuumLevel"
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode("SQLite", forKey: .storeType)
-            try container.encode(uuid, forKey: .uuid)
-            try container.encode(hashes, forKey: .hashes)
-            try container.encode(3, forKey: .hashesVersion)
-            try container.encode(1000, forKey: .frameworkVersion)
-            try container.encode([""], forKey: .identifiers)
-            try container.encode("2", forKey: .autoVacuum)
-        }
-    }
-
-    /// A dictionary of data values encoded in the order of its pairs.
-    private struct OrderedDictionary: Encodable {
-        var pairs: [(String, Data)]
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: PropertyListKey.self)
-            for (key, value) in pairs { try container.encode(value, forKey: PropertyListKey(stringValue: key)) }
-        }
     }
 }

@@ -62,6 +62,12 @@ struct CoreDataInference {
             notes.append("entity \(name) (\(entity.number)): no counterpart in the destination model; its \(rows) rows are not copied")
         }
 
+        // Which rows each table keeps, before any column: a to-one into another table must know
+        // which of that table's rows are left out.
+        for table in destination.tables.values.sorted(by: { $0.name < $1.name }) {
+            guard let (rows, from) = try sourceRows(of: table, context) else { continue }
+            keptRows[table.name] = try checkNewUniqueness(table, from: from, rows: rows, context)
+        }
         var entities: [EntityMapping] = []
         for table in destination.tables.values.sorted(by: { $0.name < $1.name }) {
             if let mapping = try entityMapping(into: table, context) { entities.append(mapping) }
@@ -97,7 +103,7 @@ struct CoreDataInference {
         case column(String)
         /// An SQL expression of one source column that is NULL where the column is
         /// (`coredata_entity(Z8_VALUE)`, `CAST(ZCOUNT AS REAL)`).
-        case ofColumn(String)
+        case ofColumn(String, column: String)
         /// An SQL expression over the source row (`s`).
         case expression(String)
 
@@ -106,15 +112,16 @@ struct CoreDataInference {
         var sql: String {
             switch self {
             case let .column(name): SQL.identifier(name)
-            case let .ofColumn(sql), let .expression(sql): sql
+            case let .ofColumn(sql, _), let .expression(sql): sql
             }
         }
 
-        /// Whether the value is the source column's, as it is or converted.
-        var isColumn: Bool {
+        /// The source column the value is read from, as it is or converted; `nil` for another
+        /// expression.
+        var column: String? {
             switch self {
-            case .column, .ofColumn: true
-            case .expression: false
+            case let .column(name), let .ofColumn(_, name): name
+            case .expression: nil
             }
         }
     }
@@ -128,12 +135,15 @@ struct CoreDataInference {
         var number: Int64
     }
 
-    /// The entity mapping of one destination entity tree's table.
-    private mutating func entityMapping(into table: CoreDataLayout.EntityTable, _ context: Context) throws -> EntityMapping? {
-        let destination = context.destination, source = context.source, mapping = context.mapping
-        let rootName = destination.entities[table.root]!.name
+    /// The rows of destination table `table`, by the source entity they come from, and the one
+    /// source table holding them all; `nil` for a table no source entity fills.
+    ///
+    /// - Throws: ``MigrationError`` when they come from several source tables (entity hierarchies
+    ///   merged), which lightweight migration cannot infer either.
+    private func sourceRows(of table: CoreDataLayout.EntityTable, _ context: Context) throws -> (rows: [Rows], from: CoreDataLayout.EntityTable)? {
+        let destination = context.destination, source = context.source
         let rows: [Rows] = destination.descendants(of: table.root).sorted().compactMap { number in
-            guard let name = destination.entities[number]?.name, let from = mapping.sourceEntity[name],
+            guard let name = destination.entities[number]?.name, let from = context.mapping.sourceEntity[name],
                   let entity = source.entity(named: from) else { return nil }
             return Rows(entity: name, source: from, number: entity.number)
         }
@@ -143,7 +153,15 @@ struct CoreDataInference {
             let trees = rows.map { "\($0.entity) (from \($0.source), in the tree of \(source.model.root(of: $0.source)))" }
             throw MigrationError(.invalidPlan, "table \(table.name) of the destination holds entities whose source rows are in different tables: \(trees.joined(separator: ", ")); lightweight migration cannot merge entity hierarchies either, write a plan for them")
         }
-        try refuseMissingRequired(rows, table: table, from: from, context)
+        return (rows, from)
+    }
+
+    /// The entity mapping of one destination entity tree's table.
+    private mutating func entityMapping(into table: CoreDataLayout.EntityTable, _ context: Context) throws -> EntityMapping? {
+        let destination = context.destination, source = context.source
+        let rootName = destination.entities[table.root]!.name
+        guard let (rows, from) = try sourceRows(of: table, context) else { return nil }
+        try refuseMissingRequired(rows, from: from, context)
 
         var columns: [String: String] = [:]
         for column in table.columns {
@@ -159,10 +177,11 @@ struct CoreDataInference {
                 // A column whose owners' rows all read one source column is copied whole, as
                 // Core Data's in-place migration leaves a column: values in rows of entities
                 // without the property (an earlier migration's defaults) stay, and the copy
-                // needs no CASE per row. Each source column holds one property, so no other
-                // property's values can come along.
+                // needs no CASE per row. Not where the other rows' entities had that property
+                // (moved down to siblings): their values would land in a column not theirs.
                 let owners = rows.indices.filter { owns(column, rows[$0], context) }
-                if let first = owners.first, sources[first].isColumn, owners.allSatisfy({ sources[$0] == sources[first] }) {
+                if let first = owners.first, let sourceColumn = sources[first].column, owners.allSatisfy({ sources[$0] == sources[first] }),
+                   !rows.indices.contains(where: { !owners.contains($0) && sourceEntityHas(sourceColumn, rows[$0], from, context) }) {
                     sources = rows.map { _ in sources[first] }
                 }
                 if let sql = combine(sources, rows: rows) { columns[column.name] = sql }
@@ -176,10 +195,9 @@ struct CoreDataInference {
         if kept != sourceTree {
             conditions.append("Z_ENT IN (\(kept.sorted().map(String.init).joined(separator: ", ")))")
         }
-        conditions += try checkNewUniqueness(table, from: from, rows: rows, entityFilter: conditions.first, context)
+        conditions += keptRows[table.name] ?? []
         let condition = conditions.isEmpty ? nil : conditions.joined(separator: " AND ")
-        keptRows[table.name] = Array(conditions.dropFirst(kept != sourceTree ? 1 : 0))
-        decisions.append("table \(from.name) -> \(table.name) (entity tree \(rootName)): \(columns.count) columns, keys preserved")
+        decisions.append("table \(from.name) -> \(table.name) (entity tree \(rootName)): \(columns.count) columns, keys \(options.keys == .allocate ? "allocated" : "preserved")")
         return EntityMapping(name: rootName, source: .init(table: from.name, key: "Z_PK", where: condition),
                              destination: .init(table: table.name, key: "Z_PK"), keys: .preserve, columns: columns)
     }
@@ -198,6 +216,18 @@ struct CoreDataInference {
             return "WHEN \(test) THEN \(source.sql)"
         }
         return "CASE " + cases.joined(separator: " ") + " END"
+    }
+
+    /// Whether the source entity of `rows` has the property that source column `name` holds.
+    private func sourceEntityHas(_ name: String, _ rows: Rows, _ table: CoreDataLayout.EntityTable, _ context: Context) -> Bool {
+        let declaring: String
+        switch table.column(named: name)?.role {
+        case let .attribute(entity, _)?, let .toOne(entity, _)?, let .toOneEntity(entity, _)?, let .toOneOrder(entity, _)?:
+            declaring = entity
+        default:
+            return false
+        }
+        return context.source.model.lineage(of: rows.source).contains { $0.name == declaring }
     }
 
     /// Whether the entity of `rows` has the property `column` holds.
@@ -222,25 +252,34 @@ struct CoreDataInference {
             return try attributeValue(attribute, of: rows, column: column.name, context)
         case let .toOne(owner, property):
             guard model.lineage(of: rows.entity).contains(where: { $0.name == owner }) else { return .null }
-            return try toOneKey(property, of: rows, context) ?? .null
+            let key = try toOneKey(property, of: rows, context) ?? .null
+            // With keys allocated, the ID map leaves out what is not copied (missing: null).
+            return options.keys == .allocate ? key : try onlyToCopiedRows(key, property, of: rows, context)
         case let .toOneEntity(owner, property):
             guard model.lineage(of: rows.entity).contains(where: { $0.name == owner }) else { return .null }
-            return try toOneEntity(property, of: rows, context)
+            return try onlyToCopiedRows(try toOneEntity(property, of: rows, context), property, of: rows, context)
         case let .toOneOrder(owner, property):
             guard model.lineage(of: rows.entity).contains(where: { $0.name == owner }) else { return .null }
-            return try toOneOrder(property, of: rows, context)
+            return try onlyToCopiedRows(try toOneOrder(property, of: rows, context), property, of: rows, context)
         case let .toManyOwner(owner, property), let .toManyOrder(owner, property):
             // The rows of this table are the targets of owner.property, a to-many without inverse.
-            guard let old = context.mapping.sourceProperty(property, of: owner),
-                  let relationship = old.property.relationship, relationship.isToMany, relationship.inverse == nil else {
-                notes.append("\(column.name): \(context.destination.describe(column.role, root: owner)) has no counterpart in the source; left empty")
+            guard let old = context.mapping.sourceProperty(property, of: owner), old.property.relationship?.isToMany == true,
+                  let pairs = pairs(declaredBy: old.declaredBy, property: old.property.name, context),
+                  let table = context.source.table(of: rows.source) else {
+                note("\(column.name): \(context.destination.describe(column.role, root: owner)) is new; left empty")
                 return .null
             }
-            let role: CoreDataLayout.Column.Role
-            if case .toManyOwner = column.role { role = .toManyOwner(entity: old.declaredBy, property: old.property.name) }
-            else { role = .toManyOrder(entity: old.declaredBy, property: old.property.name) }
-            guard let table = context.source.table(of: rows.source), let found = table.column(for: role) else { return .null }
-            return .column(found.name)
+            // The owner of this row (a target), from wherever the source kept the pairs.
+            let ordered: Bool
+            if case .toManyOrder = column.role { ordered = true } else { ordered = false }
+            if pairs.table == table.name, pairs.target == "Z_PK" {
+                if !ordered { return .column(pairs.owner) }
+                if let order = pairs.order { return .column(order) }
+            } else if !ordered {
+                return .expression("(SELECT min(t.\(SQL.quote(pairs.owner))) FROM src.\(SQL.quote(pairs.table)) AS t WHERE t.\(SQL.quote(pairs.target)) = s.Z_PK)")
+            }
+            note("\(column.name): \(context.destination.describe(column.role, root: owner)) was not kept in order; left empty")
+            return .null
         case .key, .entityNumber, .version:
             return .null
         }
@@ -265,7 +304,7 @@ struct CoreDataInference {
         let was = old.attribute!
         if was.type != new.type, let converted = conversion(oldColumn.name, from: was.type, to: new.type) {
             decide("\(column): \(was.type.xmlName) -> \(new.type.xmlName), \(converted)")
-            value = .ofColumn(converted)
+            value = .ofColumn(converted, column: oldColumn.name)
         }
         if old.isOptional, !attribute.isOptional, let defaultSQL {
             decide("\(column): optional in \(declaredBy), required with default \(defaultSQL) in \(rows.entity): NULLs take the default")
@@ -288,13 +327,34 @@ struct CoreDataInference {
     /// relationship was to-many, the smallest key among its targets.
     private mutating func toOneKey(_ property: String, of rows: Rows, _ context: Context) throws -> Source? {
         guard let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity),
-              let relationship = old.relationship else { return nil }
+              let relationship = old.relationship else { return try keyFromInverse(property, of: rows, context) }
         if !relationship.isToMany {
             return context.source.column(of: old.name, entity: rows.source).map { .column($0.name) }
         }
         guard let pairs = pairs(declaredBy: declaredBy, property: old.name, context) else { return nil }
         decide("\(rows.entity).\(property): to-many \(declaredBy).\(old.name) becomes to-one: the target with the smallest key")
         return .expression("(SELECT min(t.\(SQL.quote(pairs.target))) FROM src.\(SQL.quote(pairs.table)) AS t WHERE t.\(SQL.quote(pairs.owner)) = s.Z_PK)")
+    }
+
+    /// The key of a to-one the source did not have, where the source kept its inverse: a to-many
+    /// without an inverse that gained one, or a to-one renamed without a renaming identifier whose
+    /// inverse kept its name. The owner of this row among the inverse's pairs.
+    private mutating func keyFromInverse(_ property: String, of rows: Rows, _ context: Context) throws -> Source? {
+        guard let declared = context.destination.model.property(property, of: rows.entity),
+              let relationship = declared.property.relationship, let inverse = relationship.inverse,
+              let (inverseDeclaredBy, oldInverse) = context.mapping.sourceProperty(inverse, of: relationship.destination),
+              let table = context.source.table(of: rows.source) else { return nil }
+        if oldInverse.relationship?.isToMany == false {
+            // A one-to-one: the other side's key column holds this row's key.
+            guard let other = context.source.table(of: inverseDeclaredBy),
+                  let column = other.column(for: .toOne(entity: inverseDeclaredBy, property: oldInverse.name)) else { return nil }
+            decide("\(rows.entity).\(property): new, from its inverse \(inverseDeclaredBy).\(oldInverse.name)")
+            return .expression("(SELECT min(t.Z_PK) FROM src.\(SQL.quote(other.name)) AS t WHERE t.\(SQL.quote(column.name)) = s.Z_PK)")
+        }
+        guard let pairs = pairs(declaredBy: inverseDeclaredBy, property: oldInverse.name, context) else { return nil }
+        decide("\(rows.entity).\(property): new, from its inverse \(inverseDeclaredBy).\(oldInverse.name)")
+        if pairs.table == table.name, pairs.target == "Z_PK" { return .column(pairs.owner) }
+        return .expression("(SELECT min(t.\(SQL.quote(pairs.owner))) FROM src.\(SQL.quote(pairs.table)) AS t WHERE t.\(SQL.quote(pairs.target)) = s.Z_PK)")
     }
 
     /// Where the pairs of a source to-many relationship are: the table holding them, its column
@@ -304,7 +364,11 @@ struct CoreDataInference {
         var table: String
         var owner: String
         var target: String
+        /// The position of each target among its owner's targets.
         var order: String?
+        /// In a join table: the position of each owner among the target's owners (the inverse's
+        /// order), when the inverse is ordered.
+        var ownerOrder: String? = nil
         var isJoinTable: Bool
     }
 
@@ -315,7 +379,8 @@ struct CoreDataInference {
         if let join = source.joinTable(of: property, entity: declaredBy),
            let mine = join.sides.first(where: { $0.entity == declaredBy && $0.property == property }),
            let other = join.sides.first(where: { $0 != mine }) {
-            return Pairs(table: join.name, owner: other.column, target: mine.column, order: mine.order, isJoinTable: true)
+            return Pairs(table: join.name, owner: other.column, target: mine.column, order: mine.order, ownerOrder: other.order,
+                         isJoinTable: true)
         }
         guard let targetTable = source.table(of: relationship.destination) else { return nil }
         if let inverse = relationship.inverse, let declared = source.model.property(inverse, of: relationship.destination),
@@ -330,13 +395,26 @@ struct CoreDataInference {
         return nil
     }
 
+    /// `value` (a to-one's key, entity number or order) where the key points at a row the plan
+    /// copies as the relationship's destination, NULL elsewhere: a row of a removed entity, of an
+    /// entity outside the destination's tree now, or a duplicate left out for a uniqueness
+    /// constraint, as lightweight migration leaves no relationship to a row it drops.
+    private mutating func onlyToCopiedRows(_ value: Source, _ property: String, of rows: Rows, _ context: Context) throws -> Source {
+        guard value != .null, let key = try toOneKey(property, of: rows, context),
+              let destination = context.destination.model.property(property, of: rows.entity)?.property.relationship?.destination,
+              let number = context.destination.entity(named: destination)?.number,
+              let (table, condition) = copiedRows(of: number, context) else { return value }
+        decide("\(rows.entity).\(property): NULL where it points at a row that is not copied as \(destination)")
+        return .expression("CASE WHEN \(key.sql) IN (SELECT s.Z_PK FROM src.\(SQL.quote(table)) AS s WHERE \(condition)) THEN \(value.sql) END")
+    }
+
     /// The entity number of a to-one's target, for a target entity with sub-entities.
     private mutating func toOneEntity(_ property: String, of rows: Rows, _ context: Context) throws -> Source {
         guard let key = try toOneKey(property, of: rows, context),
               let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity),
               let relationship = old.relationship else { return .null }
         if !relationship.isToMany, let entityColumn = context.source.table(of: rows.source)?.column(for: .toOneEntity(entity: declaredBy, property: old.name)) {
-            return .ofColumn("coredata_entity(\(SQL.identifier(entityColumn.name)))")
+            return .ofColumn("coredata_entity(\(SQL.identifier(entityColumn.name)))", column: entityColumn.name)
         }
         guard let target = context.source.entity(named: relationship.destination), let targetTable = context.source.tables[target.root] else {
             return .null
@@ -356,6 +434,10 @@ struct CoreDataInference {
         if !relationship.isToMany, let order = table.column(for: .toOneOrder(entity: declaredBy, property: old.name)) {
             return .column(order.name)
         }
+        // Many-to-many before, and its inverse was ordered: this row's position among the owner's.
+        if relationship.isToMany, let pairs = pairs(declaredBy: declaredBy, property: old.name, context), let ownerOrder = pairs.ownerOrder {
+            return .expression("(SELECT t.\(SQL.quote(ownerOrder)) FROM src.\(SQL.quote(pairs.table)) AS t WHERE t.\(SQL.quote(pairs.owner)) = s.Z_PK AND t.\(SQL.quote(pairs.target)) = \(key.sql))")
+        }
         decide("\(rows.entity).\(property): its inverse becomes ordered; the order of the keys")
         // This row's key, and another row's (`o`) in the subquery that ranks it.
         let (mine, theirs): (String, String)
@@ -369,8 +451,7 @@ struct CoreDataInference {
 
     /// Core Data's lightweight migration fails on a required attribute that is new and has no
     /// default where the source has rows; so does this.
-    private func refuseMissingRequired(_ rows: [Rows], table: CoreDataLayout.EntityTable, from: CoreDataLayout.EntityTable,
-                                       _ context: Context) throws {
+    private func refuseMissingRequired(_ rows: [Rows], from: CoreDataLayout.EntityTable, _ context: Context) throws {
         for row in rows {
             for (owner, property) in context.destination.model.allProperties(of: row.entity) {
                 guard let attribute = property.attribute, !property.isOptional, !property.isTransient, attribute.derivation == nil,
@@ -388,7 +469,8 @@ struct CoreDataInference {
         case let .integer(number):
             return type == .double || type == .float || type == .decimal ? String(Double(number)) : String(number)
         case let .real(number):
-            return [.integer16, .integer32, .integer64].contains(type) ? String(Int64(number)) : String(number)
+            guard [.integer16, .integer32, .integer64].contains(type) else { return String(number) }
+            return Int64(exactly: number.rounded(.towardZero)).map(String.init)
         case let .bool(flag):
             return flag ? "1" : "0"
         case let .string(text):
@@ -513,10 +595,18 @@ struct CoreDataInference {
             if let table = destination.table(named: entities[index].destination.table) {
                 entities[index].keys = .allocate
                 for column in table.columns {
-                    guard case let .toOne(owner, property) = column.role,
-                          let target = destination.model.property(property, of: owner)?.property.relationship?.destination,
-                          let number = destination.entity(named: target)?.number else { continue }
-                    keys.append((column.name, number))
+                    switch column.role {
+                    case let .toOne(owner, property):
+                        guard let target = destination.model.property(property, of: owner)?.property.relationship?.destination,
+                              let number = destination.entity(named: target)?.number else { continue }
+                        keys.append((column.name, number))
+                    case let .toManyOwner(owner, _):
+                        // The owner's key of a to-many without inverse, in its target's table.
+                        guard let number = destination.entity(named: owner)?.number else { continue }
+                        keys.append((column.name, number))
+                    default:
+                        continue
+                    }
                 }
             } else if let join = destination.joinTables.first(where: { $0.name == entities[index].destination.table }) {
                 keys = join.sides.map { ($0.column, $0.target) }
@@ -528,7 +618,10 @@ struct CoreDataInference {
                     continue
                 }
                 entities[index].columns[column] = nil
-                entities[index].relationships[column] = .init(from: sourceColumn, to: name)
+                // A key into rows the plan leaves out has no mapping: NULL, as lightweight
+                // migration leaves no relationship to a row it drops; any other is a failure.
+                let missing: EntityMapping.MissingPolicy = copiedRows(of: target, context) == nil ? .fail : .null
+                entities[index].relationships[column] = .init(from: sourceColumn, to: name, missing: missing)
             }
         }
         guard unresolved.isEmpty else {
@@ -546,12 +639,15 @@ struct CoreDataInference {
     /// the row; with ``InferenceOptions/keepFirstDuplicate`` the returned filters keep the first
     /// row of each value in source-key order instead, and the report counts the rows left out.
     private mutating func checkNewUniqueness(_ table: CoreDataLayout.EntityTable, from: CoreDataLayout.EntityTable, rows: [Rows],
-                                             entityFilter: String?, _ context: Context) throws -> [String] {
+                                             _ context: Context) throws -> [String] {
         var filters: [String] = []
-        let inTree = entityFilter.map { " AND \($0)" } ?? ""
         var seen: Set<[String]> = []
         for row in rows {
             guard let entity = context.destination.model.entity(named: row.entity) else { continue }
+            // The unique index Core Data makes for a constraint spans the whole table
+            // (`Z_<Entity>_UNIQUE_<properties>`, no condition on Z_ENT), so a sub-entity's
+            // constraint meets every row the table keeps.
+            let scope = rows.map(\.number).sorted().map(String.init).joined(separator: ", ")
             for constraint in entity.uniquenessConstraints {
                 // The source columns of the constrained properties; a new property cannot hold duplicates.
                 var sourceColumns: [String] = []
@@ -570,23 +666,22 @@ struct CoreDataInference {
                 let quoted = sourceColumns.map(SQL.quote).joined(separator: ", ")
                 let nonNull = sourceColumns.map { "\(SQL.quote($0)) IS NOT NULL" }.joined(separator: " AND ")
                 let duplicates = try count("""
-                    SELECT ifnull(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM src.\(SQL.quote(from.name)) WHERE \(nonNull)\(inTree)
+                    SELECT ifnull(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM src.\(SQL.quote(from.name)) WHERE \(nonNull) AND Z_ENT IN (\(scope))
                                                        GROUP BY \(quoted) HAVING count(*) > 1)
                     """)
                 if duplicates == 0 {
-                    notes.append("\(table.name)(\(list)): a new uniqueness constraint; the source's rows satisfy it")
+                    notes.append("\(table.name)(\(list)): a new uniqueness constraint of \(row.entity); the source's rows satisfy it")
                 } else if options.keepFirstDuplicate {
                     let same = sourceColumns.map { "t.\(SQL.quote($0)) = s.\(SQL.quote($0))" }.joined(separator: " AND ")
                     let anyNull = sourceColumns.map { "s.\(SQL.quote($0)) IS NULL" }.joined(separator: " OR ")
-                    let treeOfT = entityFilter.map { " AND t.\($0)" } ?? ""
-                    filters.append("(\(anyNull) OR s.Z_PK = (SELECT min(t.Z_PK) FROM src.\(SQL.quote(from.name)) AS t WHERE \(same)\(treeOfT)))")
-                    notes.append("\(table.name)(\(list)): a new uniqueness constraint that \(duplicates) rows of the source violate; the first row of each value (in key order) is kept and these \(duplicates) are not copied, nor the join-table rows that refer to them; to-one references to them stay as they are")
+                    filters.append("(s.Z_ENT NOT IN (\(scope)) OR \(anyNull) OR s.Z_PK = (SELECT min(t.Z_PK) FROM src.\(SQL.quote(from.name)) AS t WHERE \(same) AND t.Z_ENT IN (\(scope))))")
+                    notes.append("\(table.name)(\(list)): a new uniqueness constraint of \(row.entity) that \(duplicates) rows of the source violate; the first row of each value (in key order) is kept and these \(duplicates) are not copied, nor the join-table rows that refer to them; to-one references to them become NULL")
                     let indexes = try database.tableSchema(from.name, in: "src")?.indexes ?? []
                     if !indexes.contains(where: { $0.columns.first?.caseInsensitiveCompare(sourceColumns[0]) == .orderedSame }) {
                         notes.append("\(from.name).\(sourceColumns[0]): the source has no index on it, so keeping the first row of each value reads the table once per row; on a large store add the index to a copy of the source first")
                     }
                 } else {
-                    notes.append("\(table.name)(\(list)): a new uniqueness constraint that \(duplicates) rows of the source violate: the batch that meets one fails, naming its source key (infer with keep-first duplicates to keep the first row of each value instead)")
+                    notes.append("\(table.name)(\(list)): a new uniqueness constraint of \(row.entity) that \(duplicates) rows of the source violate: the batch that meets one fails, naming its source key (infer with keep-first duplicates to keep the first row of each value instead)")
                 }
             }
         }

@@ -13,8 +13,10 @@ import Foundation
 ///
 /// What lightweight migration cannot infer is refused here, naming the entity and property: an
 /// attribute that becomes a relationship or the reverse, a type change that is not between
-/// numbers, a relationship whose destination is not the entity its source pointed at, two
-/// destination entities taking one source entity's rows.
+/// numbers (or strings and URIs), a relationship now pointing at an entity whose rows come from
+/// another entity tree than those it pointed at, two destination entities taking one source
+/// entity's rows. (A relationship narrowed to a sub-entity of its old destination is inferred:
+/// the plan leaves NULL where a row pointed at another entity.)
 ///
 /// ```swift
 /// let mapping = try CoreDataModelMapping(source: oldModel, destination: newModel)
@@ -37,11 +39,6 @@ public struct CoreDataModelMapping: Sendable {
         return source.entities.map(\.name).filter { !mapped.contains($0) }.sorted()
     }
 
-    /// Destination entities new in the model.
-    public var newEntities: [String] {
-        destination.entities.map(\.name).filter { sourceEntity[$0] == nil }.sorted()
-    }
-
     /// Matches two models.
     ///
     /// - Parameter renames: destination entity name -> source entity name, for renames the models
@@ -51,6 +48,9 @@ public struct CoreDataModelMapping: Sendable {
     public init(source: CoreDataModel, destination: CoreDataModel, renames: [String: String] = [:]) throws {
         self.source = source
         self.destination = destination
+        for name in renames.keys.sorted() where destination.entity(named: name) == nil {
+            throw MigrationError(.invalidPlan, "renames: the destination model has no entity \"\(name)\"\(MigrationPlan.suggestion(for: name, among: destination.entities.map(\.name)))")
+        }
         var claimedBy: [String: String] = [:]
         for entity in destination.entities {
             var candidates: [String] = []
@@ -81,9 +81,8 @@ public struct CoreDataModelMapping: Sendable {
     /// by its name. `nil` for a property new in the model (or one that was transient).
     public func sourceProperty(_ property: String, of entity: String) -> (declaredBy: String, property: CoreDataModel.Property)? {
         guard let from = sourceEntity[entity], let declared = destination.property(property, of: entity)?.property else { return nil }
-        var names: [String] = []
-        if let previous = declared.renamingIdentifier, !previous.isEmpty, previous != declared.name { names.append(previous) }
-        names.append(declared.name)
+        // The name it had before first, then its own (a renaming identifier the source lacks).
+        let names = declared.previousName == declared.name ? [declared.name] : [declared.previousName, declared.name]
         for name in names {
             if let found = source.property(name, of: from), !found.property.isTransient { return found }
         }

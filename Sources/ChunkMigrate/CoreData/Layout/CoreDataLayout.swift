@@ -2,8 +2,8 @@ import Foundation
 
 /// The SQLite layout Core Data gives a model: entity numbers, the table of each entity tree and
 /// what each of its columns holds, and the many-to-many join tables. Derived from the model
-/// alone, as Core Data names it (``init(model:)``), then checked against a real store
-/// (``CoreDataLayout/resolved(against:schema:file:)``).
+/// alone, as Core Data names it (``init(model:)``), then checked against a real store's schema
+/// when a job or a check reads one.
 ///
 /// Core Data's naming, as every real store in the test fixtures shows it:
 /// - **Entity numbers** (`Z_ENT`): the entity hierarchies in name order (case-insensitively),
@@ -109,8 +109,8 @@ public struct CoreDataLayout: Sendable {
         /// The table's name.
         public var name: String
         /// The name Core Data gives it when the other side is met first: for a relationship and
-        /// its inverse that are both of one entity, which side names the table depends on the
-        /// order of the entity's properties, which only the store tells.
+        /// its inverse declared in one entity tree, which side names the table depends on the
+        /// order of the entities' properties, which only the store tells.
         public var alternativeName: String?
         /// The two sides.
         public var sides: [Side]

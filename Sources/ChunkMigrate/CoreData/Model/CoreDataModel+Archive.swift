@@ -46,8 +46,11 @@ extension CoreDataModel {
             guard let object = archive.resolve(reference), let name = archive.string(object["NSEntityName"]) else {
                 throw KeyedArchive.Malformed(description: "an entity has no NSEntityName")
             }
+            guard let listed = archive.dictionary(object["NSProperties"]) else {
+                throw KeyedArchive.Malformed(description: "entity \(name): NSProperties is not a dictionary of properties")
+            }
             var properties: [Property] = []
-            for (key, value) in archive.dictionary(object["NSProperties"]) ?? [] {
+            for (key, value) in listed {
                 if let property = try Self.property(value, archive: archive, entity: name) { properties.append(property) }
                 else if archive.className(value) == nil {
                     throw KeyedArchive.Malformed(description: "entity \(name): property \(key) is not an object")
@@ -97,7 +100,7 @@ extension CoreDataModel {
             }
             kind = .attribute(Attribute(
                 type: type, defaultValue: Self.value(object["NSDefaultValue"], type: type, archive: archive),
-                derivation: object["NSDerivationExpression"].flatMap { Self.expression($0, archive: archive) },
+                derivation: object["NSDerivationExpression"].flatMap { Self.expression($0, archive: archive, depth: 0) },
                 allowsExternalStorage: (archive.resolve(object["NSFlagsKey"])?.integer ?? 0) & 4 != 0,
                 valueTransformerName: archive.string(object["NSValueTransformerName"])))
         case "NSRelationshipDescription":
@@ -140,7 +143,7 @@ extension CoreDataModel {
         case let .bool(flag): return type == .boolean ? .bool(flag) : .integer(flag ? 1 : 0)
         case let .real(number):
             switch type {
-            case .integer16, .integer32, .integer64: return .integer(Int64(number))
+            case .integer16, .integer32, .integer64: return Int64(exactly: number.rounded(.towardZero)).map { .integer($0) }
             case .date: return .date(number)
             default: return .real(number)
             }
@@ -149,6 +152,7 @@ extension CoreDataModel {
         default:
             if let text = archive.string(object) { return .string(text) }
             if case let .real(seconds)? = object["NS.time"] { return .date(seconds) }
+            if let decimal = Self.decimal(object) { return .real(decimal) }
             if case let .data(bytes)? = object["NS.uuidbytes"] { return .data(bytes) }
             if case let .data(bytes)? = object["NS.data"] { return .data(bytes) }
             if let relative = archive.string(object["NS.relative"]) { return .string(relative) }
@@ -156,15 +160,29 @@ extension CoreDataModel {
         }
     }
 
+    /// An archived `NSDecimalNumber`: its mantissa (up to eight little-endian 16-bit words, of
+    /// which `NS.length` count), exponent and sign, as a `Double`.
+    private static func decimal(_ object: PropertyList) -> Double? {
+        guard case let .data(mantissa)? = object["NS.mantissa"], let exponent = object["NS.exponent"]?.integer,
+              let length = object["NS.length"]?.integer, length >= 0, Int(length) * 2 <= mantissa.count, abs(exponent) < 400 else { return nil }
+        var value = 0.0
+        for word in (0..<Int(length)).reversed() {
+            value = value * 65_536 + Double(UInt16(mantissa[2 * word]) | UInt16(mantissa[2 * word + 1]) << 8)
+        }
+        value *= pow(10, Double(exponent))
+        return object["NS.negative"]?.bool == true ? -value : value
+    }
+
     /// An `NSExpression` as Core Data prints it: a key path, a function call, a constant.
-    private static func expression(_ reference: PropertyList, archive: KeyedArchive) -> String? {
-        guard let object = archive.resolve(reference) else { return nil }
+    private static func expression(_ reference: PropertyList, archive: KeyedArchive, depth: Int) -> String? {
+        // Expressions refer to each other by reference: a damaged archive may loop.
+        guard depth < 32, let object = archive.resolve(reference) else { return nil }
         switch archive.className(reference) {
         case "NSKeyPathExpression", "NSFunctionExpression":
-            let arguments = (archive.objects(object["NSArguments"]) ?? []).compactMap { expression($0, archive: archive) }
+            let arguments = (archive.objects(object["NSArguments"]) ?? []).compactMap { expression($0, archive: archive, depth: depth + 1) }
             let selector = archive.string(object["NSSelectorName"]) ?? ""
             if selector.hasPrefix("valueForKey") {
-                let operand = object["NSOperand"].flatMap { expression($0, archive: archive) } ?? ""
+                let operand = object["NSOperand"].flatMap { expression($0, archive: archive, depth: depth + 1) } ?? ""
                 let path = arguments.joined(separator: ".")
                 return operand.isEmpty || operand == "SELF" ? path : operand + "." + path
             }

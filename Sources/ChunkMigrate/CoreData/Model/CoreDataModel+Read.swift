@@ -9,7 +9,9 @@ extension CoreDataModel {
         let exists = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
         let file = exists && isDirectory.boolValue ? url.appendingPathComponent("contents") : url
         guard let data = FileManager.default.contents(atPath: file.path) else {
-            throw MigrationError(.store, "cannot read the model (\(exists ? "unreadable" : "no such file"))", file: file.path)
+            let reason = !exists ? "no such file" : isDirectory.boolValue
+                ? "a folder without a contents file: give an .xcdatamodel folder, its contents, or a .mom file" : "unreadable"
+            throw MigrationError(.store, "cannot read the model (\(reason))", file: file.path)
         }
         if data.starts(with: Array("bplist".utf8)) {
             return try CoreDataModel(archive: Array(data), file: file.path)

@@ -104,7 +104,7 @@ private final class ModelXMLReader: NSObject, XMLParserDelegate {
         }
         switch type {
         case .integer16, .integer32, .integer64:
-            return .integer(Int64(trimmed) ?? Int64(leadingNumber()))
+            return Int64(trimmed).map { .integer($0) } ?? Int64(exactly: leadingNumber().rounded(.towardZero)).map { .integer($0) }
         case .double, .float, .decimal:
             return .real(leadingNumber())
         case .boolean:

@@ -194,14 +194,6 @@ public struct CoreDataModel: Sendable, Equatable {
             case .binaryData, .uuid, .transformable, .objectID, .composite, .undefined: "BLOB"
             }
         }
-
-        /// Whether values of the type are numbers in the store (integers, booleans, reals, dates).
-        public var isNumeric: Bool {
-            switch self {
-            case .integer16, .integer32, .integer64, .boolean, .decimal, .double, .float, .date: true
-            default: false
-            }
-        }
     }
 
     /// A default value, as the model holds it.
@@ -282,8 +274,8 @@ public struct CoreDataModel: Sendable, Equatable {
     /// The root of the entity named `name`'s hierarchy.
     public func root(of name: String) -> String { lineage(of: name).last?.name ?? name }
 
-    /// Checks that the model is whole: every parent, destination and inverse it names exists, an
-    /// inverse points back, and no hierarchy has a cycle.
+    /// Checks that the model is whole: every parent and destination it names exists, every
+    /// inverse is a relationship of the destination, and no hierarchy has a cycle.
     ///
     /// - Throws: ``MigrationError`` naming the entity and property, and `file`.
     public func validate(file: String) throws {

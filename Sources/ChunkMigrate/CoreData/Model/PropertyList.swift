@@ -67,6 +67,11 @@ private struct BinaryReader {
     var offsets: [Int] = []
     var referenceSize = 0
     var inProgress: Set<Int> = []
+    /// Objects already read: a value referred to many times is read once (an archive of shared
+    /// objects cannot make the reader work exponentially).
+    var decoded: [Int: PropertyList] = [:]
+    /// Collections nest at most this deep (keyed archives nest three or four deep).
+    static let maximumDepth = 256
 
     init(bytes: [UInt8]) { self.bytes = bytes }
 
@@ -81,7 +86,7 @@ private struct BinaryReader {
         let top = try integer(at: trailer + 16, size: 8)
         let table = try integer(at: trailer + 24, size: 8)
         guard (1...8).contains(offsetSize), (1...8).contains(referenceSize), count > 0, count < bytes.count,
-              top < count, table >= 8, table + count * offsetSize <= trailer else {
+              top < count, table >= 8, table <= trailer, count * offsetSize <= trailer - table else {
             throw PropertyList.Malformed(description: "binary property list: the trailer is inconsistent")
         }
         offsets = try (0..<count).map { try integer(at: table + $0 * offsetSize, size: offsetSize) }
@@ -89,7 +94,7 @@ private struct BinaryReader {
     }
 
     func integer(at offset: Int, size: Int) throws -> Int {
-        guard offset >= 0, size > 0, offset + size <= bytes.count else {
+        guard offset >= 0, size > 0, size <= 8, offset <= bytes.count - size else {
             throw PropertyList.Malformed(description: "binary property list: offset \(offset) is past the end")
         }
         var value: UInt64 = 0
@@ -107,6 +112,9 @@ private struct BinaryReader {
             throw PropertyList.Malformed(description: "binary property list: object at \(marker) has a malformed length")
         }
         let size = 1 << Int(bytes[marker + 1] & 0x0F)
+        guard size <= 8 else {
+            throw PropertyList.Malformed(description: "binary property list: object at \(marker) has a length of \(size) bytes")
+        }
         return (try integer(at: marker + 2, size: size), marker + 2 + size)
     }
 
@@ -121,10 +129,20 @@ private struct BinaryReader {
         guard index >= 0, index < offsets.count else {
             throw PropertyList.Malformed(description: "binary property list: reference \(index) is not an object")
         }
+        if let known = decoded[index] { return known }
+        guard inProgress.count < Self.maximumDepth else {
+            throw PropertyList.Malformed(description: "binary property list: collections nest more than \(Self.maximumDepth) deep")
+        }
         guard inProgress.insert(index).inserted else {
             throw PropertyList.Malformed(description: "binary property list: object \(index) contains itself")
         }
         defer { inProgress.remove(index) }
+        let value = try read(index)
+        decoded[index] = value
+        return value
+    }
+
+    mutating func read(_ index: Int) throws -> PropertyList {
         let at = offsets[index]
         guard at < bytes.count else {
             throw PropertyList.Malformed(description: "binary property list: object \(index) starts past the end")
@@ -168,6 +186,9 @@ private struct BinaryReader {
             return .string(text)
         case 0x6:
             let (count, start) = try length(nibble: nibble, after: at)
+            guard count <= bytes.count / 2 else {
+                throw PropertyList.Malformed(description: "binary property list: object \(index) is longer than the list")
+            }
             let raw = try slice(start, count * 2)
             var units: [UInt16] = []
             units.reserveCapacity(count)
@@ -175,8 +196,7 @@ private struct BinaryReader {
             while i < raw.endIndex { units.append(UInt16(raw[i]) << 8 | UInt16(raw[i + 1])); i += 2 }
             return .string(String(decoding: units, as: UTF16.self))
         case 0x8:
-            let raw = try slice(at + 1, Int(nibble) + 1)
-            return .uid(Int(raw.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }))
+            return .uid(try integer(at: at + 1, size: Int(nibble) + 1))
         case 0xA:
             let (count, start) = try length(nibble: nibble, after: at)
             return .array(try references(start, count).map { try object($0) })

@@ -27,27 +27,11 @@ enum RawDeflate {
     static func inflate(_ input: [UInt8], limit: Int = 256 << 20) throws -> [UInt8] {
         guard !input.isEmpty else { throw Failure(description: "empty input") }
         #if canImport(Compression)
-        // compression_decode_buffer returns the number of bytes written and truncates silently
-        // when the buffer is too small, so a result that fills the buffer is decoded again into a
-        // larger one; 0 means the input is not valid.
-        // https://developer.apple.com/documentation/compression/compression_decode_buffer(_:_:_:_:_:_:)
-        var capacity = max(4096, input.count * 8)
-        while true {
-            var output = [UInt8](repeating: 0, count: capacity)
-            let written = input.withUnsafeBufferPointer { source in
-                output.withUnsafeMutableBufferPointer { destination in
-                    compression_decode_buffer(destination.baseAddress!, destination.count,
-                                              source.baseAddress!, source.count, nil, COMPRESSION_ZLIB)
-                }
-            }
-            guard written > 0 else { throw Failure(description: "not a raw DEFLATE stream") }
-            if written < capacity {
-                output.removeSubrange(written...)
-                return output
-            }
-            guard capacity < limit else { throw Failure(description: "expands past \(limit) bytes") }
-            capacity = min(limit, capacity * 4)
-        }
+        // The stream API rather than compression_decode_buffer, whose result is 0 both for an
+        // error and for a stream that inflates to nothing, and which does not tell a truncated
+        // stream from a complete one.
+        // https://developer.apple.com/documentation/compression/compression_stream_process(_:_:)
+        return try stream(input, operation: COMPRESSION_STREAM_DECODE, limit: limit)
         #else
         var stream = z_stream()
         guard czlib_inflate_init_raw(&stream) == Z_OK else { throw Failure(description: "zlib: inflateInit2 failed") }
@@ -81,17 +65,10 @@ enum RawDeflate {
     static func deflate(_ input: [UInt8]) -> [UInt8] {
         guard !input.isEmpty else { return [0x03, 0x00] }   // one empty final block
         #if canImport(Compression)
-        // compression_encode_buffer returns 0 when the output does not fit; DEFLATE's stored
-        // blocks bound the output at the input plus 5 bytes per 16 KiB block.
-        var output = [UInt8](repeating: 0, count: input.count + input.count / 16_000 * 5 + 64)
-        let written = input.withUnsafeBufferPointer { source in
-            output.withUnsafeMutableBufferPointer { destination in
-                compression_encode_buffer(destination.baseAddress!, destination.count,
-                                          source.baseAddress!, source.count, nil, COMPRESSION_ZLIB)
-            }
+        // The stream API grows the output as it needs: no bound on the compressed size to guess.
+        guard let output = try? stream(input, operation: COMPRESSION_STREAM_ENCODE, limit: Int.max) else {
+            preconditionFailure("COMPRESSION_ZLIB could not encode \(input.count) bytes")
         }
-        precondition(written > 0, "COMPRESSION_ZLIB failed with a buffer of DEFLATE's bound")
-        output.removeSubrange(written...)
         return output
         #else
         var stream = z_stream()
@@ -113,4 +90,46 @@ enum RawDeflate {
         return output
         #endif
     }
+
+    #if canImport(Compression)
+    /// Runs a Compression framework stream with `COMPRESSION_ZLIB` over the whole input, growing
+    /// the output 64 KiB at a time.
+    ///
+    /// - Throws: ``Failure`` when the stream reports an error, when decoding ends with input used
+    ///   up but no end of stream (a truncated stream), or past `limit` bytes of output.
+    private static func stream(_ input: [UInt8], operation: compression_stream_operation, limit: Int) throws -> [UInt8] {
+        let stream = UnsafeMutablePointer<compression_stream>.allocate(capacity: 1)
+        defer { stream.deallocate() }
+        guard compression_stream_init(stream, operation, COMPRESSION_ZLIB) == COMPRESSION_STATUS_OK else {
+            throw Failure(description: "compression_stream_init failed")
+        }
+        defer { compression_stream_destroy(stream) }
+        var output: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        return try input.withUnsafeBufferPointer { source in
+            stream.pointee.src_ptr = source.baseAddress!   // never empty: both callers handle empty input first
+            stream.pointee.src_size = source.count
+            while true {
+                let (status, produced) = chunk.withUnsafeMutableBufferPointer { buffer in
+                    stream.pointee.dst_ptr = buffer.baseAddress!
+                    stream.pointee.dst_size = buffer.count
+                    let status = compression_stream_process(stream, Int32(COMPRESSION_STREAM_FINALIZE.rawValue))
+                    return (status, buffer.count - stream.pointee.dst_size)
+                }
+                output += chunk[0..<produced]
+                guard output.count <= limit else { throw Failure(description: "expands past \(limit) bytes") }
+                switch status {
+                case COMPRESSION_STATUS_END:
+                    return output
+                case COMPRESSION_STATUS_OK where produced == chunk.count:
+                    continue   // the output was full: more to come
+                case COMPRESSION_STATUS_OK:
+                    throw Failure(description: "the stream ends early")
+                default:
+                    throw Failure(description: "not a raw DEFLATE stream")
+                }
+            }
+        }
+    }
+    #endif
 }

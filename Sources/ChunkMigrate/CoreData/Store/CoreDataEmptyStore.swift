@@ -56,6 +56,10 @@ public enum CoreDataEmptyStore {
             try database.execute("PRAGMA journal_mode = WAL;")
         } catch let error as SQLiteError {
             throw MigrationError(.store, "cannot write the empty store: \(error.message)", file: url.path, sql: error.sql)
+        } catch let error as MigrationError {
+            throw error
+        } catch {
+            throw MigrationError(.store, "cannot write the empty store's metadata: \(error)", file: url.path, cause: error)
         }
     }
 
@@ -92,7 +96,8 @@ public enum CoreDataEmptyStore {
                 for constraint in entity.uniquenessConstraints {
                     let names = constraint.compactMap { layout.column(of: $0, entity: entity.name)?.name }
                     guard names.count == constraint.count else { continue }
-                    statements.append("CREATE UNIQUE INDEX Z_\(entity.name)_UNIQUE_\(constraint.joined(separator: "_")) ON \(table.name) (\(names.joined(separator: ", ")));")
+                    let columns = names.map { "\($0) COLLATE BINARY ASC" }.joined(separator: ", ")
+                    statements.append("CREATE UNIQUE INDEX Z_\(entity.name)_UNIQUE_\(constraint.joined(separator: "_")) ON \(table.name) (\(columns));")
                 }
             }
         }

@@ -75,9 +75,9 @@ public struct CoreDataMetadata: @unchecked Sendable {
             _ = try setUUID.step()
         }
         // The property list is rewritten only where something in it changes; otherwise its bytes stay.
-        guard var dictionary = destination.plist else { return }
+        var dictionary = destination.plist ?? [:]
         var changed = false
-        if keepUUID, let stored = dictionary["NSStoreUUID"] as? String, stored != uuid {
+        if keepUUID, destination.plist != nil, let stored = dictionary["NSStoreUUID"] as? String, stored != uuid {
             dictionary["NSStoreUUID"] = uuid
             changed = true
         }

@@ -197,10 +197,18 @@ private struct Checker {
     mutating func targets(_ layout: CoreDataLayout) throws {
         for table in layout.tables.values.sorted(by: { $0.name < $1.name }) {
             for column in table.columns {
-                guard case let .toOne(owner, property) = column.role,
-                      let relationship = layout.model.entity(named: owner)?.property(named: property)?.relationship,
-                      let destination = layout.entity(named: relationship.destination),
-                      let targetTable = layout.tables[destination.root] else { continue }
+                // A to-one's key, or the owner's key of a to-many without inverse (in its target's table).
+                let owner: String, property: String, target: String
+                switch column.role {
+                case let .toOne(entity, name):
+                    guard let relationship = layout.model.entity(named: entity)?.property(named: name)?.relationship else { continue }
+                    (owner, property, target) = (entity, name, relationship.destination)
+                case let .toManyOwner(entity, name):
+                    (owner, property, target) = (entity, name, entity)
+                default:
+                    continue
+                }
+                guard let destination = layout.entity(named: target), let targetTable = layout.tables[destination.root] else { continue }
                 let key = "s." + SQL.quote(column.name)
                 let entityColumn = table.column(for: .toOneEntity(entity: owner, property: property))
                 let allowed = list(layout.descendants(of: destination.number))
@@ -221,7 +229,7 @@ private struct Checker {
                     WHERE \(key) IS NOT NULL AND (\(wrong))
                     """)
                 if dangling > 0 {
-                    report.violations.append("\(table.name).\(column.name): \(dangling) rows point at no row of \(relationship.destination)\(entityColumn.map { " or disagree with \($0.name)" } ?? "")\(first(danglingKey))")
+                    report.violations.append("\(table.name).\(column.name): \(dangling) rows point at no row of \(target)\(entityColumn.map { " or disagree with \($0.name)" } ?? "")\(first(danglingKey))")
                 }
             }
         }
