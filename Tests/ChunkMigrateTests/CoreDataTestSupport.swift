@@ -43,11 +43,16 @@ enum CoreDataTesting {
         let database = try Database(path: copy.path, mode: .readWrite)
         let tables = try database.rows("""
             SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
-            AND name NOT IN ('Z_PRIMARYKEY', 'Z_METADATA', 'Z_MODELCACHE') AND name NOT LIKE 'Z\\_RT\\_%' ESCAPE '\\'
-            """).compactMap { $0[0].text }
+            AND name NOT IN ('Z_PRIMARYKEY', 'Z_METADATA', 'Z_MODELCACHE')
+            """).compactMap { $0[0].text }.filter { !shadowTables(in: database).contains($0) }
+        // The store's triggers call functions only Core Data's connections have: out of the way
+        // while the rows go, then back as they were.
+        let triggers = try database.rows("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'")
         let uuid = UUID().uuidString
-        try database.execute("BEGIN; " + tables.map { "DELETE FROM \(SQL.quote($0));" }.joined()
-                             + " UPDATE Z_PRIMARYKEY SET Z_MAX = 0; UPDATE Z_METADATA SET Z_UUID = '\(uuid)'; COMMIT;")
+        try database.execute("BEGIN; " + triggers.map { "DROP TRIGGER \(SQL.quote($0[0].text!));" }.joined()
+                             + tables.map { "DELETE FROM \(SQL.quote($0));" }.joined()
+                             + " UPDATE Z_PRIMARYKEY SET Z_MAX = 0; UPDATE Z_METADATA SET Z_UUID = '\(uuid)';"
+                             + triggers.map { $0[1].text! + ";" }.joined() + " COMMIT;")
         let metadata = try CoreDataMetadata.read(database, file: copy.path)
         if var plist = metadata.plist {
             plist = plist.filter { CoreDataMetadata.isCoreDataKey($0.key) }
@@ -59,15 +64,26 @@ enum CoreDataTesting {
         return copy
     }
 
+    /// The tables SQLite keeps an R-tree's nodes in (`<index>_node`, `_parent`, `_rowid`), whose
+    /// bytes depend on the order rows came in: the index's rows are compared instead.
+    static func shadowTables(in database: Database) -> Set<String> {
+        let virtual = (try? database.rows("SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'")
+            .compactMap { $0[0].text }) ?? []
+        return Set(virtual.flatMap { name in ["_node", "_parent", "_rowid"].map { name + $0 } })
+    }
+
     /// Every table of `store` but the model cache, each table's rows in a canonical order (every
-    /// column), and the metadata as its decoded property list: what must equal between a store
-    /// Core Data migrated and the same store migrated by chunkmigrate.
+    /// column), the triggers' SQL (as `(triggers)`), and the metadata as its decoded property
+    /// list: what must equal between a store Core Data migrated and the same store migrated by
+    /// chunkmigrate.
     static func contents(_ store: URL) throws -> [String: [[SQLiteValue]]] {
         let database = try Database(path: store.path, mode: .source)
         var result: [String: [[SQLiteValue]]] = [:]
         let tables = try database.rows("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
             .compactMap { $0[0].text }
-        for table in tables where table != "Z_MODELCACHE" && table != "Z_METADATA" {
+        result["(triggers)"] = try database.rows("SELECT name, tbl_name, sql FROM sqlite_schema WHERE type = 'trigger' ORDER BY name")
+        let shadows = shadowTables(in: database)
+        for table in tables where table != "Z_MODELCACHE" && table != "Z_METADATA" && !shadows.contains(table) {
             let columns = try database.rows("SELECT name FROM pragma_table_info(?1) ORDER BY name", .text(table)).compactMap { $0[0].text }
             let list = columns.map(SQL.quote).joined(separator: ", ")
             result[table] = try database.rows("SELECT \(list) FROM \(SQL.quote(table)) ORDER BY \(list)")

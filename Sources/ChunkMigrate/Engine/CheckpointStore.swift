@@ -8,6 +8,10 @@ struct CheckpointStore {
     static let checkpointTable = "_chunkmigrate_checkpoint"
     /// The destination's secondary indexes the job dropped, to build again once the rows are in.
     static let indexTable = "_chunkmigrate_index"
+    /// The destination's triggers the job dropped, to create again, exactly as they were, at the end.
+    static let triggerTable = "_chunkmigrate_trigger"
+    /// How far each step after the copy has come (derived values, external files, R-tree indexes).
+    static let stepTable = "_chunkmigrate_step"
 
     let database: Database
     private let upsert: Statement
@@ -53,6 +57,8 @@ struct CheckpointStore {
             try database.execute("""
                 DROP TABLE IF EXISTS main.\(checkpointTable);
                 DROP TABLE IF EXISTS main.\(indexTable);
+                DROP TABLE IF EXISTS main.\(triggerTable);
+                DROP TABLE IF EXISTS main.\(stepTable);
                 DROP TABLE IF EXISTS main.\(jobTable);
                 """)
         }
@@ -120,6 +126,66 @@ struct CheckpointStore {
             try forget.bind([.text(name)])
             _ = try forget.step()
         }
+    }
+
+    /// Inside the transaction that records a new job: drops every trigger of the destination,
+    /// recording each one's SQL. A Core Data store's triggers (derived attributes, counts, R-tree
+    /// indexes) call functions only Core Data's own connections have, and would count from
+    /// tables that are half copied; the values they keep are copied or computed instead, and
+    /// the triggers come back at the end (``restoreTriggers(in:)``).
+    static func deferTriggers(in database: Database) throws(SQLiteError) {
+        try database.execute("""
+            CREATE TABLE IF NOT EXISTS main.\(triggerTable) (name TEXT PRIMARY KEY, tbl_name TEXT NOT NULL, sql TEXT NOT NULL)
+            """)
+        let triggers = try database.rows("SELECT name, tbl_name, sql FROM main.sqlite_schema WHERE type = 'trigger' ORDER BY name")
+        let insert = try database.prepare("INSERT OR IGNORE INTO main.\(triggerTable) (name, tbl_name, sql) VALUES (?1, ?2, ?3)")
+        for trigger in triggers {
+            guard let name = trigger[0].text, let sql = trigger[2].text else { continue }
+            try insert.bind([.text(name), trigger[1], .text(sql)])
+            _ = try insert.step()
+            insert.reset()
+            try database.execute("DROP TRIGGER main.\(SQL.quote(name))")
+        }
+    }
+
+    /// The triggers ``deferTriggers(in:)`` dropped that are not created again yet: name, table, SQL.
+    static func deferredTriggers(in database: Database) throws(SQLiteError) -> [(name: String, table: String, sql: String)] {
+        guard try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1",
+                                  .text(triggerTable)).integer == 1 else { return [] }
+        return try database.rows("SELECT name, tbl_name, sql FROM main.\(triggerTable) ORDER BY name").compactMap { row in
+            guard let name = row[0].text, let table = row[1].text, let sql = row[2].text else { return nil }
+            return (name, table, sql)
+        }
+    }
+
+    /// Creates every deferred trigger again, as it was, and forgets them, in one transaction.
+    static func restoreTriggers(in database: Database) throws(SQLiteError) {
+        try database.inTransaction(.immediate) { () throws(SQLiteError) in
+            for trigger in try deferredTriggers(in: database) {
+                let exists = try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?1",
+                                                 .text(trigger.name))
+                if exists.integer == 0 { try database.execute(trigger.sql) }
+            }
+            try database.execute("DELETE FROM main.\(triggerTable)")
+        }
+    }
+
+    /// Where a step after the copy stands: the last key it covered, and whether it is done.
+    static func step(_ name: String, in database: Database) throws(SQLiteError) -> (cursor: Int64?, done: Bool) {
+        try database.execute("""
+            CREATE TABLE IF NOT EXISTS main.\(stepTable) (name TEXT PRIMARY KEY, cursor INTEGER, done INTEGER NOT NULL)
+            """)
+        let select = try database.prepare("SELECT cursor, done FROM main.\(stepTable) WHERE name = ?1")
+        try select.bind([.text(name)])
+        guard try select.step() else { return (nil, false) }
+        return (select.isNull(at: 0) ? nil : select.int64(at: 0), select.int64(at: 1) != 0)
+    }
+
+    /// Records a step's progress; inside the transaction of the batch it covers.
+    static func saveStep(_ name: String, cursor: Int64?, done: Bool, in database: Database) throws(SQLiteError) {
+        let upsert = try database.prepare("INSERT OR REPLACE INTO main.\(stepTable) (name, cursor, done) VALUES (?1, ?2, ?3)")
+        try upsert.bind([.text(name), cursor.map(SQLiteValue.integer) ?? .null, .integer(done ? 1 : 0)])
+        _ = try upsert.step()
     }
 
     init(database: Database) throws(SQLiteError) {

@@ -277,7 +277,8 @@ final class Engine {
         do {
             guard try copyEntities(&run, shouldStop: shouldStop, report: report) == .complete,
                   try fixUpDeferredRelationships(&run, shouldStop: shouldStop, report: report) == .complete,
-                  try buildDeferredIndexes(&run, shouldStop: shouldStop, report: report) == .complete
+                  try buildDeferredIndexes(&run, shouldStop: shouldStop, report: report) == .complete,
+                  try finishCoreDataStore(&run, shouldStop: shouldStop, report: report) == .complete
             else { return .paused }
             try journal.append(.complete(atMillis: Self.nowMillis()))
             CrashPoint.check(.afterComplete, entity: "job", batch: 0)
@@ -364,6 +365,28 @@ final class Engine {
             CrashPoint.check(.afterIndex, entity: index.name, batch: 0)
             run.batches += 1
             if let last = order.entities.last { report(progress(run, entity: last, phase: .index(name: index.name), batch: 0)) }
+        }
+        return .complete
+    }
+
+    /// A Core Data store's steps after the rows and indexes (``CoreDataFinishing``): derived
+    /// values, external files, R-tree indexes, then the triggers back; `.paused` when the run
+    /// stops first.
+    private func finishCoreDataStore(_ run: inout RunTally, shouldStop: () -> Bool,
+                                     report: (MigrationProgress) -> Void) throws -> RunOutcome {
+        guard let finishing = coreData?.finishing, let last = order.entities.last else { return .complete }
+        for step in try finishing.steps() {
+            var batch: UInt64 = 0
+            guard try !finishing.isDone(step) else { continue }
+            while true {
+                if run.stops(now: clock.now, shouldStop: shouldStop) { return .paused }
+                let done = try finishing.runBatch(step, size: batchSize)
+                batch += 1
+                CrashPoint.check(.afterIndex, entity: step.name, batch: batch)
+                run.batches += 1
+                report(progress(run, entity: last, phase: .finishing(step: step.name), batch: batch))
+                if done { break }
+            }
         }
         return .complete
     }

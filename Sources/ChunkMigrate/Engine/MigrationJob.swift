@@ -101,7 +101,8 @@ public final class MigrationJob: Sendable {
             let created = try JournalWriter.create(directory: journal.path, header: header, plan: planBytes)
             writer = created
             try stores.database.inTransaction(.immediate) {
-                _ = try recordJob(header, journalMode: journalMode, stores: stores, options: options, file: destination.path) {
+                _ = try recordJob(header, journalMode: journalMode, stores: stores, options: options, file: destination.path,
+                                  defersTriggers: plan.coreData != nil) {
                     let engine = try Engine(plan: plan, options: options, logger: logger, stores: stores, journal: created,
                                             idMap: IDMap(layout: layout, entityCount: plan.entities.count), sourcePath: source.path)
                     try engine.prepare()
@@ -179,9 +180,12 @@ public final class MigrationJob: Sendable {
     /// engine `makeEngine` creates, which checks the plan against the stores and prepares every
     /// statement, then the destination made ready (``prepareDestination(_:options:file:)``).
     private static func recordJob(_ header: JournalHeader, journalMode: String, stores: Stores, options: MigrationOptions,
-                                  file: String, engine makeEngine: () throws -> Engine) throws -> Engine {
+                                  file: String, defersTriggers: Bool, engine makeEngine: () throws -> Engine) throws -> Engine {
         try CheckpointStore.create(in: stores.database, jobID: header.jobID, planFingerprint: header.planFingerprint,
                                    journalMode: journalMode)
+        // A Core Data store's triggers call functions only Core Data's connections have: they go
+        // before the engine prepares its statements (CoreDataFinishing brings them back).
+        if defersTriggers { try CheckpointStore.deferTriggers(in: stores.database) }
         let engine = try makeEngine()
         try prepareDestination(engine, options: options, file: file)
         return engine
@@ -445,7 +449,7 @@ public final class MigrationJob: Sendable {
             let journalMode = try stores.journalMode()
             engine = try database.inTransaction(.immediate) {
                 try Self.recordJob(writer.header, journalMode: journalMode, stores: stores, options: options,
-                                   file: destinationURL.path, engine: makeEngine)
+                                   file: destinationURL.path, defersTriggers: plan.coreData != nil, engine: makeEngine)
             }
             try stores.useRollbackJournal()
         } else {

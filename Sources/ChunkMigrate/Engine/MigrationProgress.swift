@@ -25,7 +25,8 @@ public struct MigrationProgress: Sendable, Equatable {
     public var batchSize: Int
 
     /// What a job is doing when it reports progress. Its description is the word a person reads:
-    /// `copy`, `fixup <column>`, `index <name>`.
+    /// `copy`, `fixup <column>`, `index <name>`, and a Core Data store's finishing steps
+    /// (`derive List.itemCount`, `rtree Z_RT_Asset_boundedByRect`, `triggers`).
     public enum Phase: Sendable, Equatable, CustomStringConvertible {
         /// Copying the entity's rows, batch by batch.
         case copy
@@ -34,12 +35,16 @@ public struct MigrationProgress: Sendable, Equatable {
         case fixup(column: String)
         /// Building a secondary index the job deferred until the rows were in.
         case index(name: String)
+        /// A Core Data store's step after the rows are in: `derive <Entity.attribute>`,
+        /// `files <Entity.attribute>`, `rtree <index>`, `triggers`.
+        case finishing(step: String)
 
         public var description: String {
             switch self {
             case .copy: "copy"
             case let .fixup(column): "fixup \(column)"
             case let .index(name): "index \(name)"
+            case let .finishing(step): step
             }
         }
     }

@@ -20,9 +20,81 @@
 public struct CoreDataMapping: Codable, Sendable, Equatable {
     /// Destination entity name -> the source entity whose rows it takes.
     public var entities: [String: String]
+    /// Derived attributes whose values the job computes once every row is in (new in the
+    /// destination model, or derived differently): the rest are copied.
+    public var derived: [DerivedValue]
+    /// Binary attributes whose large values are files in the store's support folder
+    /// (`.<store>_SUPPORT/_EXTERNAL_DATA/`): the files the copied rows name are carried over.
+    public var externalData: [ExternalData]
+
+    /// A derived attribute's value, computed in the destination after the copy, batch by batch
+    /// of its table's keys: `UPDATE table SET column = value WHERE rows` (see
+    /// ``CoreDataDerivation``).
+    ///
+    /// ```json
+    /// { "attribute": "List.itemCount", "table": "ZLIST", "column": "ZITEMCOUNT",
+    ///   "value": "(SELECT IFNULL(COUNT(ZLIST), 0) FROM ZITEM WHERE ZLIST = ZLIST.Z_PK)" }
+    /// ```
+    public struct DerivedValue: Codable, Sendable, Equatable {
+        /// `Entity.attribute`, for what the job reports.
+        public var attribute: String
+        /// The destination table and column.
+        public var table: String
+        public var column: String
+        /// The value for a row of `table`, which the SQL refers to by its name.
+        public var value: String
+        /// The rows that have the attribute (a condition on `Z_ENT`), when the table holds other
+        /// entities too.
+        public var rows: String?
+
+        /// Creates a derived value.
+        public init(attribute: String, table: String, column: String, value: String, rows: String? = nil) {
+            self.attribute = attribute
+            self.table = table
+            self.column = column
+            self.value = value
+            self.rows = rows
+        }
+    }
+
+    /// A binary attribute that may keep its values in files: the destination column holds
+    /// `0x01` + the value, or `0x02` + a file name + `0x00`.
+    public struct ExternalData: Codable, Sendable, Equatable {
+        /// `Entity.attribute`, for what the job reports.
+        public var attribute: String
+        /// The destination table and column.
+        public var table: String
+        public var column: String
+
+        /// Creates an external-data attribute.
+        public init(attribute: String, table: String, column: String) {
+            self.attribute = attribute
+            self.table = table
+            self.column = column
+        }
+    }
 
     /// Creates the Core Data part of a plan.
-    public init(entities: [String: String]) {
+    public init(entities: [String: String], derived: [DerivedValue] = [], externalData: [ExternalData] = []) {
         self.entities = entities
+        self.derived = derived
+        self.externalData = externalData
+    }
+
+    private enum CodingKeys: String, CodingKey { case entities, derived, externalData }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        entities = try container.decode([String: String].self, forKey: .entities)
+        derived = try container.decodeIfPresent([DerivedValue].self, forKey: .derived) ?? []
+        externalData = try container.decodeIfPresent([ExternalData].self, forKey: .externalData) ?? []
+    }
+
+    /// Leaves out the lists that are empty, so a plan without them reads as before.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(entities, forKey: .entities)
+        if !derived.isEmpty { try container.encode(derived, forKey: .derived) }
+        if !externalData.isEmpty { try container.encode(externalData, forKey: .externalData) }
     }
 }

@@ -15,6 +15,8 @@ final class CoreDataBookkeeping {
     private let sourcePath: String
     /// Where the bookkeeping says what it did not do.
     var logger: ((String) -> Void)?
+    /// The steps after the copy: derived values, external files, R-tree indexes, triggers.
+    let finishing: CoreDataFinishing
 
     init(database: Database, plan: MigrationPlan, mapping: CoreDataMapping, resolver: Resolver,
          sourcePath: String, destinationPath: String) throws {
@@ -40,6 +42,7 @@ final class CoreDataBookkeeping {
             numbers[from.number] = to.number
         }
         self.numbers = numbers
+        finishing = CoreDataFinishing(database: database, plan: plan, sourcePath: sourcePath)
 
         // Z_MAX of the destination root each entity writes, raised to the table's largest key.
         for (index, entity) in plan.entities.enumerated() {
@@ -77,15 +80,39 @@ final class CoreDataBookkeeping {
             }
             call.result(mapped)
         }
+        try Self.registerDerivationFunctions(on: database)
+    }
+
+    /// The functions Core Data's derivation SQL calls, as Core Data defines them:
+    /// `NSCoreDataNow()` (seconds since 2001-01-01, a date as Core Data stores one),
+    /// `NSCoreDataCanonical(s)` (folded for case and diacritics, as `canonical:` compares),
+    /// `NSCoreDataToUpper(s)`, `NSCoreDataToLower(s)`.
+    static func registerDerivationFunctions(on database: Database) throws(SQLiteError) {
+        try database.createFunction("NSCoreDataNow", argumentCount: 0, deterministic: false) { call in
+            call.result(.real(Date().timeIntervalSinceReferenceDate))
+        }
+        let text: [(String, (String) -> String)] = [
+            ("NSCoreDataCanonical", { $0.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil) }),
+            ("NSCoreDataToUpper", { $0.uppercased() }),
+            ("NSCoreDataToLower", { $0.lowercased() }),
+        ]
+        for (name, transform) in text {
+            try database.createFunction(name, argumentCount: 1, deterministic: true) { call in
+                guard case let .text(value) = call.value(0) else { return call.result(call.value(0)) }
+                call.result(.text(transform(value)))
+            }
+        }
     }
 
     /// Inside the transaction that records a new job: raises each preserved-key root's `Z_MAX` to the source's, and gives the
     /// destination the source's store UUID.
     func start() throws {
-        if let folder = CoreDataInference.externalDataFolder(of: sourcePath) {
-            throw MigrationError(.store,
-                "the source keeps binary attributes in external files (\(folder)), which chunkmigrate does not copy yet; the migrated store would lose them",
-                file: sourcePath)
+        // Core Data's triggers are out of the way until every row is in (CoreDataFinishing), and
+        // its R-tree indexes are filled from the rows then.
+        for index in try database.rows("""
+            SELECT name FROM main.sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%' AND sql LIKE '%USING RTREE%'
+            """).compactMap({ $0[0].text }) {
+            try database.execute("DELETE FROM main.\(SQL.quote(index))")
         }
         for entity in plan.entities where entity.keys == .preserve {
             guard let to = destination.root(ofTable: entity.destination.table),

@@ -1,0 +1,255 @@
+import Foundation
+
+/// What a Core Data job does once every row is in and the indexes are built, each step batch by
+/// batch of a table's keys with its progress committed in the destination
+/// (``CheckpointStore/step(_:in:)``), so that a kill at any point resumes where it stopped:
+///
+/// 1. **derived values** the plan computes (``CoreDataMapping/derived``): `UPDATE` of one range
+///    of keys at a time, with Core Data's own derivation SQL (``CoreDataDerivation``);
+/// 2. **external binary data** (``CoreDataMapping/externalData``): the files the copied rows
+///    name, hard-linked (or copied, where the two folders are on different volumes) from the
+///    source's `.<store>_SUPPORT/_EXTERNAL_DATA/` into the destination's, each under a temporary
+///    name first, then renamed, so a file is whole or absent;
+/// 3. **R-tree fetch indexes** (`Z_RT_<Entity>_<index>`): filled from their entity's rows by the
+///    statement of the trigger that keeps them (its `INSERT ... VALUES (NEW.x, ...)` run as
+///    `INSERT ... SELECT x, ... FROM` the table);
+/// 4. **triggers**: every trigger the destination had at the start, created again exactly as it
+///    was, in one transaction.
+final class CoreDataFinishing {
+    /// One step and what it works on.
+    enum Step {
+        case derived(CoreDataMapping.DerivedValue)
+        case externalData(CoreDataMapping.ExternalData)
+        case fetchIndex(FetchIndexFill)
+        case triggers
+
+        /// The step as the job reports it.
+        var name: String {
+            switch self {
+            case let .derived(value): "derive \(value.attribute)"
+            case let .externalData(data): "files \(data.attribute)"
+            case let .fetchIndex(fill): "rtree \(fill.index)"
+            case .triggers: "triggers"
+            }
+        }
+    }
+
+    /// How an R-tree fetch index is filled from its entity's table, read from the trigger that
+    /// keeps it on insert.
+    struct FetchIndexFill: Equatable {
+        /// The virtual table, and the entity table it indexes.
+        var index: String
+        var table: String
+        /// Its columns, and the value of each for a row of the table.
+        var columns: String
+        var values: String
+        /// The trigger's `WHEN` condition over the row, if any.
+        var condition: String?
+
+        /// Reads Core Data's R-tree insert trigger:
+        /// `CREATE TRIGGER Z_RT_..._INSERT AFTER INSERT ON ZASSET FOR EACH ROW BEGIN INSERT OR
+        /// REPLACE INTO Z_RT_... (Z_PK, ...) VALUES (NEW.Z_PK, NEW.ZLATITUDE, ...) ; END`;
+        /// `nil` for a trigger of another form.
+        init?(trigger sql: String, table: String) {
+            let text = sql.replacingOccurrences(of: #"\s+"#, with: " ", options: .regularExpression)
+            let pattern = #"^CREATE TRIGGER \S+ AFTER INSERT ON \S+ FOR EACH ROW(?: WHEN (.+?))? BEGIN INSERT (?:OR REPLACE )?INTO (\S+) ?\((.+?)\) VALUES ?\((.+)\) ?; ?END$"#
+            guard let regex = try? NSRegularExpression(pattern: pattern, options: [.caseInsensitive]),
+                  let match = regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) else { return nil }
+            func group(_ index: Int) -> String? {
+                Range(match.range(at: index), in: text).map { String(text[$0]) }
+            }
+            guard let index = group(2), let columns = group(3), let values = group(4) else { return nil }
+            func rowValues(_ expression: String) -> String {
+                expression.replacingOccurrences(of: #"\bNEW\."#, with: "", options: [.regularExpression, .caseInsensitive])
+            }
+            self.index = index
+            self.table = table
+            self.columns = columns
+            self.values = rowValues(values)
+            self.condition = group(1).map(rowValues)
+        }
+    }
+
+    private let database: Database
+    private let plan: MigrationPlan
+    private let sourcePath: String
+
+    init(database: Database, plan: MigrationPlan, sourcePath: String) {
+        self.database = database
+        self.plan = plan
+        self.sourcePath = sourcePath
+    }
+
+    /// The steps, in order; the R-tree fills are read from the triggers the job deferred.
+    func steps() throws -> [Step] {
+        guard let coreData = plan.coreData else { return [] }
+        var steps = coreData.derived.map(Step.derived) + coreData.externalData.map(Step.externalData)
+        let triggers = try sqlite { () throws(SQLiteError) in try CheckpointStore.deferredTriggers(in: database) }
+        for trigger in triggers where try isFetchIndexInsert(trigger.sql) {
+            guard let fill = FetchIndexFill(trigger: trigger.sql, table: trigger.table) else {
+                throw MigrationError(.store,
+                    "trigger \(trigger.name) keeps an R-tree index, but not in the form Core Data writes (INSERT ... VALUES (NEW.column, ...)); the index cannot be filled from its table",
+                    file: database.path, sql: trigger.sql)
+            }
+            steps.append(.fetchIndex(fill))
+        }
+        if !triggers.isEmpty { steps.append(.triggers) }
+        return steps
+    }
+
+    /// Whether `sql` is an insert trigger writing into an R-tree virtual table.
+    private func isFetchIndexInsert(_ sql: String) throws -> Bool {
+        let text = sql.replacingOccurrences(of: #"\s+"#, with: " ", options: .regularExpression)
+        guard text.range(of: " AFTER INSERT ON ", options: .caseInsensitive) != nil,
+              let into = text.range(of: #"INTO (\S+?)[ (]"#, options: [.regularExpression, .caseInsensitive]) else { return false }
+        let target = text[into].dropFirst(5).dropLast().trimmingCharacters(in: .whitespaces)
+        let definition = try sqlite { () throws(SQLiteError) in
+            try database.scalar("SELECT sql FROM main.sqlite_schema WHERE type = 'table' AND name = ?1 COLLATE NOCASE", .text(target)).text
+        }
+        return definition?.range(of: #"USING\s+RTREE"#, options: [.regularExpression, .caseInsensitive]) != nil
+    }
+
+    /// Whether `step` is done already (a resumed job).
+    func isDone(_ step: Step) throws -> Bool {
+        try sqlite { () throws(SQLiteError) in try CheckpointStore.step(step.name, in: database).done }
+    }
+
+    /// Runs one batch of `step`, of up to `size` keys, and commits it with its progress.
+    ///
+    /// - Returns: whether the step is done.
+    func runBatch(_ step: Step, size: Int) throws -> Bool {
+        switch step {
+        case let .derived(value):
+            return try rangeBatch(step, table: value.table, size: size, what: "the derived attribute \(value.attribute)",
+                                  entity: value.attribute, column: value.column) { first, last in
+                "UPDATE main.\(SQL.quote(value.table)) SET \(SQL.quote(value.column)) = \(value.value) WHERE Z_PK > \(first) AND Z_PK <= \(last)"
+                    + (value.rows.map { " AND (\($0))" } ?? "")
+            }
+        case let .fetchIndex(fill):
+            return try rangeBatch(step, table: fill.table, size: size, what: "the R-tree index \(fill.index)", entity: nil, column: nil) { first, last in
+                "INSERT OR REPLACE INTO main.\(SQL.quote(fill.index)) (\(fill.columns)) SELECT \(fill.values) FROM main.\(SQL.quote(fill.table)) "
+                    + "WHERE Z_PK > \(first) AND Z_PK <= \(last)" + (fill.condition.map { " AND (\($0))" } ?? "")
+            }
+        case let .externalData(data):
+            return try externalDataBatch(step, data, size: size)
+        case .triggers:
+            try sqlite { () throws(SQLiteError) in try CheckpointStore.restoreTriggers(in: database) }
+            return true
+        }
+    }
+
+    /// One batch of an `UPDATE`/`INSERT` over the keys of `table` after the step's cursor.
+    private func rangeBatch(_ step: Step, table: String, size: Int, what: String, entity: String?, column: String?,
+                            statement: (Int64, Int64) -> String) throws -> Bool {
+        var sql: String?
+        do {
+            return try database.inTransaction(.immediate) { () throws(SQLiteError) -> Bool in
+                let cursor = try CheckpointStore.step(step.name, in: database).cursor ?? Int64.min
+                let quoted = "main.\(SQL.quote(table))"
+                var last = try database.scalar("SELECT Z_PK FROM \(quoted) WHERE Z_PK > ?1 ORDER BY Z_PK LIMIT 1 OFFSET ?2",
+                                               .integer(cursor), .integer(Int64(max(1, size) - 1))).integer
+                let done = last == nil
+                if last == nil { last = try database.scalar("SELECT max(Z_PK) FROM \(quoted) WHERE Z_PK > ?1", .integer(cursor)).integer }
+                if let last {
+                    sql = statement(cursor, last)
+                    try database.execute(sql!)
+                }
+                try CheckpointStore.saveStep(step.name, cursor: last ?? cursor, done: done, in: database)
+                return done
+            }
+        } catch {
+            throw MigrationError(.batch, "cannot fill \(what): \(error.message)", entity: entity?.split(separator: ".").first.map(String.init),
+                                 column: column, file: database.path, sql: sql ?? error.sql, cause: error)
+        }
+    }
+
+    // MARK: External binary data
+
+    /// The folder Core Data keeps a store's external binary data in: `.<name>_SUPPORT/_EXTERNAL_DATA`
+    /// beside it (`name` without its extension).
+    static func externalDataFolder(of store: String) -> URL {
+        let url = URL(fileURLWithPath: store)
+        return url.deletingLastPathComponent()
+            .appendingPathComponent(".\(url.deletingPathExtension().lastPathComponent)_SUPPORT/_EXTERNAL_DATA", isDirectory: true)
+    }
+
+    /// The file name a value refers to: `0x02` + the name + `0x00` (Core Data writes an uppercase
+    /// UUID); `nil` for a value held inline (`0x01` + the bytes).
+    static func externalFileName(_ value: [UInt8]) -> String? {
+        guard value.first == 0x02 else { return nil }
+        let name = value.dropFirst().prefix { $0 != 0 }
+        return String(decoding: name, as: UTF8.self)
+    }
+
+    private func externalDataBatch(_ step: Step, _ data: CoreDataMapping.ExternalData, size: Int) throws -> Bool {
+        let entity = data.attribute.split(separator: ".").first.map(String.init)
+        let (cursor, rows) = try sqlite { () throws(SQLiteError) -> (Int64?, [[SQLiteValue]]) in
+            let cursor = try CheckpointStore.step(step.name, in: database).cursor
+            let rows = try database.rows("""
+                SELECT Z_PK, \(SQL.quote(data.column)) FROM main.\(SQL.quote(data.table))
+                WHERE Z_PK > ?1 AND \(SQL.quote(data.column)) >= x'02' AND \(SQL.quote(data.column)) < x'03' ORDER BY Z_PK LIMIT ?2
+                """, .integer(cursor ?? Int64.min), .integer(Int64(max(1, size))))
+            return (cursor, rows)
+        }
+        let from = Self.externalDataFolder(of: sourcePath), to = Self.externalDataFolder(of: database.path)
+        if !rows.isEmpty {
+            do { try FileManager.default.createDirectory(at: to, withIntermediateDirectories: true) } catch {
+                throw MigrationError(.store, "cannot create the folder for external binary data: \(error.localizedDescription)",
+                                     file: to.path, cause: error)
+            }
+        }
+        for row in rows {
+            guard let key = row[0].integer, case let .blob(bytes) = row[1], let name = Self.externalFileName(bytes) else { continue }
+            guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
+                throw MigrationError(.store, "\(data.attribute) of the row with key \(key) names an external file \"\(name)\", which is not a file name",
+                                     entity: entity, sourceKey: key, column: data.column, file: sourcePath)
+            }
+            try Self.carry(name, from: from, to: to, attribute: data.attribute, entity: entity, key: key, column: data.column)
+        }
+        let done = rows.count < max(1, size)
+        let last = rows.last?[0].integer ?? cursor
+        try sqlite { () throws(SQLiteError) in
+            try database.inTransaction(.immediate) { () throws(SQLiteError) in
+                try CheckpointStore.saveStep(step.name, cursor: last, done: done, in: database)
+            }
+        }
+        return done
+    }
+
+    /// Puts the file `name` of `from` into `to`: nothing when a file of the same size is there
+    /// (carried by a run that was killed after it), else a hard link or a copy under a temporary
+    /// name, then renamed.
+    static func carry(_ name: String, from: URL, to: URL, attribute: String, entity: String?, key: Int64, column: String) throws {
+        let source = from.appendingPathComponent(name), destination = to.appendingPathComponent(name)
+        let files = FileManager.default
+        guard let attributes = try? files.attributesOfItem(atPath: source.path), let size = attributes[.size] as? Int64 ?? (attributes[.size] as? NSNumber)?.int64Value else {
+            throw MigrationError(.store, "\(attribute) of the row with key \(key) refers to the external file \(name), which is missing",
+                                 entity: entity, sourceKey: key, column: column, file: source.path)
+        }
+        if let existing = try? files.attributesOfItem(atPath: destination.path), (existing[.size] as? NSNumber)?.int64Value == size {
+            return
+        }
+        let temporary = to.appendingPathComponent(".\(name).chunkmigrate")
+        do {
+            try? files.removeItem(at: temporary)
+            do { try files.linkItem(at: source, to: temporary) } catch {
+                try files.copyItem(at: source, to: temporary)
+                let handle = try FileHandle(forWritingTo: temporary)
+                try handle.synchronize()
+                try handle.close()
+            }
+            if files.fileExists(atPath: destination.path) { try files.removeItem(at: destination) }
+            try files.moveItem(at: temporary, to: destination)
+        } catch {
+            throw MigrationError(.store, "cannot carry the external file \(name) of \(attribute) (row with key \(key)) over: \(error.localizedDescription)",
+                                 entity: entity, sourceKey: key, column: column, file: destination.path, cause: error)
+        }
+    }
+
+    /// Runs `body`, reporting an SQLite error as one of the destination.
+    private func sqlite<T>(_ body: () throws(SQLiteError) -> T) throws -> T {
+        do { return try body() } catch {
+            throw MigrationError(.store, error.message, file: database.path, sql: error.sql, cause: error)
+        }
+    }
+}
