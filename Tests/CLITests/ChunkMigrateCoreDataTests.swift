@@ -53,7 +53,7 @@ struct ChunkMigrateCoreDataTests {
             #expect(plan.exitCode == 0, "\(plan)")
             #expect(plan.stderr.contains("decided: entity Object: number 8 -> 9"))
             #expect(plan.stderr.contains("note: entity KeyValue (8): new in the destination model; left empty"))
-            #expect(plan.stderr.contains("note: ACHANGE: persistent history is not copied"))
+            #expect(plan.stderr.contains("note: ACHANGE: the destination has no persistent history"))
             let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: stores.plan))) as? [String: Any]
             #expect((json?["coreData"] as? [String: Any])?["entities"] != nil)
 

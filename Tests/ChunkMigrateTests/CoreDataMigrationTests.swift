@@ -126,7 +126,7 @@ struct CoreDataMigrationTests {
 
         #expect(inferred.decisions.contains("entity Object: number 8 -> 9"))
         #expect(inferred.decisions.contains { $0.contains("join table Z_4EVENT -> Z_4EVENT") && $0.contains("Z_10EVENT -> Z_11EVENT") })
-        #expect(inferred.notes.contains { $0.hasPrefix("ACHANGE: persistent history is not copied") })
+        #expect(inferred.notes.contains { $0.hasPrefix("ACHANGE: the destination has no persistent history") })
         let object = try #require(inferred.plan.entities.first { $0.name == "Object" })
         #expect(object.columns["Z9_VALUE"] == "coredata_entity(Z8_VALUE)")
         #expect(object.columns["Z_ENT"] == "coredata_entity(Z_ENT)")

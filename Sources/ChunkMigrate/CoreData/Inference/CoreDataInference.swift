@@ -79,17 +79,12 @@ struct CoreDataInference {
             try allocateKeys(&entities, context)
         }
 
-        for table in sourceOthers.history {
-            notes.append("\(table): persistent history is not copied (Core Data starts a new history in the migrated store)")
-        }
-        for table in sourceOthers.fetchIndexes {
-            notes.append("\(table): an R-tree fetch index Core Data keeps by triggers; not copied")
+        entities += try systemEntityMappings(context)
+        for table in sourceOthers.fetchIndexes where !table.hasSuffix("_node") && !table.hasSuffix("_parent") && !table.hasSuffix("_rowid") {
+            notes.append("\(table): an R-tree fetch index; filled from its entity's rows by the destination's own trigger statement once they are in")
         }
         for table in sourceOthers.unknown {
             notes.append("table \(table): not a Core Data entity or join table; not copied")
-        }
-        if let external = CoreDataInference.externalDataFolder(of: sourcePath) {
-            notes.append("\(external): the store keeps binary data in external files; chunkmigrate does not copy them yet and refuses to run on this store")
         }
         return InferredPlan(plan: MigrationPlan(entities: entities, coreData: CoreDataMapping(entities: mapping.sourceEntity)),
                             decisions: decisions, notes: notes)
@@ -690,10 +685,10 @@ struct CoreDataInference {
 
     // MARK: - Helpers
 
-    private mutating func decide(_ line: String) { if !decisions.contains(line) { decisions.append(line) } }
-    private mutating func note(_ line: String) { if !notes.contains(line) { notes.append(line) } }
+    mutating func decide(_ line: String) { if !decisions.contains(line) { decisions.append(line) } }
+    mutating func note(_ line: String) { if !notes.contains(line) { notes.append(line) } }
 
-    private func count(_ sql: String) throws -> Int64 {
+    func count(_ sql: String) throws -> Int64 {
         do { return try database.scalar(sql).integer ?? 0 } catch {
             throw MigrationError(.store, "cannot read the source: \(error.message)", file: sourcePath, sql: error.sql)
         }

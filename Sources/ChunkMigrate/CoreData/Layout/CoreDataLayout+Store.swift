@@ -6,6 +6,8 @@ extension CoreDataLayout {
         /// Persistent history (`ACHANGE`, `ATRANSACTION`, `ATRANSACTIONSTRING`): entities 16001+
         /// of `Z_PRIMARYKEY`.
         public var history: [String] = []
+        /// CloudKit mirroring (`ANSCK...`): entities 16001+ of `Z_PRIMARYKEY`, beside history.
+        public var mirroring: [String] = []
         /// R-tree fetch indexes (`Z_RT_<Entity>_<index>`) and their shadow tables, which Core Data
         /// keeps by triggers.
         public var fetchIndexes: [String] = []
@@ -89,6 +91,8 @@ extension CoreDataLayout {
             if name.hasPrefix("_chunkmigrate_") { continue }
             if ["ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING"].contains(name.uppercased()) {
                 others.history.append(name)
+            } else if name.uppercased().hasPrefix("ANSCK") {
+                others.mirroring.append(name)
             } else if name.hasPrefix("Z_RT_") {
                 others.fetchIndexes.append(name)
             } else {

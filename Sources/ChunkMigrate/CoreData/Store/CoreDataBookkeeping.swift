@@ -67,7 +67,11 @@ final class CoreDataBookkeeping {
             call.result(number)
         }
         let sourceNames = source.entities
-        let lookup = numbers
+        var lookup = numbers
+        // System entities (history, CloudKit mirroring) by name: they may be numbered apart.
+        for entity in source.system.values {
+            if let other = destination.systemEntity(named: entity.name) { lookup[entity.number] = other.number }
+        }
         try database.createFunction("coredata_entity", argumentCount: 1, deterministic: true) { call in
             guard !call.isNull(0) else { return call.resultNull() }
             let number = call.int64(0)
@@ -117,6 +121,12 @@ final class CoreDataBookkeeping {
         for entity in plan.entities where entity.keys == .preserve {
             guard let to = destination.root(ofTable: entity.destination.table),
                   let from = source.root(ofTable: entity.source.table) else { continue }
+            try database.execute("UPDATE main.Z_PRIMARYKEY SET Z_MAX = \(from.max) WHERE Z_ENT = \(to.number) AND Z_MAX < \(from.max)")
+        }
+        // Numbering of history transactions and CloudKit bookkeeping never goes back under the
+        // source's, copied or not: a consumer's token names a transaction number.
+        for from in source.system.values {
+            guard let to = destination.systemEntity(named: from.name) else { continue }
             try database.execute("UPDATE main.Z_PRIMARYKEY SET Z_MAX = \(from.max) WHERE Z_ENT = \(to.number) AND Z_MAX < \(from.max)")
         }
         // Object-ID URIs name the store UUID and the key: they keep pointing at the same objects

@@ -24,6 +24,10 @@ public struct CoreDataEntities: Sendable {
 
     /// The model's entities by number (persistent-history entities excluded).
     public var entities: [Int64: Entity]
+    /// The entities Core Data adds to every store that uses them, numbered from 16001 in
+    /// `Z_PRIMARYKEY`, each in a table `A<NAME>`: persistent history (`CHANGE`, `TRANSACTION`,
+    /// `TRANSACTIONSTRING`) and CloudKit mirroring (`NSCKRecordMetadata`, ...).
+    public var system: [Int64: Entity] = [:]
 
     /// `Z_PRIMARYKEY` rows from this number up are persistent-history entities (`CHANGE`,
     /// `TRANSACTION`, ...), whose tables are named `A<NAME>`.
@@ -50,10 +54,15 @@ public struct CoreDataEntities: Sendable {
         return result
     }
 
-    /// The root entity whose tree lives in the table named `name`.
+    /// The root entity whose tree lives in the table named `name` (a system entity's own table too).
     public func root(ofTable name: String) -> Entity? {
-        entities.values.filter { $0.parent == nil }.sorted { $0.number < $1.number }
+        (entities.values.filter { $0.parent == nil }.sorted { $0.number < $1.number } + system.values.sorted { $0.number < $1.number })
             .first { $0.table.caseInsensitiveCompare(name) == .orderedSame }
+    }
+
+    /// The system entity named `name`.
+    public func systemEntity(named name: String) -> Entity? {
+        system.values.first { $0.name == name }
     }
 
     /// Whether the store in `database` (as schema `schema`: `main`, or `src` for an attached
@@ -72,8 +81,14 @@ public struct CoreDataEntities: Sendable {
             throw MigrationError(.store, "not a Core Data store: it has no Z_PRIMARYKEY table", file: file)
         }
         var entities: [Int64: Entity] = [:]
+        var system: [Int64: Entity] = [:]
         for row in try database.rows("SELECT Z_ENT, Z_NAME, Z_SUPER, Z_MAX FROM \(schema).Z_PRIMARYKEY ORDER BY Z_ENT") {
-            guard let number = row[0].integer, let name = row[1].text, number < firstHistoryEntity else { continue }
+            guard let number = row[0].integer, let name = row[1].text else { continue }
+            guard number < firstHistoryEntity else {
+                system[number] = Entity(number: number, name: name, parent: nil, max: row[3].integer ?? 0, root: number,
+                                        table: "A" + name.uppercased())
+                continue
+            }
             let parent = row[2].integer.flatMap { $0 == 0 ? nil : $0 }
             entities[number] = Entity(number: number, name: name, parent: parent, max: row[3].integer ?? 0, root: number, table: "")
         }
@@ -95,6 +110,7 @@ public struct CoreDataEntities: Sendable {
             entities[number]!.root = root
             entities[number]!.table = byUpperName[table.uppercased()] ?? table
         }
-        return CoreDataEntities(entities: entities)
+        for number in system.keys { system[number]!.table = byUpperName[system[number]!.table.uppercased()] ?? system[number]!.table }
+        return CoreDataEntities(entities: entities, system: system)
     }
 }
