@@ -11,7 +11,7 @@ struct CoreDataMigrationTests {
     static let fixtureNames = [
         "Accounts3.sqlite", "DataUsage.sqlite", "NoteStore.sqlite", "NotesV7.storedata", "RMAdminStore-Local.sqlite",
         "kik.sqlite", "knowledgec-10.13.db", "knowledgec-10.14.db", "netusage.sqlite", "BookMigration/Model1.sqlite",
-        "CoreDataStack/TestModel.sqlite",
+        "CoreDataStack/TestModel.sqlite", "PhotosLibrary/Photos.sqlite",
     ]
     /// The fixtures that carry their model (or, for the 2013 BookMigration store, have its XML).
     static let modelledFixtures = fixtureNames.filter { !["kik.sqlite", "NotesV7.storedata"].contains($0) }

@@ -29,8 +29,15 @@ struct CoreDataOracleTests {
         let coreData = try CoreDataModelTests.copy(new, into: folder)
         let destination = try CoreDataTesting.emptiedCopy(of: coreData, named: "migrated.sqlite", in: folder)
         #expect(try scalar("SELECT count(*) FROM Z_PRIMARYKEY WHERE Z_MAX > 0", on: destination) == .integer(0))
+        let files = try CoreDataTesting.provideExternalFiles(for: source)
 
         let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, batchSize: 3)
+        // Every file the copied rows name is in the destination's external data folder, whole.
+        #expect(CoreDataTesting.externalFiles(of: destination) == Array(Set(files)).sorted())
+        for name in CoreDataTesting.externalFiles(of: destination) {
+            let data = try Data(contentsOf: CoreDataFinishing.externalDataFolder(of: destination.path).appendingPathComponent(name))
+            #expect(data == Data(name.utf8))
+        }
         let difference = CoreDataTesting.difference(try CoreDataTesting.contents(destination), try CoreDataTesting.contents(coreData))
         #expect(difference == nil, "\(change): \(difference ?? "")\ndecided: \(inferred.decisions)\nnotes: \(inferred.notes)")
         #expect(try CoreDataStoreCheck.run(store: destination).violations == [])
@@ -70,6 +77,7 @@ struct CoreDataOracleTests {
         let source = try CoreDataModelTests.copy(pair.old, into: folder)
         let coreData = try CoreDataModelTests.copy(pair.new, into: folder)
         let destination = try CoreDataTesting.emptiedCopy(of: coreData, named: "migrated.sqlite", in: folder)
+        let files = try CoreDataTesting.provideExternalFiles(for: source)
         let plan = try MigrationPlan.infer(source: source, destination: destination).plan
         _ = try MigrationJob.start(plan: plan, source: source, destination: destination, journal: folder.path("journal"),
                                    options: MigrationOptions(batchSize: 2), logger: quietLogger)
@@ -79,6 +87,7 @@ struct CoreDataOracleTests {
             runs += 1
         }
         #expect(runs > 20)
+        #expect(!files.isEmpty && CoreDataTesting.externalFiles(of: destination) == Array(Set(files)).sorted())
         #expect(CoreDataTesting.difference(try CoreDataTesting.contents(destination), try CoreDataTesting.contents(coreData)) == nil)
     }
 }

@@ -64,6 +64,38 @@ enum CoreDataTesting {
         return copy
     }
 
+    /// Writes a file into `store`'s external data folder for each value kept in one that the
+    /// store's rows name (the fixtures come without their `_SUPPORT` folders): the name's bytes,
+    /// so that each file's content tells which it is.
+    ///
+    /// - Returns: the names of the files.
+    @discardableResult
+    static func provideExternalFiles(for store: URL) throws -> [String] {
+        let database = try Database(path: store.path, mode: .source)
+        guard let model = try CoreDataModel.read(store: store) else { return [] }
+        let (layout, _) = try CoreDataLayout(model: model).resolved(against: database, schema: "main", file: store.path)
+        let folder = CoreDataFinishing.externalDataFolder(of: store.path)
+        var names: [String] = []
+        for entity in model.entities {
+            for property in entity.properties where property.attribute?.allowsExternalStorage == true {
+                guard let table = layout.table(of: entity.name), let column = layout.column(of: property.name, entity: entity.name) else { continue }
+                for row in try database.rows("SELECT \(column.name) FROM \(table.name) WHERE \(column.name) >= x'02' AND \(column.name) < x'03'") {
+                    guard case let .blob(bytes) = row[0], let name = CoreDataFinishing.externalFileName(bytes) else { continue }
+                    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                    try Data(name.utf8).write(to: folder.appendingPathComponent(name))
+                    names.append(name)
+                }
+            }
+        }
+        return names.sorted()
+    }
+
+    /// The files of `store`'s external data folder, by name.
+    static func externalFiles(of store: URL) -> [String] {
+        let folder = CoreDataFinishing.externalDataFolder(of: store.path)
+        return ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+    }
+
     /// The tables SQLite keeps an R-tree's nodes in (`<index>_node`, `_parent`, `_rowid`), whose
     /// bytes depend on the order rows came in: the index's rows are compared instead.
     static func shadowTables(in database: Database) -> Set<String> {

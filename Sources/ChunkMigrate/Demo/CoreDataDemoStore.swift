@@ -8,7 +8,8 @@ import Foundation
 /// `shared/fixtures/coredata`): `Z_PRIMARYKEY`, `Z_METADATA` with a binary property list,
 /// `Z_MODELCACHE` holding the model, one table per root entity holding its whole inheritance
 /// tree, `Z_ENT` in every row, a polymorphic to-one column `Z<n>_<REL>`, an ordered
-/// relationship's `Z_FOK_<REL>` and a many-to-many join table `Z_<n><REL>`. The old store's
+/// relationship's `Z_FOK_<REL>` and a many-to-many join table `Z_<n><REL>`, a derived count kept
+/// by Core Data's triggers (`Folder.itemCount`), and persistent history. The old store's
 /// metadata carries a key of the app's own (``appMetadata``). Used by the Core Data tests,
 /// `Tools/bench-coredata` and `Tools/kill-resume --core-data`.
 ///
@@ -23,16 +24,21 @@ public enum CoreDataDemoStore {
         public var old: URL
         /// The empty store at model N+1, `new.sqlite`.
         public var new: URL
+        /// The two models as Xcode saves them: `old.xcdatamodel/contents`, `new.xcdatamodel/contents`.
+        public var oldModel: URL
+        public var newModel: URL
     }
 
     /// Model N (`old.sqlite`), as Xcode saves it: Folder and Tag are roots, Item is an abstract
     /// root whose sub-entities Link and Note share its table `ZITEM`; a folder keeps its items in
-    /// order (`Z_FOK_FOLDER`), an item may link to another of either sub-entity (`Z2_LINKED`), and
-    /// items and tags are many-to-many (`Z_2TAGS`).
+    /// order (`Z_FOK_FOLDER`) and counts them (`itemCount`, derived: `items.@count`), an item may
+    /// link to another of either sub-entity (`Z2_LINKED`), and items and tags are many-to-many
+    /// (`Z_2TAGS`).
     public static let sourceModelXML = """
         <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
         <model type="com.apple.IDECoreDataModeler.DataModel" userDefinedModelVersionIdentifier="N">
             <entity name="Folder">
+                <attribute name="itemCount" optional="YES" attributeType="Integer 64" derived="YES" derivationExpression="items.@count" usesScalarValueType="YES"/>
                 <attribute name="name" optional="YES" attributeType="String"/>
                 <relationship name="children" optional="YES" toMany="YES" destinationEntity="Folder" inverseName="parent"/>
                 <relationship name="items" optional="YES" toMany="YES" ordered="YES" destinationEntity="Item" inverseName="folder"/>
@@ -60,7 +66,8 @@ public enum CoreDataDemoStore {
         """
 
     /// Model N+1 (`new.sqlite`): a new root, Account, takes number 1 and every other entity moves
-    /// up by one (`Z3_LINKED`, `Z_3TAGS`); Item gains an optional `pinned`.
+    /// up by one (`Z3_LINKED`, `Z_3TAGS`); Item gains an optional `pinned`, and Tag a derived
+    /// count of its items (`items.@count` over the many-to-many), which the migration computes.
     public static let destinationModelXML = sourceModelXML
         .replacingOccurrences(of: "userDefinedModelVersionIdentifier=\"N\"", with: "userDefinedModelVersionIdentifier=\"N+1\"")
         .replacingOccurrences(of: "    <entity name=\"Folder\">", with: """
@@ -72,6 +79,10 @@ public enum CoreDataDemoStore {
         .replacingOccurrences(of: "<attribute name=\"created\" optional=\"YES\" attributeType=\"Date\"/>", with: """
             <attribute name="created" optional="YES" attributeType="Date"/>
                         <attribute name="pinned" optional="YES" attributeType="Boolean"/>
+            """)
+        .replacingOccurrences(of: "    <entity name=\"Tag\">", with: """
+                <entity name="Tag">
+                    <attribute name="itemCount" optional="YES" attributeType="Integer 64" derived="YES" derivationExpression="items.@count" usesScalarValueType="YES"/>
             """)
 
     /// Model N.
@@ -109,7 +120,9 @@ public enum CoreDataDemoStore {
     /// `rows` items (Links and Notes alternating irregularly, keys with gaps as after deletes, one
     /// in fifty outside any folder, about two in three linked to another item, earlier or later,
     /// of either sub-entity), `min(1000, max(1, rows / 10))` tags and about 1.9 tags per item.
-    /// Folder's `Z_MAX` is 5 above its largest key (its last folders were deleted).
+    /// Folder's `Z_MAX` is 5 above its largest key (its last folders were deleted). Its persistent
+    /// history holds `max(1, rows / 1000)` transactions of ten changes each, the latest items'
+    /// inserts and updates, as an app that prunes its history keeps it.
     /// - Parameters:
     ///   - directory: created if needed.
     ///   - rows: the number of items, at least 1.
@@ -120,7 +133,9 @@ public enum CoreDataDemoStore {
         precondition(rows >= 1, "a Core Data demo store needs at least one item")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let files = Files(old: directory.appendingPathComponent("old.sqlite"),
-                          new: directory.appendingPathComponent("new.sqlite"))
+                          new: directory.appendingPathComponent("new.sqlite"),
+                          oldModel: directory.appendingPathComponent("old.xcdatamodel/contents"),
+                          newModel: directory.appendingPathComponent("new.xcdatamodel/contents"))
         for store in [files.old, files.new] {
             for suffix in ["", "-wal", "-shm", "-journal"] {
                 try? FileManager.default.removeItem(atPath: store.path + suffix)
@@ -128,6 +143,10 @@ public enum CoreDataDemoStore {
         }
         try writeSource(at: files.old, rows: rows)
         try writeDestination(at: files.new)
+        for (url, xml) in [(files.oldModel, sourceModelXML), (files.newModel, destinationModelXML)] {
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(xml.utf8).write(to: url)
+        }
         return files
     }
 
@@ -143,8 +162,14 @@ public enum CoreDataDemoStore {
     private static func writeSource(at url: URL, rows: Int) throws {
         let folders = max(1, rows / 100)
         let tags = min(1000, max(1, rows / 10))
-        try CoreDataEmptyStore.create(at: url, model: try sourceModel, uuid: sourceUUID, metadata: appMetadata)
+        let transactions = max(1, rows / 1000)
+        let model = try sourceModel
+        try CoreDataEmptyStore.create(at: url, model: model, uuid: sourceUUID, metadata: appMetadata, persistentHistory: true)
         let database = try Database(path: url.path, mode: .readWrite)
+        // Core Data's triggers call functions of its own connections: the rows go in without
+        // them, the derived count is computed as Core Data computes it, then they are back.
+        let triggers = try database.rows("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' ORDER BY name")
+        let itemCount = try CoreDataDerivation(entity: "Folder", attribute: "itemCount", layout: try CoreDataLayout(model: model))
         // The indexes are built after the rows (it is faster), as Core Data's own would be there.
         let indexes = try database.rows("SELECT sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
             .compactMap { $0[0].text }
@@ -156,6 +181,7 @@ public enum CoreDataDemoStore {
         try database.execute("""
             PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;
             BEGIN;
+            \(triggers.map { "DROP TRIGGER \(SQL.quote($0[0].text!));" }.joined(separator: "\n"))
             \(dropIndexes)
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(folders))
             INSERT INTO ZFOLDER (Z_PK, Z_ENT, Z_OPT, ZPARENT, ZNAME)
@@ -193,15 +219,29 @@ public enum CoreDataDemoStore {
             WHERE s = 0 OR (i % 10 <> 0 AND \(tags) > 1)
             ORDER BY 1, 2;
             \(indexes.map { $0 + ";" }.joined(separator: "\n"))
+            \(itemCount.dataStatement);
+            INSERT INTO ATRANSACTIONSTRING (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (1, 16003, 1, 'demo-app'), (2, 16003, 1, 'com.example.demo'),
+                (3, 16003, 1, 'import'), (4, 16003, 1, '4242');
+            WITH RECURSIVE n(t) AS (SELECT 1 UNION ALL SELECT t + 1 FROM n WHERE t < \(transactions))
+            INSERT INTO ATRANSACTION (Z_PK, Z_ENT, Z_OPT, ZAUTHORTS, ZBUNDLEIDTS, ZCONTEXTNAMETS, ZPROCESSIDTS, ZTIMESTAMP)
+            SELECT t, 16002, 1, 1, 2, 3, 4, 700000000.0 + t * 60 FROM n;
+            WITH RECURSIVE n(c) AS (SELECT 0 UNION ALL SELECT c + 1 FROM n WHERE c < \(transactions * 10 - 1)),
+            change(c, i) AS (SELECT c, max(1, \(rows) - \(transactions * 10) + 1 + c) FROM n)
+            INSERT INTO ACHANGE (Z_PK, Z_ENT, Z_OPT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS)
+            SELECT c + 1, 16001, 1, c % 3 = 2, \(itemEntity("i")), \(itemKey("i")), 1 + c / 10, CASE WHEN c % 3 = 2 THEN x'04' END FROM change;
+            UPDATE Z_PRIMARYKEY SET Z_MAX = \(transactions * 10) WHERE Z_ENT = 16001;
+            UPDATE Z_PRIMARYKEY SET Z_MAX = \(transactions) WHERE Z_ENT = 16002;
+            UPDATE Z_PRIMARYKEY SET Z_MAX = 4 WHERE Z_ENT = 16003;
             UPDATE Z_PRIMARYKEY SET Z_MAX = \(folders + 5) WHERE Z_NAME = 'Folder';
             UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT max(Z_PK) FROM ZITEM) WHERE Z_NAME = 'Item';
             UPDATE Z_PRIMARYKEY SET Z_MAX = \(tags) WHERE Z_NAME = 'Tag';
+            \(triggers.map { $0[1].text! + ";" }.joined(separator: "\n"))
             COMMIT;
             PRAGMA journal_mode = WAL;
             """)
     }
 
     private static func writeDestination(at url: URL) throws {
-        try CoreDataEmptyStore.create(at: url, model: try destinationModel, uuid: destinationUUID)
+        try CoreDataEmptyStore.create(at: url, model: try destinationModel, uuid: destinationUUID, persistentHistory: true)
     }
 }

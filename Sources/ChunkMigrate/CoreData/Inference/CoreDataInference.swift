@@ -19,6 +19,10 @@ struct CoreDataInference {
     /// its copy adds (a uniqueness constraint's keep-first filter). Join rows that refer to a row
     /// not copied are left out with it.
     private var keptRows: [String: [String]] = [:]
+    /// Derived attributes computed after the copy (new, or derived differently).
+    private var derived: [CoreDataMapping.DerivedValue] = []
+    /// Binary attributes whose values may be external files.
+    private var externalData: [CoreDataMapping.ExternalData] = []
 
     init(database: Database, sourcePath: String, destinationPath: String, options: InferenceOptions) {
         self.database = database
@@ -86,7 +90,8 @@ struct CoreDataInference {
         for table in sourceOthers.unknown {
             notes.append("table \(table): not a Core Data entity or join table; not copied")
         }
-        return InferredPlan(plan: MigrationPlan(entities: entities, coreData: CoreDataMapping(entities: mapping.sourceEntity)),
+        return InferredPlan(plan: MigrationPlan(entities: entities, coreData: CoreDataMapping(entities: mapping.sourceEntity, derived: derived,
+                                                                                            externalData: externalData)),
                             decisions: decisions, notes: notes)
     }
 
@@ -286,17 +291,31 @@ struct CoreDataInference {
                                          _ context: Context) throws -> Source {
         let new = attribute.attribute!
         let defaultSQL = new.defaultValue.flatMap { Self.literal($0, type: new.type) }
-        guard let (declaredBy, old) = context.mapping.sourceProperty(attribute.name, of: rows.entity),
-              let oldColumn = context.source.column(of: old.name, entity: rows.source) else {
-            if new.derivation != nil {
-                note("\(column): the derived attribute \(rows.entity).\(attribute.name) is new; Core Data computes it (\(new.derivation!)) when a row changes, chunkmigrate leaves it empty")
-            } else if let defaultSQL {
+        let source = context.mapping.sourceProperty(attribute.name, of: rows.entity)
+        if let derivation = new.derivation, source?.property.attribute?.derivation != derivation {
+            // New, or derived differently: computed from the migrated rows once they are in, by
+            // Core Data's own derivation SQL.
+            let computed = try CoreDataDerivation(entity: rows.entity, attribute: attribute.name, layout: context.destination)
+            let value = CoreDataMapping.DerivedValue(attribute: "\(computed.entity).\(computed.attribute)", table: computed.table,
+                                                     column: computed.column, value: computed.value, rows: computed.rows)
+            if !derived.contains(value) {
+                derived.append(value)
+                decide("\(column): the derived attribute \(value.attribute) is \(source == nil ? "new" : "derived differently") (\(derivation)); computed from the migrated rows once they are in: \(computed.dataStatement)")
+            }
+            return .null
+        }
+        guard let (declaredBy, old) = source, let oldColumn = context.source.column(of: old.name, entity: rows.source) else {
+            if let defaultSQL {
                 decide("\(column): new in \(rows.entity), takes the default \(defaultSQL)")
             }
             return defaultSQL.map(Source.expression) ?? .null
         }
         var value = Source.column(oldColumn.name)
         let was = old.attribute!
+        if new.type == .binaryData, was.type == .binaryData, new.allowsExternalStorage || was.allowsExternalStorage {
+            return externalDataValue(column: column, oldColumn: oldColumn.name, of: "\(rows.entity).\(attribute.name)",
+                                     was: was.allowsExternalStorage, is: new.allowsExternalStorage, table: context.destination.table(of: rows.entity)?.name)
+        }
         if was.type != new.type, let converted = conversion(oldColumn.name, from: was.type, to: new.type) {
             decide("\(column): \(was.type.xmlName) -> \(new.type.xmlName), \(converted)")
             value = .ofColumn(converted, column: oldColumn.name)
@@ -306,6 +325,32 @@ struct CoreDataInference {
             value = .expression("ifnull(\(value.sql), \(defaultSQL))")
         }
         return value
+    }
+
+    /// A binary attribute that may keep values in files (`0x01` + the bytes inline, or `0x02` +
+    /// a file name + `0x00`): copied as it is with its files carried over where both models
+    /// allow external storage; made inline where only the source did (the file's bytes, read at
+    /// the copy); marked inline where only the destination does (Core Data reads an inline
+    /// value of any size).
+    private mutating func externalDataValue(column: String, oldColumn: String, of attribute: String, was: Bool, is now: Bool,
+                                            table: String?) -> Source {
+        switch (was, now) {
+        case (true, true):
+            if let table {
+                let entry = CoreDataMapping.ExternalData(attribute: attribute, table: table, column: column)
+                if !externalData.contains(entry) {
+                    externalData.append(entry)
+                    decide("\(column): \(attribute) may keep values in external files; the files its rows name are carried over")
+                }
+            }
+            return .column(oldColumn)
+        case (true, false):
+            decide("\(column): \(attribute) no longer allows external storage; its values are stored in the row")
+            return .ofColumn("coredata_external_value(\(SQL.identifier(oldColumn)))", column: oldColumn)
+        default:
+            decide("\(column): \(attribute) now allows external storage; its values are kept in the row, marked as such")
+            return .ofColumn("coredata_external_inline(\(SQL.identifier(oldColumn)))", column: oldColumn)
+        }
     }
 
     /// The SQL converting a column between numeric types (SQLite stores integers, booleans and

@@ -85,6 +85,41 @@ final class CoreDataBookkeeping {
             call.result(mapped)
         }
         try Self.registerDerivationFunctions(on: database)
+        try Self.registerExternalDataFunctions(on: database, sourcePath: sourcePath, resolver: resolver)
+    }
+
+    /// The functions converting a binary attribute between external storage and none:
+    /// `coredata_external_value(v)` is the bytes themselves (`0x01` + bytes inline, or the file
+    /// `0x02` + name + `0x00` names in the source's external data folder), and
+    /// `coredata_external_inline(v)` marks bytes as held inline (`0x01` + bytes).
+    static func registerExternalDataFunctions(on database: Database, sourcePath: String, resolver: Resolver) throws(SQLiteError) {
+        let folder = CoreDataFinishing.externalDataFolder(of: sourcePath)
+        try database.createFunction("coredata_external_value", argumentCount: 1, deterministic: true) { call in
+            guard case let .blob(bytes) = call.value(0) else { return call.result(call.value(0)) }
+            switch bytes.first {
+            case 0x01:
+                call.result(.blob(Array(bytes.dropFirst())))
+            case 0x02:
+                let name = CoreDataFinishing.externalFileName(bytes) ?? ""
+                let file = folder.appendingPathComponent(name)
+                guard !name.contains("/"), let data = FileManager.default.contents(atPath: file.path) else {
+                    let message = "the row refers to the external file \(name), which is missing from \(folder.path)"
+                    resolver.failure = MigrationError(.batch, message, sourceKey: resolver.batchKeys.last, file: file.path)
+                    throw Resolver.Failure(description: message)
+                }
+                call.result(.blob(Array(data)))
+            default:
+                call.result(.blob(bytes))
+            }
+        }
+        try database.createFunction("coredata_external_inline", argumentCount: 1, deterministic: true) { call in
+            switch call.value(0) {
+            case .null: call.resultNull()
+            case let .blob(bytes): call.result(.blob([0x01] + bytes))
+            case let .text(text): call.result(.blob([0x01] + Array(text.utf8)))
+            case let other: call.result(other)
+            }
+        }
     }
 
     /// The functions Core Data's derivation SQL calls, as Core Data defines them:

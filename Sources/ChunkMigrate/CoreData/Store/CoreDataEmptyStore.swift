@@ -14,8 +14,10 @@ import MigrationJournal
 ///   Core Data's own decoder does not expect;
 /// - columns come in Core Data's order as far as the fixtures show it (by kind: integers, reals
 ///   and dates, strings, data; then by entity and name), and indexes as Core Data names them for
-///   to-one keys, `Z_ENT`, join tables and uniqueness constraints; indexed attributes, fetch
-///   indexes and triggers are not written.
+///   to-one keys, `Z_ENT`, join tables and uniqueness constraints; indexed attributes and fetch
+///   indexes are not written;
+/// - derived attributes get Core Data's triggers (``CoreDataDerivation``), but those of `@sum`,
+///   `@min` and `@max`, which are not written.
 ///
 /// ```swift
 /// try CoreDataEmptyStore.create(at: storeURL, model: model)
@@ -26,10 +28,13 @@ public enum CoreDataEmptyStore {
     /// - Parameters:
     ///   - uuid: the store UUID (`Z_UUID`, `NSStoreUUID`); a new one when `nil`.
     ///   - metadata: further metadata keys (an app's own).
+    ///   - persistentHistory: whether the store tracks persistent history, as one Core Data
+    ///     creates with `NSPersistentHistoryTrackingKey`: the tables `ACHANGE`, `ATRANSACTION`,
+    ///     `ATRANSACTIONSTRING` and their entities 16001-16003 in `Z_PRIMARYKEY`.
     /// - Throws: ``MigrationError`` naming the file when it exists or cannot be written, or what
     ///   of the model cannot be laid out.
     public static func create(at url: URL, model: CoreDataModel, uuid: String? = nil,
-                              metadata: [String: String] = [:]) throws {
+                              metadata: [String: String] = [:], persistentHistory: Bool = false) throws {
         guard !FileManager.default.fileExists(atPath: url.path) else {
             throw MigrationError(.store, "the store already exists", file: url.path)
         }
@@ -39,13 +44,14 @@ public enum CoreDataEmptyStore {
             let database = try Database(path: url.path, mode: .readWriteCreate)
             try database.execute("PRAGMA page_size = 4096; PRAGMA auto_vacuum = INCREMENTAL;")
             try database.inTransaction {
-                try database.execute(schema(layout))
+                try database.execute(try schema(layout))
                 let entity = try database.prepare("INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?1, ?2, ?3, 0)")
                 for entry in layout.entities.values.sorted(by: { $0.number < $1.number }) {
                     try entity.bind([.integer(entry.number), .text(entry.name), .integer(entry.parent ?? 0)])
                     _ = try entity.step()
                     entity.reset()
                 }
+                if persistentHistory { try database.execute(historySchema) }
                 let row = try database.prepare("INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?1, ?2)")
                 try row.bind([.text(uuid), .blob(Array(try metadataPlist(layout, uuid: uuid, extra: metadata)))])
                 _ = try row.step()
@@ -64,7 +70,7 @@ public enum CoreDataEmptyStore {
     }
 
     /// The tables and indexes of `layout`, as Core Data writes them.
-    static func schema(_ layout: CoreDataLayout) -> String {
+    static func schema(_ layout: CoreDataLayout) throws -> String {
         var statements = [
             "CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER);",
             "CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB);",
@@ -107,8 +113,30 @@ public enum CoreDataEmptyStore {
             statements.append("CREATE TABLE \(join.name) ( \(definitions.joined(separator: ", ")), PRIMARY KEY (\(keys.joined(separator: ", "))) );")
             statements.append("CREATE INDEX \(join.name)_\(keys[1])_INDEX ON \(join.name) (\(keys[1]), \(keys[0]));")
         }
+        for entity in layout.model.entities {
+            for property in entity.properties where property.attribute?.derivation != nil && !property.isTransient {
+                statements += try CoreDataDerivation(entity: entity.name, attribute: property.name, layout: layout).triggers.map { $0 + ";" }
+            }
+        }
         return statements.joined(separator: "\n")
     }
+
+    /// Persistent history's tables and entities, as Core Data writes them (macOS 13 / iOS 16).
+    static let historySchema = """
+        CREATE TABLE ACHANGE ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZCHANGETYPE INTEGER, ZENTITY INTEGER, ZENTITYPK INTEGER, ZTRANSACTIONID INTEGER, ZCOLUMNS BLOB );
+        CREATE TABLE ATRANSACTION ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZAUTHORTS INTEGER, ZBUNDLEIDTS INTEGER, ZCONTEXTNAMETS INTEGER, ZPROCESSIDTS INTEGER, ZTIMESTAMP FLOAT, ZAUTHOR VARCHAR, ZBUNDLEID VARCHAR, ZCONTEXTNAME VARCHAR, ZPROCESSID VARCHAR, ZQUERYGEN BLOB );
+        CREATE TABLE ATRANSACTIONSTRING ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR );
+        CREATE INDEX ACHANGE_ZTRANSACTIONID_INDEX ON ACHANGE (ZTRANSACTIONID);
+        CREATE INDEX ATRANSACTION_ZAUTHORTS_INDEX ON ATRANSACTION (ZAUTHORTS);
+        CREATE INDEX ATRANSACTION_ZBUNDLEIDTS_INDEX ON ATRANSACTION (ZBUNDLEIDTS);
+        CREATE INDEX ATRANSACTION_ZCONTEXTNAMETS_INDEX ON ATRANSACTION (ZCONTEXTNAMETS);
+        CREATE INDEX ATRANSACTION_ZPROCESSIDTS_INDEX ON ATRANSACTION (ZPROCESSIDTS);
+        CREATE INDEX Z_TRANSACTION_TransactionAuthorIndex ON ATRANSACTION (ZAUTHOR COLLATE BINARY ASC);
+        CREATE INDEX Z_TRANSACTION_TransactionTimestampIndex ON ATRANSACTION (ZTIMESTAMP COLLATE BINARY ASC);
+        CREATE UNIQUE INDEX Z_TRANSACTIONSTRING_UNIQUE_NAME ON ATRANSACTIONSTRING (ZNAME COLLATE BINARY ASC);
+        INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (16001, 'CHANGE', 0, 0), (16002, 'TRANSACTION', 0, 0),
+            (16003, 'TRANSACTIONSTRING', 0, 0);
+        """
 
     /// Core Data's column order within a table: integers (attributes before relationships),
     /// then reals and dates, strings, and data; within each, by entity.

@@ -17,7 +17,14 @@ import Foundation
 /// - every join-table key points at an existing row of its side's entity, and its order columns
 ///   are set;
 /// - the metadata property list decodes, its `NSStoreUUID` is `Z_UUID`, and its version hashes
-///   name every entity of `Z_PRIMARYKEY`.
+///   name every entity of `Z_PRIMARYKEY`;
+/// - `Z_MAX` of persistent history and CloudKit mirroring is at least their tables' largest key
+///   (a history token names a transaction number);
+/// - every derived attribute holds what its derivation gives (but `now()`), and the triggers
+///   Core Data keeps it with are there;
+/// - every R-tree fetch index has its triggers and holds every row of its entity;
+/// - every value of a binary attribute kept in a file names a file of the store's
+///   `.<store>_SUPPORT/_EXTERNAL_DATA/`.
 ///
 /// A store without a model cache, checked without a model, gets the checks that need none
 /// (entity numbers, `Z_MAX`, metadata) and says what it did not check. The conditions on a
@@ -87,9 +94,13 @@ public enum CoreDataStoreCheck {
             check.report.unchecked.append("the store has no model cache and no model was given: attributes, relationships and join tables were not checked (give the model)")
         }
         try check.tables(layout)
+        try check.systemTables()
+        try check.fetchIndexes()
         if let layout {
             try check.targets(layout)
             try check.joinTables(layout)
+            try check.derived(layout)
+            try check.externalData(layout, file: file)
         }
         return check.report
     }
@@ -258,6 +269,96 @@ private struct Checker {
                 let (unordered, _) = try count("SELECT count(*), NULL FROM \(SQL.quote(join.name)) WHERE \(SQL.quote(order)) IS NULL")
                 if unordered > 0 {
                     report.violations.append("\(join.name).\(order): \(unordered) rows have no position")
+                }
+            }
+        }
+    }
+
+    /// `Z_MAX` of each system entity (history, CloudKit mirroring) ahead of its table's keys.
+    mutating func systemTables() throws {
+        for entity in entities.system.values.sorted(by: { $0.number < $1.number }) {
+            guard try database.tableSchema(entity.table, in: "main") != nil else { continue }
+            report.checked += 1
+            if let largest = try database.scalar("SELECT max(Z_PK) FROM \(SQL.quote(entity.table))").integer, entity.max < largest {
+                report.violations.append("Z_PRIMARYKEY: Z_MAX of \(entity.name) is \(entity.max) but \(entity.table) holds key \(largest); the next \(entity.name.lowercased()) would reuse a number a history token may name")
+            }
+        }
+    }
+
+    /// Each derived attribute's values are what its derivation gives, and its triggers are there.
+    mutating func derived(_ layout: CoreDataLayout) throws {
+        let triggers = Set(try database.rows("SELECT name FROM sqlite_schema WHERE type = 'trigger'").compactMap { $0[0].text })
+        try CoreDataBookkeeping.registerDerivationFunctions(on: database)
+        for entity in layout.model.entities.sorted(by: { $0.name < $1.name }) {
+            for property in entity.properties where property.attribute?.derivation != nil && !property.isTransient {
+                let derivation: CoreDataDerivation
+                do { derivation = try CoreDataDerivation(entity: entity.name, attribute: property.name, layout: layout) } catch let error as MigrationError {
+                    report.unchecked.append(error.message)
+                    continue
+                }
+                let names = derivation.triggers.compactMap { $0.split(separator: " ").dropFirst(5).first.map(String.init) }
+                report.checked += 1
+                if let missing = names.first(where: { !triggers.contains($0) }) {
+                    report.violations.append("\(derivation.table).\(derivation.column): trigger \(missing) of the derived attribute \(entity.name).\(property.name) is missing; the value would no longer follow changes")
+                }
+                guard derivation.value != "NSCoreDataNow()" else { continue }
+                let rows = derivation.rows.map { " AND (\($0))" } ?? ""
+                let (wrong, key) = try count("""
+                    SELECT count(*), min(Z_PK) FROM \(SQL.quote(derivation.table))
+                    WHERE \(SQL.quote(derivation.column)) IS NOT \(derivation.value)\(rows)
+                    """)
+                if wrong > 0 {
+                    report.violations.append("\(derivation.table).\(derivation.column): \(wrong) rows hold another value than the derived attribute \(entity.name).\(property.name) gives (\(derivation.expression))\(first(key))")
+                }
+            }
+        }
+    }
+
+    /// Each R-tree fetch index has its three triggers and holds every row of its entity.
+    mutating func fetchIndexes() throws {
+        let indexes = try database.rows("""
+            SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%' AND sql LIKE '%USING RTREE%' ORDER BY name
+            """).compactMap { $0[0].text }
+        for index in indexes {
+            report.checked += 1
+            let triggers = try database.rows("SELECT name, tbl_name, sql FROM sqlite_schema WHERE type = 'trigger' AND name IN (?1, ?2, ?3)",
+                                             .text(index + "_INSERT"), .text(index + "_UPDATE"), .text(index + "_DELETE"))
+            guard triggers.count == 3 else {
+                report.violations.append("\(index): the R-tree index has \(triggers.count) of its 3 triggers (\(index)_INSERT, _UPDATE, _DELETE); it would no longer follow its entity's rows")
+                continue
+            }
+            guard let insert = triggers.first(where: { $0[0].text == index + "_INSERT" }), let table = insert[1].text, let sql = insert[2].text,
+                  let fill = CoreDataFinishing.FetchIndexFill(trigger: sql, table: table) else { continue }
+            let (missing, key) = try count("""
+                SELECT count(*), min(Z_PK) FROM \(SQL.quote(table)) WHERE Z_PK NOT IN (SELECT Z_PK FROM \(SQL.quote(index)))\(fill.condition.map { " AND (\($0))" } ?? "")
+                """)
+            if missing > 0 {
+                report.violations.append("\(index): \(missing) rows of \(table) are missing from the R-tree index\(first(key))")
+            }
+        }
+    }
+
+    /// Every value kept in a file names a file of the store's external data folder.
+    mutating func externalData(_ layout: CoreDataLayout, file: String) throws {
+        let folder = CoreDataFinishing.externalDataFolder(of: file)
+        for entity in layout.model.entities.sorted(by: { $0.name < $1.name }) {
+            for property in entity.properties where property.attribute?.allowsExternalStorage == true && !property.isTransient {
+                guard let table = layout.table(of: entity.name), let column = layout.column(of: property.name, entity: entity.name) else { continue }
+                report.checked += 1
+                let statement = try database.prepare("""
+                    SELECT Z_PK, \(SQL.quote(column.name)) FROM \(SQL.quote(table.name))
+                    WHERE \(SQL.quote(column.name)) >= x'02' AND \(SQL.quote(column.name)) < x'03' ORDER BY Z_PK
+                    """)
+                var missing = 0, firstMissing: (Int64, String)?
+                while try statement.step() {
+                    guard case let .blob(bytes) = statement.value(at: 1), let name = CoreDataFinishing.externalFileName(bytes) else { continue }
+                    if name.isEmpty || name.contains("/") || !FileManager.default.fileExists(atPath: folder.appendingPathComponent(name).path) {
+                        missing += 1
+                        if firstMissing == nil { firstMissing = (statement.int64(at: 0), name) }
+                    }
+                }
+                if let (key, name) = firstMissing {
+                    report.violations.append("\(table.name).\(column.name): \(missing) values of \(entity.name).\(property.name) name a file missing from \(folder.path), the first \(name) (Z_PK \(key))")
                 }
             }
         }
