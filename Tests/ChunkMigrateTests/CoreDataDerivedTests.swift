@@ -48,3 +48,130 @@ struct CoreDataTriggerStoreTests {
         #expect(rtree == (try Database(path: source.path, mode: .source).scalar("SELECT count(*) FROM ZASSET")))
     }
 }
+
+/// Derived attributes new in the destination model, computed from the migrated rows.
+@Suite("Core Data derived attributes in a migration")
+struct CoreDataDerivedMigrationTests {
+    static let shelfEntities = """
+        <entity name="Book">
+            <attribute name="title" optional="YES" attributeType="String"/>
+            <relationship name="shelf" optional="YES" maxCount="1" destinationEntity="Shelf" inverseName="books"/>
+        </entity>
+        <entity name="Novel" parentEntity="Book">
+            <attribute name="genre" optional="YES" attributeType="String"/>
+        </entity>
+        <entity name="Shelf">
+            <attribute name="name" optional="YES" attributeType="String"/>
+            <relationship name="books" optional="YES" toMany="YES" destinationEntity="Book" inverseName="shelf"/>
+        </entity>
+        """
+
+    /// Model N+1: Shelf counts its books and folds its name, a book names its shelf, a novel
+    /// capitalizes its genre (a sub-entity: its rows only).
+    static let derivedEntities = shelfEntities
+        .replacingOccurrences(of: "<attribute name=\"name\" optional=\"YES\" attributeType=\"String\"/>", with: """
+            <attribute name="bookCount" optional="YES" attributeType="Integer 64" derived="YES" derivationExpression="books.@count"/>
+            <attribute name="canonicalName" optional="YES" attributeType="String" derived="YES" derivationExpression="canonical:(name)"/>
+            <attribute name="name" optional="YES" attributeType="String"/>
+            """)
+        .replacingOccurrences(of: "<attribute name=\"title\" optional=\"YES\" attributeType=\"String\"/>", with: """
+            <attribute name="shelfName" optional="YES" attributeType="String" derived="YES" derivationExpression="shelf.name"/>
+            <attribute name="title" optional="YES" attributeType="String"/>
+            """)
+        .replacingOccurrences(of: "<attribute name=\"genre\" optional=\"YES\" attributeType=\"String\"/>", with: """
+            <attribute name="genre" optional="YES" attributeType="String"/>
+            <attribute name="loudGenre" optional="YES" attributeType="String" derived="YES" derivationExpression="uppercase:(genre)"/>
+            """)
+
+    @Test("new derived attributes are computed from the migrated rows, paused after every batch; Core Data's triggers are there after, and count")
+    func newDerivedAttributes() throws {
+        let folder = try TemporaryFolder()
+        let old = try CoreDataTesting.model(Self.shelfEntities), new = try CoreDataTesting.model(Self.derivedEntities)
+        // Book 1, Novel 2, Shelf 3.
+        let source = try CoreDataTesting.store(old, at: folder.path("old.sqlite"), uuid: "B0000000-0000-0000-0000-000000000001", rows: """
+            INSERT INTO ZSHELF (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (1, 3, 1, 'Café Crème'), (2, 3, 1, 'Ñandú'), (4, 3, 1, NULL);
+            INSERT INTO ZBOOK (Z_PK, Z_ENT, Z_OPT, ZTITLE, ZSHELF, ZGENRE) VALUES
+                (1, 1, 1, 'a', 1, NULL), (2, 2, 1, 'b', 1, 'sci-fi'), (3, 2, 1, 'c', 2, 'crime'), (5, 1, 1, 'd', NULL, NULL),
+                (6, 1, 1, 'e', 1, NULL), (8, 2, 1, 'f', 4, NULL), (9, 1, 1, 'g', 2, NULL);
+            """)
+        let destination = try CoreDataTesting.store(new, at: folder.path("new.sqlite"), uuid: "B0000000-0000-0000-0000-000000000002")
+        let inferred = try MigrationPlan.infer(source: source, destination: destination)
+        #expect(inferred.plan.coreData?.derived.map(\.attribute).sorted()
+                == ["Book.shelfName", "Novel.loudGenre", "Shelf.bookCount", "Shelf.canonicalName"])
+        _ = try MigrationJob.start(plan: inferred.plan, source: source, destination: destination, journal: folder.path("journal"),
+                                   options: MigrationOptions(batchSize: 2), logger: quietLogger)
+        var runs = 0
+        while try MigrationJob.resume(at: folder.path("journal"), options: MigrationOptions(batchSize: 2), logger: quietLogger)
+            .runBlocking(for: .zero) == .paused { runs += 1 }
+        #expect(runs > 10)
+
+        let database = try Database(path: destination.path, mode: .readWrite)
+        #expect(try database.rows("SELECT Z_PK, ZBOOKCOUNT, ZCANONICALNAME FROM ZSHELF ORDER BY Z_PK")
+                == [[.integer(1), .integer(3), .text("cafe creme")], [.integer(2), .integer(2), .text("nandu")], [.integer(4), .integer(1), .null]])
+        #expect(try database.rows("SELECT Z_PK, ZSHELFNAME, ZLOUDGENRE FROM ZBOOK ORDER BY Z_PK") == [
+            [.integer(1), .text("Café Crème"), .null], [.integer(2), .text("Café Crème"), .text("SCI-FI")], [.integer(3), .text("Ñandú"), .text("CRIME")],
+            [.integer(5), .null, .null], [.integer(6), .text("Café Crème"), .null], [.integer(8), .null, .null], [.integer(9), .text("Ñandú"), .null],
+        ])
+        // Every trigger Core Data keeps them with, once, and no job table left.
+        let layout = try CoreDataLayout(model: new)
+        let expected = try ["Shelf.bookCount", "Shelf.canonicalName", "Book.shelfName", "Novel.loudGenre"].flatMap { name in
+            let parts = name.split(separator: ".").map(String.init)
+            return try CoreDataDerivation(entity: parts[0], attribute: parts[1], layout: layout).triggers
+                .map { $0.replacingOccurrences(of: "CREATE TRIGGER IF NOT EXISTS ", with: "CREATE TRIGGER ") }
+        }
+        #expect(Set(try database.rows("SELECT sql FROM sqlite_schema WHERE type = 'trigger'").compactMap { $0[0].text }) == Set(expected))
+        #expect(try database.scalar("SELECT count(*) FROM sqlite_schema WHERE name LIKE '\\_chunkmigrate%' ESCAPE '\\'") == .integer(0))
+        #expect(try CoreDataStoreCheck.run(store: destination).violations == [])
+
+        // The triggers work: with the functions Core Data's connection has (stand-ins here), a
+        // new book on shelf 2 counts, and moving it to shelf 1 moves the count.
+        for name in ["NSCoreDataDATriggerUpdatedAffectedObjectValue", "NSCoreDataDATriggerInsertUpdatedAffectedObjectValue"] {
+            try database.createFunction(name, argumentCount: 5, deterministic: false) { $0.resultNull() }
+        }
+        try CoreDataBookkeeping.registerDerivationFunctions(on: database)
+        try database.execute("INSERT INTO ZBOOK (Z_PK, Z_ENT, Z_OPT, ZTITLE, ZSHELF) VALUES (10, 1, 1, 'h', 2)")
+        #expect(try database.rows("SELECT ZBOOKCOUNT FROM ZSHELF ORDER BY Z_PK") == [[.integer(3)], [.integer(3)], [.integer(1)]])
+        #expect(try database.scalar("SELECT ZSHELFNAME FROM ZBOOK WHERE Z_PK = 10") == .text("Ñandú"))
+        try database.execute("UPDATE ZBOOK SET ZSHELF = 1 WHERE Z_PK = 10")
+        #expect(try database.rows("SELECT ZBOOKCOUNT FROM ZSHELF ORDER BY Z_PK") == [[.integer(4)], [.integer(2)], [.integer(1)]])
+        try database.execute("UPDATE ZSHELF SET ZNAME = 'Über' WHERE Z_PK = 1")
+        #expect(try database.rows("SELECT ZCANONICALNAME FROM ZSHELF WHERE Z_PK = 1") == [[.text("uber")]])
+        #expect(try database.scalar("SELECT count(*) FROM ZBOOK WHERE ZSHELFNAME = 'Über'") == .integer(4))
+    }
+
+    @Test("a derivation Core Data's SQL store does not support is refused naming the entity, the attribute and the expression")
+    func unsupportedDerivation() throws {
+        let model = try CoreDataTesting.model(Self.shelfEntities.replacingOccurrences(
+            of: "<attribute name=\"name\" optional=\"YES\" attributeType=\"String\"/>",
+            with: "<attribute name=\"name\" optional=\"YES\" attributeType=\"String\"/><attribute name=\"x\" optional=\"YES\" attributeType=\"String\" derived=\"YES\" derivationExpression=\"books.shelf.name\"/>"))
+        let error = #expect(throws: MigrationError.self) { try CoreDataDerivation(entity: "Shelf", attribute: "x", layout: try CoreDataLayout(model: model)) }
+        #expect(error?.message.contains("Shelf.x (books.shelf.name)") == true && error?.entity == "Shelf", "\(String(describing: error))")
+    }
+
+    @Test("check-coredata names a derived value that is wrong, a missing trigger, and an R-tree missing rows")
+    func checkFindsDerivedProblems() throws {
+        let folder = try TemporaryFolder()
+        let model = try CoreDataTesting.model(Self.derivedEntities)
+        let store = try CoreDataTesting.store(model, at: folder.path("s.sqlite"), uuid: "B0000000-0000-0000-0000-000000000003")
+        let database = try Database(path: store.path, mode: .readWrite)
+        for name in ["NSCoreDataDATriggerUpdatedAffectedObjectValue", "NSCoreDataDATriggerInsertUpdatedAffectedObjectValue"] {
+            try database.createFunction(name, argumentCount: 5, deterministic: false) { $0.resultNull() }
+        }
+        try CoreDataBookkeeping.registerDerivationFunctions(on: database)
+        try database.execute("""
+            DROP TRIGGER Z_DA_ZBOOK_Shelf_bookCount_PARAMETER_DELETE;
+            INSERT INTO ZSHELF (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (1, 3, 1, 'A');
+            UPDATE ZSHELF SET ZBOOKCOUNT = 5;
+            UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_ENT = 3;
+            CREATE VIRTUAL TABLE Z_RT_Shelf_box USING RTREE (Z_PK INTEGER PRIMARY KEY, ZX_MIN FLOAT, ZX_MAX FLOAT);
+            CREATE TRIGGER Z_RT_Shelf_box_INSERT AFTER INSERT ON ZSHELF FOR EACH ROW BEGIN INSERT OR REPLACE INTO Z_RT_Shelf_box (Z_PK, ZX_MIN, ZX_MAX) VALUES (NEW.Z_PK, NEW.Z_OPT, NEW.Z_OPT) ; END;
+            CREATE TRIGGER Z_RT_Shelf_box_UPDATE AFTER UPDATE ON ZSHELF FOR EACH ROW BEGIN DELETE FROM Z_RT_Shelf_box WHERE Z_PK = NEW.Z_PK ; END;
+            CREATE TRIGGER Z_RT_Shelf_box_DELETE AFTER DELETE ON ZSHELF FOR EACH ROW BEGIN DELETE FROM Z_RT_Shelf_box WHERE Z_PK = OLD.Z_PK ; END;
+            """)
+        let violations = try CoreDataStoreCheck.run(store: store).violations
+        #expect(violations.contains { $0.contains("trigger Z_DA_ZBOOK_Shelf_bookCount_PARAMETER_DELETE of the derived attribute Shelf.bookCount is missing") })
+        #expect(violations.contains { $0.hasPrefix("ZSHELF.ZBOOKCOUNT: 1 rows hold another value than the derived attribute Shelf.bookCount gives (books.@count), the first with Z_PK 1") })
+        #expect(violations.contains { $0 == "Z_RT_Shelf_box: 1 rows of ZSHELF are missing from the R-tree index, the first with Z_PK 1" })
+        #expect(violations.count == 3, "\(violations)")
+    }
+}
