@@ -20,12 +20,7 @@ struct CoreDataModelTests {
 
     /// A fixture copied with its `-wal` and `-shm` files (Photos keeps rows in its WAL).
     static func copy(_ name: String, into folder: TemporaryFolder) throws -> URL {
-        let copy = try CoreDataStoreTests.copy(name, into: folder)
-        let source = try #require(CoreDataStoreTests.fixture(name))
-        for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: source.path + suffix) {
-            try FileManager.default.copyItem(atPath: source.path + suffix, toPath: copy.path + suffix)
-        }
-        return copy
+        try CoreDataStoreTests.copy(name, into: folder)
     }
 
     @Test("every fixture store's model cache decodes into a whole model naming exactly the entities of its Z_PRIMARYKEY",

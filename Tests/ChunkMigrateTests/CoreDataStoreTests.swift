@@ -21,6 +21,10 @@ struct CoreDataStoreTests {
         let source = try #require(fixture(name), "fixture \(name) not found under \(fixtures.path)")
         let copy = folder.path((name as NSString).lastPathComponent)
         try FileManager.default.copyItem(at: source, to: copy)
+        // A WAL store's rows may live in its -wal file only: the three files are the store.
+        for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: source.path + suffix) {
+            try FileManager.default.copyItem(atPath: source.path + suffix, toPath: copy.path + suffix)
+        }
         return copy
     }
 
