@@ -10,7 +10,11 @@
 /// - the destination keeps its model's metadata and model cache, and takes the source's store
 ///   UUID (`Z_METADATA.Z_UUID` and `NSStoreUUID` in its property list), so object-ID URIs the app
 ///   saved keep pointing at the same objects;
-/// - the job refuses a destination whose entity tables already hold rows.
+/// - the job refuses a destination whose entity tables already hold rows;
+/// - the destination's triggers (Core Data's derived attributes, counts and R-tree indexes) are
+///   out of the way while rows go in, and back as they were at the end; in between, the derived
+///   values the plan lists (``derived``) are computed, the external files of ``externalData`` are
+///   carried over, and the R-tree indexes are filled, each in checkpointed batches.
 ///
 /// ```json
 /// "coreData": { "entities": { "Object": "Object", "Event": "Event", "Place": "Location" } }
