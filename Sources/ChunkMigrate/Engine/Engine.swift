@@ -384,7 +384,11 @@ final class Engine {
                 batch += 1
                 CrashPoint.check(.afterIndex, entity: step.name, batch: batch)
                 run.batches += 1
-                report(progress(run, entity: last, phase: .finishing(step: step.name), batch: batch))
+                // Reported as a step of the entity writing the table it works on.
+                let entity = step.table.flatMap { table in
+                    order.entities.last { plan.entities[$0].destination.table.caseInsensitiveCompare(table) == .orderedSame }
+                } ?? last
+                report(progress(run, entity: entity, phase: .finishing(step: step.name), batch: batch))
                 if done { break }
             }
         }

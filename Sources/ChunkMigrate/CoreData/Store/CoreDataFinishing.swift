@@ -23,6 +23,16 @@ final class CoreDataFinishing {
         case fetchIndex(FetchIndexFill)
         case triggers
 
+        /// The table the step works on; `nil` for the triggers, which span the store.
+        var table: String? {
+            switch self {
+            case let .derived(value): value.table
+            case let .externalData(data): data.table
+            case let .fetchIndex(fill): fill.table
+            case .triggers: nil
+            }
+        }
+
         /// The step as the job reports it.
         var name: String {
             switch self {
