@@ -75,6 +75,7 @@ struct CoreDataDerivedMigrationTests {
             <attribute name="name" optional="YES" attributeType="String"/>
             """)
         .replacingOccurrences(of: "<attribute name=\"title\" optional=\"YES\" attributeType=\"String\"/>", with: """
+            <attribute name="migrated" optional="YES" attributeType="Date" derived="YES" derivationExpression="now()"/>
             <attribute name="shelfName" optional="YES" attributeType="String" derived="YES" derivationExpression="shelf.name"/>
             <attribute name="title" optional="YES" attributeType="String"/>
             """)
@@ -97,7 +98,7 @@ struct CoreDataDerivedMigrationTests {
         let destination = try CoreDataTesting.store(new, at: folder.path("new.sqlite"), uuid: "B0000000-0000-0000-0000-000000000002")
         let inferred = try MigrationPlan.infer(source: source, destination: destination)
         #expect(inferred.plan.coreData?.derived.map(\.attribute).sorted()
-                == ["Book.shelfName", "Novel.loudGenre", "Shelf.bookCount", "Shelf.canonicalName"])
+                == ["Book.migrated", "Book.shelfName", "Novel.loudGenre", "Shelf.bookCount", "Shelf.canonicalName"])
         _ = try MigrationJob.start(plan: inferred.plan, source: source, destination: destination, journal: folder.path("journal"),
                                    options: MigrationOptions(batchSize: 2), logger: quietLogger)
         var runs = 0
@@ -112,9 +113,12 @@ struct CoreDataDerivedMigrationTests {
             [.integer(1), .text("Café Crème"), .null], [.integer(2), .text("Café Crème"), .text("SCI-FI")], [.integer(3), .text("Ñandú"), .text("CRIME")],
             [.integer(5), .null, .null], [.integer(6), .text("Café Crème"), .null], [.integer(8), .null, .null], [.integer(9), .text("Ñandú"), .null],
         ])
+        // now(): the time of the migration, in Core Data's seconds since 2001.
+        let now = Date().timeIntervalSinceReferenceDate
+        #expect(try database.scalar("SELECT count(*) FROM ZBOOK WHERE ZMIGRATED BETWEEN \(now - 60) AND \(now)") == .integer(7))
         // Every trigger Core Data keeps them with, once, and no job table left.
         let layout = try CoreDataLayout(model: new)
-        let expected = try ["Shelf.bookCount", "Shelf.canonicalName", "Book.shelfName", "Novel.loudGenre"].flatMap { name in
+        let expected = try ["Shelf.bookCount", "Shelf.canonicalName", "Book.migrated", "Book.shelfName", "Novel.loudGenre"].flatMap { name in
             let parts = name.split(separator: ".").map(String.init)
             return try CoreDataDerivation(entity: parts[0], attribute: parts[1], layout: layout).triggers
                 .map { $0.replacingOccurrences(of: "CREATE TRIGGER IF NOT EXISTS ", with: "CREATE TRIGGER ") }

@@ -23,6 +23,9 @@ enum CrashPoint: String, CaseIterable {
     case afterFixupCommit = "after-fixup-commit"
     /// A deferred index is built again and committed (`after-index:INDEX:0`).
     case afterIndex = "after-index"
+    /// A batch of a Core Data store's step after the rows is committed (`after-step:derive
+    /// Tag.itemCount:1`, `after-step:triggers:1`).
+    case afterStep = "after-step"
     /// The log records the job as complete; the destination still has its checkpoint tables and
     /// the job's journal mode (`after-complete:job:0`).
     case afterComplete = "after-complete"

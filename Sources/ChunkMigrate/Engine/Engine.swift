@@ -382,7 +382,7 @@ final class Engine {
                 if run.stops(now: clock.now, shouldStop: shouldStop) { return .paused }
                 let done = try finishing.runBatch(step, size: batchSize)
                 batch += 1
-                CrashPoint.check(.afterIndex, entity: step.name, batch: batch)
+                CrashPoint.check(.afterStep, entity: step.name, batch: batch)
                 run.batches += 1
                 // Reported as a step of the entity writing the table it works on.
                 let entity = step.table.flatMap { table in

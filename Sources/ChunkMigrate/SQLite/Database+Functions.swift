@@ -57,6 +57,9 @@ struct FunctionCall {
 }
 
 /// Holds a Swift closure for SQLite's `pUserData`.
+/// The arguments of a call without arguments, where SQLite may pass none at all.
+nonisolated(unsafe) private let noArguments = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: 1)
+
 private final class FunctionBox {
     let body: (FunctionCall) throws -> Void
     init(_ body: @escaping (FunctionCall) throws -> Void) { self.body = body }
@@ -74,7 +77,8 @@ extension Database {
         let result = sqlite3_create_function_v2(
             handle, name, Int32(argumentCount), flags, Unmanaged.passUnretained(box).toOpaque(),
             { context, count, arguments in
-                guard let context, let arguments else { return }
+                guard let context else { return }
+                let arguments = arguments ?? noArguments
                 // The connection keeps the box alive while it can call the function: borrow it
                 // without retaining it, as this runs once per row.
                 let call = FunctionCall(context: context, arguments: arguments, count: Int(count))

@@ -86,6 +86,31 @@ final class CoreDataBookkeeping {
         }
         try Self.registerDerivationFunctions(on: database)
         try Self.registerExternalDataFunctions(on: database, sourcePath: sourcePath, resolver: resolver)
+        try Self.registerTriggerStandIns(on: database)
+    }
+
+    /// Stand-ins for the functions of Core Data's own connections that the destination's
+    /// triggers call (`NSCoreDataDATriggerUpdatedAffectedObjectValue`, ...), so that statements
+    /// writing their tables can be prepared when the triggers are there: once a job has put them
+    /// back, before it records its end. A stand-in fails when called: no row is written with the
+    /// triggers there.
+    static func registerTriggerStandIns(on database: Database) throws(SQLiteError) {
+        let own: Set<String> = ["NSCoreDataNow", "NSCoreDataCanonical", "NSCoreDataToUpper", "NSCoreDataToLower"]
+        var names: Set<String> = []
+        for row in try database.rows("SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND sql IS NOT NULL") {
+            guard let sql = row[0].text else { continue }
+            var rest = sql[...]
+            while let match = rest.range(of: #"\b(NSCoreData|NSPersistentHistory)[A-Za-z0-9_]*\s*\("#, options: .regularExpression) {
+                let name = rest[match].prefix { $0.isLetter || $0.isNumber || $0 == "_" }
+                if !own.contains(String(name)) { names.insert(String(name)) }
+                rest = rest[match.upperBound...]
+            }
+        }
+        for name in names.sorted() {
+            try database.createFunction(name, argumentCount: -1, deterministic: false) { _ in
+                throw Resolver.Failure(description: "\(name) is Core Data's, called by a trigger of the destination while chunkmigrate writes it")
+            }
+        }
     }
 
     /// The functions converting a binary attribute between external storage and none:
