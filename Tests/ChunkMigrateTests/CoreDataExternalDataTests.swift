@@ -94,4 +94,28 @@ struct CoreDataExternalDataTests {
         #expect(violations.contains { $0.hasPrefix("ZPHOTO.ZIMAGE: 1 values of Photo.image name a file missing from") && $0.hasSuffix("the first \(Self.files[2]) (Z_PK 8)") },
                 "\(violations)")
     }
+
+    @Test("with keys allocated a missing file names the row by its destination key; a value no longer external whose file is missing stops the copy naming the attribute and the source key")
+    func missingFileNamesTheRow() throws {
+        let folder = try TemporaryFolder()
+        let (source, destination) = try Self.stores(in: folder)
+        let support = CoreDataFinishing.externalDataFolder(of: source.path)
+        try FileManager.default.removeItem(at: support.appendingPathComponent(Self.files[1]))
+        // Source keys 1, 2, 3, 5, 8 become 1 to 5: the row of source key 5 is destination key 4.
+        let plan = try MigrationPlan.infer(source: source, destination: destination, options: InferenceOptions(keys: .allocate)).plan
+        let job = try MigrationJob.start(plan: plan, source: source, destination: destination, journal: folder.path("journal"),
+                                         logger: quietLogger)
+        let error = #expect(throws: MigrationError.self) { try job.runBlocking() }
+        #expect(error?.message.contains("Photo.image of the row with destination key 4 refers to the external file \(Self.files[1])") == true
+                && error?.sourceKey == nil, "\(String(describing: error))")
+
+        let other = try TemporaryFolder()
+        let (source2, destination2) = try Self.stores(in: other)
+        try FileManager.default.removeItem(at: CoreDataFinishing.externalDataFolder(of: source2.path).appendingPathComponent(Self.files[4]))
+        let job2 = try MigrationJob.start(plan: try MigrationPlan.infer(source: source2, destination: destination2).plan, source: source2,
+                                          destination: destination2, journal: other.path("journal"), logger: quietLogger)
+        let converted = #expect(throws: MigrationError.self) { try job2.runBlocking() }
+        #expect(converted?.message.contains("Photo.thumb of the row with key 8 refers to the external file \(Self.files[4]), which is missing") == true
+                && converted?.sourceKey == 8 && converted?.entity == "Photo", "\(String(describing: converted))")
+    }
 }

@@ -110,8 +110,10 @@ struct CoreDataHistoryTests {
             INSERT INTO ANSCKRECORDMETADATA VALUES (3, 16004, 1, 1, 2, 0, 1, 'B2', x'0102'), (5, 16004, 1, 3, 7, 1, 1, 'S7', x'0304');
             UPDATE Z_PRIMARYKEY SET Z_MAX = 5 WHERE Z_ENT = 16004; UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_ENT = 16005;
             """)
-        // The destination's container numbered its entities otherwise.
-        try Self.addMirroring(to: destination, entities: (16010, 16011), rows: "")
+        // The destination's container numbered its entities otherwise, and set up a zone of its
+        // own: the source's mirroring state takes its place.
+        try Self.addMirroring(to: destination, entities: (16010, 16011),
+                              rows: "INSERT INTO ANSCKRECORDZONE VALUES (1, 16011, 1, 'com.apple.coredata.cloudkit.zone', '__defaultOwner__', NULL);")
         try Database(path: source.path, mode: .readWrite).execute("DELETE FROM ZLOAN")
         _ = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder)
         let database = try Database(path: destination.path, mode: .source)

@@ -17,13 +17,17 @@ enum CoreDataTesting {
         return try CoreDataModel(xml: Data(xml.utf8), file: "test model")
     }
 
-    /// An empty store of `model` at `url`, then `rows` (SQL) run on it and every root's `Z_MAX`
-    /// raised to its table's largest key.
+    /// An empty store of `model` at `url`, then `rows` (SQL) run on it (without its triggers) and
+    /// every root's `Z_MAX` raised to its table's largest key.
     @discardableResult
     static func store(_ model: CoreDataModel, at url: URL, uuid: String, metadata: [String: String] = [:], rows: String = "") throws -> URL {
         try CoreDataEmptyStore.create(at: url, model: model, uuid: uuid, metadata: metadata)
         let database = try Database(path: url.path, mode: .readWrite)
-        try database.execute("BEGIN; \(rows); COMMIT;")
+        // Core Data's triggers (derived attributes) call functions of its own connections: the
+        // rows go in without them, with the values given.
+        let triggers = try database.rows("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'")
+        try database.execute("BEGIN; " + triggers.map { "DROP TRIGGER \(SQL.quote($0[0].text!));" }.joined() + " \(rows); "
+                             + triggers.map { $0[1].text! + ";" }.joined() + " COMMIT;")
         let layout = try CoreDataLayout(model: model)
         for table in layout.tables.values {
             try database.execute("UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT ifnull(max(Z_PK), 0) FROM \(table.name)) WHERE Z_ENT = \(table.root)")

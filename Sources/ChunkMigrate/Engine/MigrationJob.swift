@@ -193,8 +193,8 @@ public final class MigrationJob: Sendable {
 
     /// Refuses a destination whose tables the plan writes already hold rows: the store a finished
     /// job wrote, say, which a new job would otherwise fill with a second copy.
-    private static func refuseExistingRows(_ database: Database, plan: MigrationPlan, file: String) throws {
-        for entity in plan.entities {
+    private static func refuseExistingRows(_ database: Database, plan: MigrationPlan, except: Set<String>, file: String) throws {
+        for entity in plan.entities where !except.contains(entity.destination.table.uppercased()) {
             let table = entity.destination.table
             guard try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1 COLLATE NOCASE",
                                       .text(table)).integer == 1,
@@ -468,7 +468,9 @@ public final class MigrationJob: Sendable {
     private static func prepareDestination(_ engine: Engine, options: MigrationOptions, file: String) throws {
         let plan = engine.plan, database = engine.database
         if !options.appendToExistingRows || plan.coreData != nil {
-            try refuseExistingRows(database, plan: plan, file: file)
+            // A Core Data store's history and CloudKit tables take the source's rows in place of
+            // what the new store's container wrote when it created them (CoreDataBookkeeping.start).
+            try refuseExistingRows(database, plan: plan, except: engine.coreData?.systemTables ?? [], file: file)
         }
         try engine.coreData?.start()
         for (index, entity) in plan.entities.enumerated() {

@@ -56,10 +56,10 @@ struct FunctionCall {
     func fail(_ message: String) { sqlite3_result_error(context, message, -1) }
 }
 
-/// Holds a Swift closure for SQLite's `pUserData`.
 /// The arguments of a call without arguments, where SQLite may pass none at all.
 nonisolated(unsafe) private let noArguments = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: 1)
 
+/// Holds a Swift closure for SQLite's `pUserData`.
 private final class FunctionBox {
     let body: (FunctionCall) throws -> Void
     init(_ body: @escaping (FunctionCall) throws -> Void) { self.body = body }

@@ -91,7 +91,8 @@ extension CoreDataInference {
                 guard let key = columns.keys.first(where: { $0.uppercased() == "ZENTITYID" }),
                       let column = sourceColumns.first(where: { $0.uppercased() == "ZENTITYID" }) else { break }
                 columns[key] = "coredata_entity(\(SQL.identifier(column)))"
-                let stray = try count("SELECT count(*) FROM src.\(SQL.quote(table)) WHERE \(SQL.identifier(column)) NOT IN (\(numbers.isEmpty ? "NULL" : numbers))")
+                let stray = try count("SELECT count(*) FROM src.\(SQL.quote(table))"
+                                      + (numbers.isEmpty ? "" : " WHERE \(SQL.identifier(column)) NOT IN (\(numbers))"))
                 if stray > 0 {
                     throw MigrationError(.store,
                         "\(table) holds \(stray) rows for objects of entities the destination model does not have: CloudKit's records of them cannot be carried over (delete those objects before the migration, or keep their entities in the model)",
@@ -108,7 +109,7 @@ extension CoreDataInference {
     /// The last transaction that recorded a change to an entity the destination does not have
     /// (none carried over in `numbers`); 0 when there is none.
     private func historyCut(numbers: String) throws -> Int64 {
-        try count("SELECT ifnull(max(ZTRANSACTIONID), 0) FROM src.ACHANGE WHERE ZENTITY NOT IN (\(numbers.isEmpty ? "NULL" : numbers))")
+        try count("SELECT ifnull(max(ZTRANSACTIONID), 0) FROM src.ACHANGE" + (numbers.isEmpty ? "" : " WHERE ZENTITY NOT IN (\(numbers))"))
     }
 
     /// Source entities carried over whose stored properties differ between the models (by name,

@@ -292,15 +292,16 @@ struct CoreDataInference {
         let new = attribute.attribute!
         let defaultSQL = new.defaultValue.flatMap { Self.literal($0, type: new.type) }
         let source = context.mapping.sourceProperty(attribute.name, of: rows.entity)
-        if let derivation = new.derivation, source?.property.attribute?.derivation != derivation {
-            // New, or derived differently: computed from the migrated rows once they are in, by
-            // Core Data's own derivation SQL.
+        if let derivation = new.derivation, Self.computesDerived(derivation, was: source?.property.attribute?.derivation) {
+            // New, derived differently, or from other rows (which the migration may leave out):
+            // computed from the migrated rows once they are in, by Core Data's derivation SQL.
             let computed = try CoreDataDerivation(entity: rows.entity, attribute: attribute.name, layout: context.destination)
             let value = CoreDataMapping.DerivedValue(attribute: "\(computed.entity).\(computed.attribute)", table: computed.table,
                                                      column: computed.column, value: computed.value, rows: computed.rows)
             if !derived.contains(value) {
                 derived.append(value)
-                decide("\(column): the derived attribute \(value.attribute) is \(source == nil ? "new" : "derived differently") (\(derivation)); computed from the migrated rows once they are in: \(computed.dataStatement)")
+                let why = source?.property.attribute?.derivation == nil ? "is new" : CoreDataDerivation.parse(derivation) == CoreDataDerivation.parse(source!.property.attribute!.derivation!) ? "reads other rows" : "is derived differently"
+                decide("\(column): the derived attribute \(value.attribute) \(why) (\(derivation)); computed from the migrated rows once they are in: \(computed.dataStatement)")
             }
             return .null
         }
@@ -313,7 +314,8 @@ struct CoreDataInference {
         var value = Source.column(oldColumn.name)
         let was = old.attribute!
         if new.type == .binaryData, was.type == .binaryData, new.allowsExternalStorage || was.allowsExternalStorage {
-            return externalDataValue(column: column, oldColumn: oldColumn.name, of: "\(rows.entity).\(attribute.name)",
+            let declaring = context.destination.model.property(attribute.name, of: rows.entity)?.declaredBy ?? rows.entity
+            return externalDataValue(column: column, oldColumn: oldColumn.name, of: "\(declaring).\(attribute.name)",
                                      was: was.allowsExternalStorage, is: new.allowsExternalStorage, table: context.destination.table(of: rows.entity)?.name)
         }
         if was.type != new.type, let converted = conversion(oldColumn.name, from: was.type, to: new.type) {
@@ -325,6 +327,17 @@ struct CoreDataInference {
             value = .expression("ifnull(\(value.sql), \(defaultSQL))")
         }
         return value
+    }
+
+    /// Whether a derived attribute is computed after the copy rather than copied: unless the
+    /// source derived it the same way from the row's own attribute (or `now()`). A derivation
+    /// from other rows (a count, a to-one's attribute) is computed whatever the source held: the
+    /// migration may leave some of those rows out (a removed sub-entity, a duplicate).
+    static func computesDerived(_ derivation: String, was: String?) -> Bool {
+        guard let was else { return true }
+        let parsed = CoreDataDerivation.parse(derivation)
+        guard parsed == CoreDataDerivation.parse(was), case let .attribute(path, _) = parsed else { return true }
+        return path.count > 1
     }
 
     /// A binary attribute that may keep values in files (`0x01` + the bytes inline, or `0x02` +
@@ -346,7 +359,7 @@ struct CoreDataInference {
             return .column(oldColumn)
         case (true, false):
             decide("\(column): \(attribute) no longer allows external storage; its values are stored in the row")
-            return .ofColumn("coredata_external_value(\(SQL.identifier(oldColumn)))", column: oldColumn)
+            return .ofColumn("coredata_external_value(\(SQL.identifier(oldColumn)), '\(attribute.replacingOccurrences(of: "'", with: "''"))')", column: oldColumn)
         default:
             decide("\(column): \(attribute) now allows external storage; its values are kept in the row, marked as such")
             return .ofColumn("coredata_external_inline(\(SQL.identifier(oldColumn)))", column: oldColumn)

@@ -37,7 +37,7 @@ public struct CoreDataMapping: Codable, Sendable, Equatable {
     ///
     /// ```json
     /// { "attribute": "List.itemCount", "table": "ZLIST", "column": "ZITEMCOUNT",
-    ///   "value": "(SELECT IFNULL(COUNT(ZLIST), 0) FROM ZITEM WHERE ZLIST = ZLIST.Z_PK)" }
+    ///   "value": "(SELECT IFNULL(COUNT(t.ZLIST), 0) FROM ZITEM AS t WHERE t.ZLIST = ZLIST.Z_PK)" }
     /// ```
     public struct DerivedValue: Codable, Sendable, Equatable {
         /// `Entity.attribute`, for what the job reports.

@@ -105,7 +105,8 @@ public struct CoreDataDerivation: Sendable, Equatable {
                 let fromNew = function.map { "\($0)(NEW.\(source))" } ?? "NEW.\(source)"
                 let lookup = "(SELECT \(selected) FROM \(target) WHERE Z_PK = NEW.\(key))"
                 let sourceName = "Z_DA_\(table)_\(name)_\(attribute)_SOURCE", parameter = "Z_DA_\(target)_\(name)_\(attribute)_PARAMETER"
-                value = "(SELECT \(selected) FROM \(target) WHERE Z_PK = \(table).\(key))"
+                // The target aliased: it may be the entity's own table (a parent's name).
+                value = "(SELECT \(function.map { "\($0)(t.\(source))" } ?? "t.\(source)") FROM \(target) AS t WHERE t.Z_PK = \(table).\(key))"
                 triggers = [
                     trigger(sourceName + "_INSERT", "INSERT", on: table,
                             " UPDATE \(table) SET \(column) = \(lookup) WHERE Z_PK = NEW.Z_PK\(andNewRows);" + notify(true, where: "Z_PK = NEW.Z_PK\(andNewRows)")),
@@ -147,7 +148,7 @@ public struct CoreDataDerivation: Sendable, Equatable {
                 let mine = join.sides.firstIndex { $0.entity == name && $0.property == relationshipName } ?? 1
                 let owner = join.sides[mine == 0 ? 1 : 0].column
                 let parameter = "Z_DA_\(join.name)_\(name)_\(attribute)_PARAMETER"
-                value = "(SELECT IFNULL(COUNT(\(owner)), 0) FROM \(join.name) WHERE \(owner) = \(table).Z_PK)"
+                value = "(SELECT IFNULL(COUNT(j.\(owner)), 0) FROM \(join.name) AS j WHERE j.\(owner) = \(table).Z_PK)"
                 triggers = [
                     trigger(parameter + "_INSERT", "INSERT", on: join.name,
                             " UPDATE \(table) SET \(column) = IFNULL(\(column), 0) + 1 WHERE Z_PK = NEW.\(owner)\(andRows);"
@@ -168,8 +169,9 @@ public struct CoreDataDerivation: Sendable, Equatable {
                 throw refuse("\(relationshipName) has no inverse, which Core Data's SQL store needs to aggregate it")
             }
             let operand = try operandName.map { try attributeColumn($0, of: relationship.destination) } ?? key
-            let aggregated = aggregate == "COUNT" || aggregate == "SUM" ? "IFNULL(\(aggregate)(\(operand)), 0)" : "\(aggregate)(\(operand))"
-            value = "(SELECT \(aggregated) FROM \(target) WHERE \(key) = \(table).Z_PK)"
+            let aggregated = aggregate == "COUNT" || aggregate == "SUM" ? "IFNULL(\(aggregate)(t.\(operand)), 0)" : "\(aggregate)(t.\(operand))"
+            // The target aliased: it may be the entity's own table (a folder's children).
+            value = "(SELECT \(aggregated) FROM \(target) AS t WHERE t.\(key) = \(table).Z_PK)"
             guard aggregate == "COUNT" else {
                 triggers = []
                 break

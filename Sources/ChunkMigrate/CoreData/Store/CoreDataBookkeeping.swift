@@ -17,6 +17,8 @@ final class CoreDataBookkeeping {
     var logger: ((String) -> Void)?
     /// The steps after the copy: derived values, external files, R-tree indexes, triggers.
     let finishing: CoreDataFinishing
+    /// The destination's tables of system entities (history, CloudKit mirroring), in capitals.
+    var systemTables: Set<String> { Set(destination.system.values.map { $0.table.uppercased() }) }
 
     init(database: Database, plan: MigrationPlan, mapping: CoreDataMapping, resolver: Resolver,
          sourcePath: String, destinationPath: String) throws {
@@ -114,12 +116,12 @@ final class CoreDataBookkeeping {
     }
 
     /// The functions converting a binary attribute between external storage and none:
-    /// `coredata_external_value(v)` is the bytes themselves (`0x01` + bytes inline, or the file
+    /// `coredata_external_value(v, 'Entity.attribute')` is the bytes themselves (`0x01` + bytes inline, or the file
     /// `0x02` + name + `0x00` names in the source's external data folder), and
     /// `coredata_external_inline(v)` marks bytes as held inline (`0x01` + bytes).
     static func registerExternalDataFunctions(on database: Database, sourcePath: String, resolver: Resolver) throws(SQLiteError) {
         let folder = CoreDataFinishing.externalDataFolder(of: sourcePath)
-        try database.createFunction("coredata_external_value", argumentCount: 1, deterministic: true) { call in
+        try database.createFunction("coredata_external_value", argumentCount: 2, deterministic: true) { call in
             guard case let .blob(bytes) = call.value(0) else { return call.result(call.value(0)) }
             switch bytes.first {
             case 0x01:
@@ -128,8 +130,11 @@ final class CoreDataBookkeeping {
                 let name = CoreDataFinishing.externalFileName(bytes) ?? ""
                 let file = folder.appendingPathComponent(name)
                 guard !name.contains("/"), let data = FileManager.default.contents(atPath: file.path) else {
-                    let message = "the row refers to the external file \(name), which is missing from \(folder.path)"
-                    resolver.failure = MigrationError(.batch, message, sourceKey: resolver.batchKeys.last, file: file.path)
+                    let attribute = call.value(1).text ?? "the attribute"
+                    let key = resolver.batchKeys.last.map { " with key \($0)" } ?? ""
+                    let message = "\(attribute) of the row\(key) refers to the external file \(name), which is missing"
+                    resolver.failure = MigrationError(.batch, message, entity: attribute.split(separator: ".").first.map(String.init),
+                                                      sourceKey: resolver.batchKeys.last, file: file.path)
                     throw Resolver.Failure(description: message)
                 }
                 call.result(.blob(Array(data)))
@@ -171,6 +176,11 @@ final class CoreDataBookkeeping {
     /// Inside the transaction that records a new job: raises each preserved-key root's `Z_MAX` to the source's, and gives the
     /// destination the source's store UUID.
     func start() throws {
+        // History and CloudKit mirroring the plan carries take the place of what the new store's
+        // container wrote when it set them up: the source's state is the one that goes on.
+        for entity in plan.entities where systemTables.contains(entity.destination.table.uppercased()) {
+            try database.execute("DELETE FROM main.\(SQL.quote(entity.destination.table))")
+        }
         // Core Data's triggers are out of the way until every row is in (CoreDataFinishing), and
         // its R-tree indexes are filled from the rows then.
         for index in try database.rows("""

@@ -56,6 +56,14 @@ final class CoreDataFinishing {
         /// The trigger's `WHEN` condition over the row, if any.
         var condition: String?
 
+        init(index: String, table: String, columns: String, values: String, condition: String? = nil) {
+            self.index = index
+            self.table = table
+            self.columns = columns
+            self.values = values
+            self.condition = condition
+        }
+
         /// Reads Core Data's R-tree insert trigger:
         /// `CREATE TRIGGER Z_RT_..._INSERT AFTER INSERT ON ZASSET FOR EACH ROW BEGIN INSERT OR
         /// REPLACE INTO Z_RT_... (Z_PK, ...) VALUES (NEW.Z_PK, NEW.ZLATITUDE, ...) ; END`;
@@ -72,7 +80,8 @@ final class CoreDataFinishing {
             func rowValues(_ expression: String) -> String {
                 expression.replacingOccurrences(of: #"\bNEW\."#, with: "", options: [.regularExpression, .caseInsensitive])
             }
-            self.index = index
+            // A name as the trigger spells it, quoted or not.
+            self.index = index.trimmingCharacters(in: CharacterSet(charactersIn: "\"`[]"))
             self.table = table
             self.columns = columns
             self.values = rowValues(values)
@@ -202,6 +211,9 @@ final class CoreDataFinishing {
             return (cursor, rows)
         }
         let from = Self.externalDataFolder(of: sourcePath), to = Self.externalDataFolder(of: database.path)
+        // The rows' keys are the source's where the plan keeps them; else they are named as the
+        // destination's.
+        let keysPreserved = plan.entities.first { $0.destination.table.caseInsensitiveCompare(data.table) == .orderedSame }?.keys == .preserve
         if !rows.isEmpty {
             do { try FileManager.default.createDirectory(at: to, withIntermediateDirectories: true) } catch {
                 throw MigrationError(.store, "cannot create the folder for external binary data: \(error.localizedDescription)",
@@ -210,11 +222,12 @@ final class CoreDataFinishing {
         }
         for row in rows {
             guard let key = row[0].integer, case let .blob(bytes) = row[1], let name = Self.externalFileName(bytes) else { continue }
+            let row = Row(entity: entity, attribute: data.attribute, column: data.column, key: key, keyIsSource: keysPreserved)
             guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
-                throw MigrationError(.store, "\(data.attribute) of the row with key \(key) names an external file \"\(name)\", which is not a file name",
-                                     entity: entity, sourceKey: key, column: data.column, file: sourcePath)
+                throw MigrationError(.store, "\(data.attribute) of \(row.described) names an external file \"\(name)\", which is not a file name",
+                                     entity: entity, sourceKey: row.sourceKey, column: data.column, file: sourcePath)
             }
-            try Self.carry(name, from: from, to: to, attribute: data.attribute, entity: entity, key: key, column: data.column)
+            try Self.carry(name, from: from, to: to, row: row)
         }
         let done = rows.count < max(1, size)
         let last = rows.last?[0].integer ?? cursor
@@ -226,15 +239,28 @@ final class CoreDataFinishing {
         return done
     }
 
+    /// The row whose value names a file, for the messages about it.
+    struct Row {
+        var entity: String?
+        var attribute: String
+        var column: String
+        var key: Int64
+        /// Whether `key` is the source's too (the plan keeps the keys).
+        var keyIsSource: Bool
+
+        var described: String { keyIsSource ? "the row with key \(key)" : "the row with destination key \(key)" }
+        var sourceKey: Int64? { keyIsSource ? key : nil }
+    }
+
     /// Puts the file `name` of `from` into `to`: nothing when a file of the same size is there
     /// (carried by a run that was killed after it), else a hard link or a copy under a temporary
-    /// name, then renamed.
-    static func carry(_ name: String, from: URL, to: URL, attribute: String, entity: String?, key: Int64, column: String) throws {
+    /// name, then renamed, and the folder synced.
+    static func carry(_ name: String, from: URL, to: URL, row: Row) throws {
         let source = from.appendingPathComponent(name), destination = to.appendingPathComponent(name)
         let files = FileManager.default
-        guard let attributes = try? files.attributesOfItem(atPath: source.path), let size = attributes[.size] as? Int64 ?? (attributes[.size] as? NSNumber)?.int64Value else {
-            throw MigrationError(.store, "\(attribute) of the row with key \(key) refers to the external file \(name), which is missing",
-                                 entity: entity, sourceKey: key, column: column, file: source.path)
+        guard let attributes = try? files.attributesOfItem(atPath: source.path), let size = (attributes[.size] as? NSNumber)?.int64Value else {
+            throw MigrationError(.store, "\(row.attribute) of \(row.described) refers to the external file \(name), which is missing",
+                                 entity: row.entity, sourceKey: row.sourceKey, column: row.column, file: source.path)
         }
         if let existing = try? files.attributesOfItem(atPath: destination.path), (existing[.size] as? NSNumber)?.int64Value == size {
             return
@@ -250,9 +276,12 @@ final class CoreDataFinishing {
             }
             if files.fileExists(atPath: destination.path) { try files.removeItem(at: destination) }
             try files.moveItem(at: temporary, to: destination)
+            // The new name durable before the step's cursor passes the row.
+            let folder = open(to.path, O_RDONLY)
+            if folder >= 0 { _ = fsync(folder); close(folder) }
         } catch {
-            throw MigrationError(.store, "cannot carry the external file \(name) of \(attribute) (row with key \(key)) over: \(error.localizedDescription)",
-                                 entity: entity, sourceKey: key, column: column, file: destination.path, cause: error)
+            throw MigrationError(.store, "cannot carry the external file \(name) of \(row.attribute) (\(row.described)) over: \(error.localizedDescription)",
+                                 entity: row.entity, sourceKey: row.sourceKey, column: row.column, file: destination.path, cause: error)
         }
     }
 
