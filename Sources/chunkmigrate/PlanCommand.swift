@@ -15,6 +15,11 @@ struct PlanCommand: ParsableCommand {
             infer is refused, naming the entity and property. Between plain SQLite stores: tables \
             and columns by name, relationships from declared foreign keys. Prints what it decided \
             and what it could not on stderr, and writes an ordinary plan that you can edit.
+
+            With --models (the app's .xcdatamodeld or .momd, every version), the stores' versions \
+            are found (their version identifiers, else their model caches) and the plan covers \
+            the whole path between them in one job: each version to the next, renames followed \
+            through, defaults as each version added them.
             """)
 
     @Option(name: .long, help: "The source store (opened read-only).")
@@ -36,6 +41,15 @@ struct PlanCommand: ParsableCommand {
     @Option(name: .long, help: "The destination store's model, for a store without a model cache: its .xcdatamodel folder, contents XML, or compiled .mom.")
     var modelTo: String?
 
+    @Option(name: .long, help: "Every version of the app's model: its .xcdatamodeld folder or compiled .momd. The plan goes from the source store's version to the destination's through every version between.")
+    var models: String?
+
+    @Option(name: .long, help: "With --models: the source store's version by name, where its metadata and model cache do not tell it.")
+    var fromVersion: String?
+
+    @Option(name: .long, help: "With --models: the destination store's version by name.")
+    var toVersion: String?
+
     @Option(name: .long, help: "preserve (default: object IDs saved as URIs stay valid) or allocate (keys after each table's largest).")
     var keys: EntityMapping.KeyPolicy = .preserve
 
@@ -45,6 +59,12 @@ struct PlanCommand: ParsableCommand {
     func validate() throws {
         for pair in rename where pair.split(separator: "=").count != 2 {
             throw ValidationError("--rename takes NEW=OLD, not \(pair)")
+        }
+        if models != nil, modelFrom != nil || modelTo != nil {
+            throw ValidationError("--models gives every version; --model-from and --model-to give one each: use one or the other")
+        }
+        if models == nil, fromVersion != nil || toVersion != nil {
+            throw ValidationError("--from-version and --to-version name versions of --models")
         }
     }
 
@@ -58,7 +78,9 @@ struct PlanCommand: ParsableCommand {
                 renames: renames,
                 sourceModel: try modelFrom.map { try CoreDataModel.read(contentsOf: URL(fileURLWithPath: $0)) },
                 destinationModel: try modelTo.map { try CoreDataModel.read(contentsOf: URL(fileURLWithPath: $0)) },
-                keys: keys, keepFirstDuplicate: keepFirstDuplicate)
+                keys: keys, keepFirstDuplicate: keepFirstDuplicate,
+                modelBundle: try models.map { try CoreDataModelBundle.read(contentsOf: URL(fileURLWithPath: $0)) },
+                sourceVersion: fromVersion, destinationVersion: toVersion)
             let inferred = try MigrationPlan.infer(source: URL(fileURLWithPath: source),
                                                    destination: URL(fileURLWithPath: destination), options: options)
             var report = inferred.decisions.map { "decided: \($0)" }

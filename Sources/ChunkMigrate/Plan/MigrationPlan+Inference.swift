@@ -32,11 +32,24 @@ public struct InferenceOptions: Sendable {
     /// (the default) lets the batch that meets such a row fail, naming it; `true` keeps the first
     /// row of each value in source-key order and leaves the others out (the report counts them).
     public var keepFirstDuplicate: Bool
+    /// Every version of the app's model (an `.xcdatamodeld` or `.momd`): the plan then covers the
+    /// whole path from the source store's version to the destination's, each version to the
+    /// next followed through (``CoreDataModelMapping/init(path:renames:)``).
+    public var modelBundle: CoreDataModelBundle?
+    /// The source store's version in ``modelBundle``, by name, where its metadata and model cache
+    /// do not tell it (`nil`: found from the store).
+    public var sourceVersion: String?
+    /// The destination store's version in ``modelBundle``, by name (`nil`: found from the store).
+    public var destinationVersion: String?
 
     /// Creates inference options.
     public init(renames: [String: String] = [:], sourceModel: CoreDataModel? = nil, destinationModel: CoreDataModel? = nil,
-                keys: EntityMapping.KeyPolicy = .preserve, keepFirstDuplicate: Bool = false) {
+                keys: EntityMapping.KeyPolicy = .preserve, keepFirstDuplicate: Bool = false,
+                modelBundle: CoreDataModelBundle? = nil, sourceVersion: String? = nil, destinationVersion: String? = nil) {
         self.renames = renames
+        self.modelBundle = modelBundle
+        self.sourceVersion = sourceVersion
+        self.destinationVersion = destinationVersion
         self.sourceModel = sourceModel
         self.destinationModel = destinationModel
         self.keys = keys

@@ -39,13 +39,22 @@ struct CoreDataInference {
     }
 
     mutating func infer() throws -> InferredPlan {
-        let sourceModel = try CoreDataModel.required(database, schema: "src", file: sourcePath, given: options.sourceModel,
+        let sourceModel: CoreDataModel, destinationModel: CoreDataModel, mapping: CoreDataModelMapping
+        if let bundle = options.modelBundle {
+            let path = try versionPath(bundle)
+            (sourceModel, destinationModel) = (path.first!.model, path.last!.model)
+            mapping = path.count == 1
+                ? try CoreDataModelMapping(source: sourceModel, destination: destinationModel, renames: options.renames)
+                : try CoreDataModelMapping(path: path.map { ($0.name, $0.model) }, renames: options.renames)
+        } else {
+            sourceModel = try CoreDataModel.required(database, schema: "src", file: sourcePath, given: options.sourceModel,
                                                      option: "--model-from")
-        let destinationModel = try CoreDataModel.required(database, schema: "main", file: destinationPath,
+            destinationModel = try CoreDataModel.required(database, schema: "main", file: destinationPath,
                                                           given: options.destinationModel, option: "--model-to")
+            mapping = try CoreDataModelMapping(source: sourceModel, destination: destinationModel, renames: options.renames)
+        }
         let (source, sourceOthers) = try CoreDataLayout(model: sourceModel).resolved(against: database, schema: "src", file: sourcePath)
         let (destination, _) = try CoreDataLayout(model: destinationModel).resolved(against: database, schema: "main", file: destinationPath)
-        let mapping = try CoreDataModelMapping(source: sourceModel, destination: destinationModel, renames: options.renames)
         guard !mapping.sourceEntity.isEmpty else {
             throw MigrationError(.store, "the two stores' models have no entity in common: they are not two versions of one model",
                                  file: destinationPath)
@@ -93,6 +102,35 @@ struct CoreDataInference {
         return InferredPlan(plan: MigrationPlan(entities: entities, coreData: CoreDataMapping(entities: mapping.sourceEntity, derived: derived,
                                                                                             externalData: externalData)),
                             decisions: decisions, notes: notes)
+    }
+
+    /// The versions from the source store's to the destination store's, each found from the
+    /// store (or given by name), oldest first.
+    private mutating func versionPath(_ bundle: CoreDataModelBundle) throws -> [CoreDataModelBundle.Version] {
+        func find(_ name: String?, schema: String, file: String, option: String) throws -> CoreDataModelBundle.Version {
+            if let name {
+                guard let version = bundle.version(named: name) else {
+                    throw MigrationError(.invalidPlan, "\(option) \(name): the model bundle has no such version\(MigrationPlan.suggestion(for: name, among: bundle.versions.map(\.name)))")
+                }
+                decide("\(schema == "src" ? "source" : "destination") store: version \(name) (given)")
+                return version
+            }
+            let (version, how) = try bundle.version(of: database, schema: schema, file: file)
+            decide("\(schema == "src" ? "source" : "destination") store: version \(version.name) (by \(how))")
+            return version
+        }
+        let from = try find(options.sourceVersion, schema: "src", file: sourcePath, option: "--from-version")
+        let to = try find(options.destinationVersion, schema: "main", file: destinationPath, option: "--to-version")
+        guard let path = bundle.path(from: from.name, to: to.name) else {
+            throw MigrationError(.invalidPlan, "the source store is at version \(from.name), newer than the destination's \(to.name): a migration goes forward",
+                                 file: sourcePath)
+        }
+        if path.count > 2 {
+            let names = path.map(\.name)
+            let shown = names.count <= 6 ? names : Array(names.prefix(3)) + ["..."] + Array(names.suffix(2))
+            decide("path: \(shown.joined(separator: " -> ")), \(path.count - 1) steps in one job")
+        }
+        return path
     }
 
     // MARK: - Entity tables
@@ -290,7 +328,9 @@ struct CoreDataInference {
     private mutating func attributeValue(_ attribute: CoreDataModel.Property, of rows: Rows, column: String,
                                          _ context: Context) throws -> Source {
         let new = attribute.attribute!
-        let defaultSQL = new.defaultValue.flatMap { Self.literal($0, type: new.type) }
+        // The default rows without the property take (over several versions, the one it had
+        // when it was added).
+        let defaultSQL = context.mapping.newValue(attribute.name, of: rows.entity).flatMap { Self.literal($0, type: new.type) }
         let source = context.mapping.sourceProperty(attribute.name, of: rows.entity)
         if let derivation = new.derivation, Self.computesDerived(derivation, was: source?.property.attribute?.derivation) {
             // New, derived differently, or from other rows (which the migration may leave out):
@@ -322,9 +362,9 @@ struct CoreDataInference {
             decide("\(column): \(was.type.xmlName) -> \(new.type.xmlName), \(converted)")
             value = .ofColumn(converted, column: oldColumn.name)
         }
-        if old.isOptional, !attribute.isOptional, let defaultSQL {
-            decide("\(column): optional in \(declaredBy), required with default \(defaultSQL) in \(rows.entity): NULLs take the default")
-            value = .expression("ifnull(\(value.sql), \(defaultSQL))")
+        if let fill = context.mapping.nullFill(attribute.name, of: rows.entity).flatMap({ Self.literal($0, type: new.type) }) {
+            decide("\(column): optional in \(declaredBy), required with default \(fill) in \(rows.entity): NULLs take the default")
+            value = .expression("ifnull(\(value.sql), \(fill))")
         }
         return value
     }
@@ -508,7 +548,8 @@ struct CoreDataInference {
         for row in rows {
             for (owner, property) in context.destination.model.allProperties(of: row.entity) {
                 guard let attribute = property.attribute, !property.isOptional, !property.isTransient, attribute.derivation == nil,
-                      attribute.defaultValue == nil, context.mapping.sourceProperty(property.name, of: row.entity) == nil else { continue }
+                      context.mapping.newValue(property.name, of: row.entity) == nil,
+                      context.mapping.sourceProperty(property.name, of: row.entity) == nil else { continue }
                 let count = try count("SELECT count(*) FROM src.\(SQL.quote(from.name)) WHERE Z_ENT = \(row.number)")
                 guard count > 0 else { continue }
                 throw MigrationError(.invalidPlan, "attribute \(owner).\(property.name) is new, required and has no default value, and the source has \(count) rows of \(row.source): lightweight migration fails on it too; give it a default value in the model, or make it optional")

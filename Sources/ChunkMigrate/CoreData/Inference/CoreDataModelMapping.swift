@@ -33,6 +33,23 @@ public struct CoreDataModelMapping: Sendable {
     /// What was matched other than by an unchanged name, one line each.
     public private(set) var decisions: [String] = []
 
+    /// Over several versions (``init(path:renames:)``): how each property of each destination
+    /// entity takes its value, followed through every version between.
+    private var composed: [String: [String: Composed]]?
+
+    /// A destination property's value over several versions.
+    private struct Composed: Sendable {
+        /// The source property it comes from, through every rename on the way.
+        var source: (declaredBy: String, property: CoreDataModel.Property)?
+        /// Without a source: the value rows take, the default it had in the version that added
+        /// it (Core Data writes it into the rows then), or the default of a later version that
+        /// made it required.
+        var newValue: CoreDataModel.Value?
+        /// With a source: the value NULLs take, the default of the first version on the way that
+        /// made it required.
+        var nullFill: CoreDataModel.Value?
+    }
+
     /// Source entities that no destination entity takes rows from (removed from the model).
     public var removedEntities: [String] {
         let mapped = Set(sourceEntity.values)
@@ -76,10 +93,104 @@ public struct CoreDataModelMapping: Sendable {
         try checkProperties()
     }
 
+    /// Matches the first and last of several versions of a model, oldest first, as Core Data's
+    /// migrations from one version to the next would one after the other: each version to the
+    /// next (``init(source:destination:renames:)``), then followed through. A property renamed
+    /// twice (`a` to `b`, then `b` to `c`, each renaming identifier naming only the name before)
+    /// keeps its values; one added on the way takes the default it had in the version that added
+    /// it; one that became required with a default on the way has its NULLs filled with it.
+    ///
+    /// - Parameter renames: destination entity name -> source entity name, applied at the version
+    ///   where the name changes.
+    /// - Throws: ``MigrationError`` naming the two versions, the entity and property of a change
+    ///   lightweight migration cannot infer.
+    public init(path: [(name: String, model: CoreDataModel)], renames: [String: String] = [:]) throws {
+        precondition(path.count >= 2, "a path has two versions at least")
+        var hops: [CoreDataModelMapping] = []
+        for index in 1..<path.count {
+            let (from, to) = (path[index - 1], path[index])
+            let given = renames.filter { to.model.entity(named: $0.key) != nil && from.model.entity(named: $0.value) != nil }
+            do {
+                hops.append(try CoreDataModelMapping(source: from.model, destination: to.model, renames: given))
+            } catch let error as MigrationError {
+                throw MigrationError(error.code, "from version \(from.name) to \(to.name): \(error.message)", entity: error.entity, column: error.column)
+            }
+        }
+        source = path.first!.model
+        destination = path.last!.model
+        let last = path.count - 1
+        var composed: [String: [String: Composed]] = [:]
+        for entity in destination.entities {
+            // The entity's name in each version back to where it began.
+            var names: [String?] = Array(repeating: nil, count: path.count)
+            names[last] = entity.name
+            var index = last
+            while index > 0, let previous = hops[index - 1].sourceEntity[names[index]!] {
+                names[index - 1] = previous
+                index -= 1
+            }
+            guard let from = names[0] else { continue }
+            sourceEntity[entity.name] = from
+            if from != entity.name { decisions.append("entity \(entity.name): renamed from \(from) on the way (\(path.first!.name) -> \(path.last!.name))") }
+            var properties: [String: Composed] = [:]
+            for (_, property) in destination.allProperties(of: entity.name) where !property.isTransient {
+                // The property's name in each version back to the one that added it.
+                var propertyNames: [String?] = Array(repeating: nil, count: path.count)
+                propertyNames[last] = property.name
+                var version = last
+                var found: (declaredBy: String, property: CoreDataModel.Property)?
+                while version > 0, let (declaredBy, old) = hops[version - 1].sourceProperty(propertyNames[version]!, of: names[version]!) {
+                    propertyNames[version - 1] = old.name
+                    version -= 1
+                    if version == 0 { found = (declaredBy, old) }
+                }
+                func declared(_ at: Int) -> CoreDataModel.Property? {
+                    propertyNames[at].flatMap { path[at].model.property($0, of: names[at]!)?.property }
+                }
+                var value = Composed(source: found)
+                if found == nil { value.newValue = declared(version)?.attribute?.defaultValue }
+                // Forward from where it began: a version that makes it required with a default
+                // fills what is still empty.
+                for next in (version + 1)..<path.count {
+                    guard let before = declared(next - 1), let after = declared(next), before.isOptional, !after.isOptional,
+                          let fill = after.attribute?.defaultValue else { continue }
+                    if found == nil, value.newValue == nil { value.newValue = fill }
+                    if found != nil, value.nullFill == nil { value.nullFill = fill }
+                }
+                properties[property.name] = value
+            }
+            composed[entity.name] = properties
+        }
+        self.composed = composed
+        for (hop, mapping) in hops.enumerated() where !mapping.decisions.isEmpty {
+            decisions += mapping.decisions.map { "\(path[hop].name) -> \(path[hop + 1].name): \($0)" }
+        }
+        try checkProperties()
+    }
+
+    /// The value rows take for `property` of destination entity `entity` where they have no
+    /// source property: its default, or over several versions the default of the version that
+    /// added it (or made it required).
+    public func newValue(_ property: String, of entity: String) -> CoreDataModel.Value? {
+        if let composed { return composed[entity]?[property]?.newValue }
+        return destination.property(property, of: entity)?.property.attribute?.defaultValue
+    }
+
+    /// The value NULLs of `property` of destination entity `entity` take: the default of a
+    /// version that made it required (optional in the source), `nil` when none did.
+    public func nullFill(_ property: String, of entity: String) -> CoreDataModel.Value? {
+        if let composed { return composed[entity]?[property]?.nullFill }
+        guard let new = destination.property(property, of: entity)?.property, !new.isOptional,
+              let old = sourceProperty(property, of: entity)?.property, old.isOptional else { return nil }
+        return new.attribute?.defaultValue
+    }
+
     /// The source property that `property` of destination entity `entity` takes its values from:
     /// among the properties its source entity has, the one named by its renaming identifier, or
-    /// by its name. `nil` for a property new in the model (or one that was transient).
+    /// by its name (over several versions, through every rename on the way). `nil` for a
+    /// property new in the model (or one that was transient).
     public func sourceProperty(_ property: String, of entity: String) -> (declaredBy: String, property: CoreDataModel.Property)? {
+        if let composed { return composed[entity]?[property]?.source }
         guard let from = sourceEntity[entity], let declared = destination.property(property, of: entity)?.property else { return nil }
         // The name it had before first, then its own (a renaming identifier the source lacks).
         let names = declared.previousName == declared.name ? [declared.name] : [declared.previousName, declared.name]
