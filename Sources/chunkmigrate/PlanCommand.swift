@@ -44,6 +44,10 @@ struct PlanCommand: ParsableCommand {
     @Option(name: .long, help: "Every version of the app's model: its .xcdatamodeld folder or compiled .momd. The plan goes from the source store's version to the destination's through every version between.")
     var models: String?
 
+    @Option(name: .long, parsing: .singleValue,
+            help: "With --models: a custom step between two versions, a JSON file {\"from\": VERSION, \"to\": VERSION, \"entities\": [...]} whose entity mappings fill what the step cannot infer (repeatable); composed with the inferred steps into one plan.")
+    var step: [String] = []
+
     @Option(name: .long, help: "With --models: the source store's version by name, where its metadata and model cache do not tell it.")
     var fromVersion: String?
 
@@ -63,8 +67,8 @@ struct PlanCommand: ParsableCommand {
         if models != nil, modelFrom != nil || modelTo != nil {
             throw ValidationError("--models gives every version; --model-from and --model-to give one each: use one or the other")
         }
-        if models == nil, fromVersion != nil || toVersion != nil {
-            throw ValidationError("--from-version and --to-version name versions of --models")
+        if models == nil, fromVersion != nil || toVersion != nil || !step.isEmpty {
+            throw ValidationError("--from-version, --to-version and --step name versions of --models")
         }
     }
 
@@ -74,13 +78,19 @@ struct PlanCommand: ParsableCommand {
             return (parts[0], parts[1])
         }, uniquingKeysWith: { _, last in last })
         do {
-            let options = InferenceOptions(
+            var options = InferenceOptions(
                 renames: renames,
                 sourceModel: try modelFrom.map { try CoreDataModel.read(contentsOf: URL(fileURLWithPath: $0)) },
                 destinationModel: try modelTo.map { try CoreDataModel.read(contentsOf: URL(fileURLWithPath: $0)) },
                 keys: keys, keepFirstDuplicate: keepFirstDuplicate,
                 modelBundle: try models.map { try CoreDataModelBundle.read(contentsOf: URL(fileURLWithPath: $0)) },
                 sourceVersion: fromVersion, destinationVersion: toVersion)
+            options.steps = try step.map { file in
+                guard let data = FileManager.default.contents(atPath: file) else {
+                    throw MigrationError(.invalidPlan, "cannot read the step", file: file)
+                }
+                return try CoreDataStep.decode(json: data, file: file)
+            }
             let inferred = try MigrationPlan.infer(source: URL(fileURLWithPath: source),
                                                    destination: URL(fileURLWithPath: destination), options: options)
             var report = inferred.decisions.map { "decided: \($0)" }

@@ -125,3 +125,117 @@ struct CoreDataVersionPathTests {
         #expect(try CoreDataStoreCheck.run(store: destination).violations == [])
     }
 }
+
+/// Custom steps composed with the inferred ones into one job.
+@Suite("Core Data: custom steps in a whole path")
+struct CoreDataStepTests {
+    static let progressive = "ProgressiveMigration/CoreDataMigration_Example.xcdatamodeld"
+    static let splitName = "SplitName/MWKCoreDataTests.xcdatamodeld"
+    static var present: Bool { CoreDataStoreTests.fixture(progressive) != nil && CoreDataStoreTests.fixture(splitName) != nil }
+
+    /// ProgressiveMigration's 2 -> 3 mapping model and policy as a step: one Section per Post, its
+    /// body the post's content, its title the first 4 characters and "...", index 0.
+    static let sections = CoreDataStep(from: "CoreDataMigration_Example 2", to: "CoreDataMigration_Example 3", entities: [
+        EntityMapping(name: "Section", source: .init(table: "ZPOST", key: "Z_PK"), destination: .init(table: "ZSECTION", key: "Z_PK"),
+                      keys: .allocate,
+                      columns: ["Z_ENT": "coredata_entity_number('Section')", "Z_OPT": "1", "ZBODY": "ZCONTENT",
+                                "ZTITLE": "substr(ZCONTENT, 1, 4) || '...'", "ZINDEX": "0"],
+                      relationships: ["ZPOST": .init(from: "Z_PK", to: "Post")]),
+    ])
+
+    /// An empty store of `version` of the bundle at `name`.
+    static func emptyStore(_ bundle: CoreDataModelBundle, version: String, at url: URL) throws -> URL {
+        try CoreDataEmptyStore.create(at: url, model: try #require(bundle.version(named: version)).model)
+        return url
+    }
+
+    @Test("ProgressiveMigration: version 1 straight to 4 in one job, through the 2 -> 3 step, paused after every batch: 10 posts with their colours, 10 sections, the new Boolean at its default",
+          .enabled(if: present, "shared/fixtures/coredata is absent"))
+    func progressiveMigration() throws {
+        let folder = try TemporaryFolder()
+        let bundle = try CoreDataModelBundle.read(contentsOf: try #require(CoreDataStoreTests.fixture(Self.progressive)))
+        let source = try CoreDataModelTests.copy("ProgressiveMigration/CoreDataMigration_Example_1.sqlite", into: folder)
+        let destination = try Self.emptyStore(bundle, version: "CoreDataMigration_Example 4", at: folder.path("v4.sqlite"))
+        var options = InferenceOptions(modelBundle: bundle)
+        options.steps = [Self.sections]
+        let inferred = try MigrationPlan.infer(source: source, destination: destination, options: options)
+        #expect(inferred.decisions.first == "path: CoreDataMigration_Example -> CoreDataMigration_Example 4, 3 steps, 3 parts composed into one job")
+        #expect(inferred.plan.entities.map(\.name) == ["Post", "Section"])
+        // Numbers written out and composed: Section's Z_ENT a number, Post's title from v1's content.
+        #expect(inferred.plan.entities[1].columns["Z_ENT"] == "2" && inferred.plan.entities[1].columns["ZTITLE"] == "(substr(ZCONTENT, 1, 4) || '...')")
+
+        _ = try MigrationJob.start(plan: inferred.plan, source: source, destination: destination, journal: folder.path("journal"),
+                                   options: MigrationOptions(batchSize: 1), logger: quietLogger)
+        var runs = 0
+        while try MigrationJob.resume(at: folder.path("journal"), options: MigrationOptions(batchSize: 1), logger: quietLogger)
+            .runBlocking(for: .zero) == .paused { runs += 1 }
+        #expect(runs >= 20)
+
+        let database = try Database(path: destination.path, mode: .source)
+        #expect(try database.scalar("SELECT count(*) FROM ZPOST") == .integer(10))
+        #expect(try database.scalar("SELECT ZHEXCOLOR FROM ZPOST WHERE ZPOSTID LIKE 'FFFECB21-%'") == .text("1BB732"))
+        #expect(try database.scalar("SELECT count(*) FROM ZPOST WHERE ZSOFTDELETED = 0") == .integer(10))
+        let old = try Database(path: source.path, mode: .source)
+        let expected = try old.rows("SELECT ZPOSTID, ZCONTENT, substr(ZCONTENT, 1, 4) || '...' FROM ZPOST ORDER BY ZPOSTID")
+        let sections = try database.rows("""
+            SELECT p.ZPOSTID, s.ZBODY, s.ZTITLE FROM ZSECTION s JOIN ZPOST p ON p.Z_PK = s.ZPOST WHERE s.ZINDEX = 0 AND s.Z_ENT = 2 ORDER BY p.ZPOSTID
+            """)
+        #expect(sections == expected && sections.count == 10)
+        #expect(try CoreDataStoreCheck.run(store: destination).violations == [])
+    }
+
+    @Test("SplitName: the name split by a step, the department added before it: Adam/Smith/Marketing, Bob/Johnson/Shipping, Carla/Jones/Engineering; from version 1 the same names, no departments",
+          .enabled(if: present, "shared/fixtures/coredata is absent"))
+    func splitName() throws {
+        let folder = try TemporaryFolder()
+        let bundle = try CoreDataModelBundle.read(contentsOf: try #require(CoreDataStoreTests.fixture(Self.splitName)))
+        let step = CoreDataStep(from: "MWKCoreDataTests2", to: "MWKCoreDataTests3", entities: [
+            EntityMapping(name: "Employee", source: .init(table: "ZEMPLOYEE", key: "Z_PK"), destination: .init(table: "ZEMPLOYEE", key: "Z_PK"),
+                          keys: .preserve,
+                          columns: ["Z_ENT": "coredata_entity_number('Employee')", "Z_OPT": "Z_OPT", "ZDEPT": "ZDEPT",
+                                    "ZFIRSTNAME": "substr(ZNAME, 1, instr(ZNAME, ' ') - 1)", "ZLASTNAME": "substr(ZNAME, instr(ZNAME, ' ') + 1)"]),
+        ])
+        var options = InferenceOptions(modelBundle: bundle)
+        options.steps = [step]
+        for (store, departments) in [("SplitName/MWKCoreDataTests2.sqlite", ["Marketing", "Shipping", "Engineering"]),
+                                     ("SplitName/MWKCoreDataTests.sqlite", [nil, nil, nil])] {
+            let source = try CoreDataModelTests.copy(store, into: folder)
+            let destination = try Self.emptyStore(bundle, version: "MWKCoreDataTests3", at: folder.path("v3-\(source.lastPathComponent)"))
+            let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, journal: "journal-" + source.lastPathComponent, options: options)
+            #expect(inferred.decisions.contains { $0.contains("source store: version \(source.deletingPathExtension().lastPathComponent)") })
+            let rows = try Database(path: destination.path, mode: .source).rows(
+                "SELECT e.ZFIRSTNAME, e.ZLASTNAME, d.ZNAME FROM ZEMPLOYEE e LEFT JOIN ZDEPT d ON d.Z_PK = e.ZDEPT ORDER BY 1")
+            #expect(rows == zip(["Adam", "Bob", "Carla"], zip(["Smith", "Johnson", "Jones"], departments)).map {
+                [.text($0.0), .text($0.1.0), $0.1.1.map(SQLiteValue.text) ?? .null]
+            })
+            #expect(try CoreDataStoreCheck.run(store: destination).violations == [])
+        }
+    }
+
+    @Test("a step that reads the keys of rows an earlier step gives new keys is refused, naming the step, the entity and the column",
+          .enabled(if: present, "shared/fixtures/coredata is absent"))
+    func compositionRefused() throws {
+        let folder = try TemporaryFolder()
+        let bundle = try CoreDataModelBundle.read(contentsOf: try #require(CoreDataStoreTests.fixture(Self.progressive)))
+        let source = try CoreDataModelTests.copy("ProgressiveMigration/CoreDataMigration_Example_1.sqlite", into: folder)
+        let destination = try Self.emptyStore(bundle, version: "CoreDataMigration_Example 4", at: folder.path("v4.sqlite"))
+        let renumbered = CoreDataStep(from: "CoreDataMigration_Example", to: "CoreDataMigration_Example 2", entities: [
+            EntityMapping(name: "Post", source: .init(table: "ZPOST", key: "Z_PK"), destination: .init(table: "ZPOST", key: "Z_PK"), keys: .allocate,
+                          columns: ["Z_ENT": "coredata_entity_number('Post')", "Z_OPT": "1", "ZHEXCOLOR": "ZCOLOR", "ZCONTENT": "ZCONTENT"]),
+        ])
+        var options = InferenceOptions(modelBundle: bundle)
+        options.steps = [renumbered, Self.sections]
+        let error = #expect(throws: MigrationError.self) { try MigrationPlan.infer(source: source, destination: destination, options: options) }
+        #expect(error?.message == "step CoreDataMigration_Example 2 -> CoreDataMigration_Example 3 cannot be composed with the steps before it: Section.ZPOST: it reads the key of ZPOST, which Post gives new keys before",
+                "\(String(describing: error))")
+    }
+
+    @Test("identifiers of an expression: strings, quoted names, qualifiers and functions left alone where they must be")
+    func identifiers() throws {
+        let out = try SQLIdentifiers.replacing(in: #"substr(ZNAME, 1, 4) || 'ZNAME''s' || "ZNAME" || s.ZNAME || t.ZNAME || 1e3 || ZNAME2"#) { name, qualifier in
+            name == "ZNAME" && (qualifier == nil || qualifier == "s") ? "(x)" : nil
+        }
+        #expect(out == #"substr((x), 1, 4) || 'ZNAME''s' || (x) || (x) || t.ZNAME || 1e3 || ZNAME2"#)
+        #expect(CoreDataStepComposition.folded("(CASE (2) WHEN 1 THEN 1 WHEN 2 THEN 3 END)") == "3")
+    }
+}

@@ -41,6 +41,11 @@ public struct InferenceOptions: Sendable {
     public var sourceVersion: String?
     /// The destination store's version in ``modelBundle``, by name (`nil`: found from the store).
     public var destinationVersion: String?
+    /// Custom steps between versions of ``modelBundle`` (a plan for what one version to the next
+    /// cannot infer): composed with the inferred steps before and after into one plan.
+    public var steps: [CoreDataStep] = []
+    /// Destination tables the inference leaves alone (a custom step fills them).
+    var skippedTables: Set<String> = []
 
     /// Creates inference options.
     public init(renames: [String: String] = [:], sourceModel: CoreDataModel? = nil, destinationModel: CoreDataModel? = nil,
@@ -96,6 +101,9 @@ extension MigrationPlan {
         }
         switch (try CoreDataEntities.isCoreData(database, schema: "src"), try CoreDataEntities.isCoreData(database, schema: "main")) {
         case (true, true):
+            if !options.steps.isEmpty {
+                return try CoreDataStepComposition(source: source, destination: destination, database: database, options: options).compose()
+            }
             var inference = CoreDataInference(database: database, sourcePath: source.path,
                                               destinationPath: destination.path, options: options)
             return try inference.infer()

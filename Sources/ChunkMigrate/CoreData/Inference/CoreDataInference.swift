@@ -77,15 +77,17 @@ struct CoreDataInference {
 
         // Which rows each table keeps, before any column: a to-one into another table must know
         // which of that table's rows are left out.
-        for table in destination.tables.values.sorted(by: { $0.name < $1.name }) {
+        // Tables a custom step fills are left to it.
+        let skipped = Set(options.skippedTables.map { $0.uppercased() })
+        for table in destination.tables.values.sorted(by: { $0.name < $1.name }) where !skipped.contains(table.name.uppercased()) {
             guard let (rows, from) = try sourceRows(of: table, context) else { continue }
             keptRows[table.name] = try checkNewUniqueness(table, from: from, rows: rows, context)
         }
         var entities: [EntityMapping] = []
-        for table in destination.tables.values.sorted(by: { $0.name < $1.name }) {
+        for table in destination.tables.values.sorted(by: { $0.name < $1.name }) where !skipped.contains(table.name.uppercased()) {
             if let mapping = try entityMapping(into: table, context) { entities.append(mapping) }
         }
-        for join in destination.joinTables.sorted(by: { $0.name < $1.name }) {
+        for join in destination.joinTables.sorted(by: { $0.name < $1.name }) where !skipped.contains(join.name.uppercased()) {
             if let mapping = try joinMapping(into: join, context) { entities.append(mapping) }
         }
         if options.keys == .allocate {

@@ -1,0 +1,55 @@
+import ArgumentParser
+import ChunkMigrate
+import Foundation
+
+struct EmptyStoreCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "empty-store",
+        abstract: "Write the empty Core Data store of a model version, as Core Data lays it out, for testing a migration where Core Data is not at hand.",
+        discussion: """
+            Tables, columns, indexes, derived attributes' triggers, Z_PRIMARYKEY, Z_METADATA and \
+            Z_MODELCACHE. Its entity version hashes and model cache are chunkmigrate's own, not Core \
+            Data's: on a device, let Core Data create the destination.
+            """)
+
+    @Argument(help: "The store to write; it must not exist.")
+    var store: String
+
+    @Option(name: .long, help: "The model: an .xcdatamodel folder, its contents XML, or a compiled .mom.")
+    var model: String?
+
+    @Option(name: .long, help: "Every version of the model (.xcdatamodeld or .momd), with --version.")
+    var models: String?
+
+    @Option(name: .long, help: "With --models: the version, by name (default: the bundle's current version).")
+    var version: String?
+
+    @Flag(name: .long, help: "With persistent history's tables, as a store opened with NSPersistentHistoryTrackingKey.")
+    var history = false
+
+    func validate() throws {
+        guard (model == nil) != (models == nil) else { throw ValidationError("give --model or --models") }
+        if version != nil, models == nil { throw ValidationError("--version names a version of --models") }
+    }
+
+    func run() throws {
+        do {
+            let chosen: CoreDataModel
+            if let model {
+                chosen = try CoreDataModel.read(contentsOf: URL(fileURLWithPath: model))
+            } else {
+                let bundle = try CoreDataModelBundle.read(contentsOf: URL(fileURLWithPath: models!))
+                let name = version ?? bundle.current
+                guard let found = bundle.version(named: name) else {
+                    throw MigrationError(.invalidPlan, "--version \(name): the model bundle has no such version (it has \(bundle.versions.map(\.name).joined(separator: ", ")))",
+                                         file: models)
+                }
+                chosen = found.model
+            }
+            try CoreDataEmptyStore.create(at: URL(fileURLWithPath: store), model: chosen, persistentHistory: history)
+            print(store)
+        } catch let error as MigrationError {
+            Output.fail(error)
+        }
+    }
+}
