@@ -187,4 +187,45 @@ struct ChunkMigrateCoreDataTests {
             #expect(check.exitCode == 0, "\(check)")
         }
     }
+
+    static let stepKillPoints = ["after-commit:Post:3", "before-commit:Section:2", "after-commit:Section:5"]
+
+    @Test("ProgressiveMigration version 1 to 4 through a custom step, one composed job killed in each entity and run again: the destination of an uninterrupted run",
+          .enabled(if: FileManager.default.fileExists(atPath: fixtures + "/ProgressiveMigration/CoreDataMigration_Example_1.sqlite")),
+          arguments: stepKillPoints)
+    func composedJobKilled(_ point: String) throws {
+        try withTemporaryDirectory { directory in
+            let models = Self.fixtures + "/ProgressiveMigration/CoreDataMigration_Example.xcdatamodeld"
+            let source = directory + "/v1.sqlite"
+            try FileManager.default.copyItem(atPath: Self.fixtures + "/ProgressiveMigration/CoreDataMigration_Example_1.sqlite", toPath: source)
+            let empty = directory + "/v4.sqlite"
+            let created = try chunkmigrate("empty-store", "--models", models, empty)
+            #expect(created.exitCode == 0 && created.stdout == empty + "\n", "\(created)")
+            try Data("""
+                { "from": "CoreDataMigration_Example 2", "to": "CoreDataMigration_Example 3",
+                  "entities": [ { "name": "Section", "source": { "table": "ZPOST", "key": "Z_PK" },
+                                  "destination": { "table": "ZSECTION", "key": "Z_PK" }, "keys": "allocate",
+                                  "columns": { "Z_ENT": "coredata_entity_number('Section')", "Z_OPT": "1", "ZBODY": "ZCONTENT",
+                                               "ZTITLE": "substr(ZCONTENT, 1, 4) || '...'", "ZINDEX": "0" },
+                                  "relationships": { "ZPOST": { "from": "Z_PK", "to": "Post" } } } ] }
+                """.utf8).write(to: URL(fileURLWithPath: directory + "/step.json"))
+            let plan = try chunkmigrate("plan", "--source", source, "--destination", empty, "--models", models, "--step", directory + "/step.json",
+                                        "--out", directory + "/plan.json")
+            #expect(plan.exitCode == 0 && plan.stderr.contains("3 parts composed into one job"), "\(plan)")
+            func run(_ name: String, environment: [String: String] = [:]) throws -> CommandResult {
+                if !FileManager.default.fileExists(atPath: directory + "/\(name).sqlite") {
+                    try FileManager.default.copyItem(atPath: empty, toPath: directory + "/\(name).sqlite")
+                }
+                return try chunkmigrate(["run", "--source", source, "--destination", directory + "/\(name).sqlite", "--plan", directory + "/plan.json",
+                                         "--journal", directory + "/\(name).journal", "--batch-size", "2", "--quiet"], environment: environment)
+            }
+            #expect(try run("reference").exitCode == 0)
+            let killed = try run("killed", environment: ["CHUNKMIGRATE_KILL_AT": point])
+            #expect(killed.killedBySignal && killed.signal == SIGKILL, "\(killed)")
+            let again = try run("killed")
+            #expect(again.exitCode == 0, "\(again)")
+            #expect(try SQLiteShell.dump(directory + "/killed.sqlite") == (try SQLiteShell.dump(directory + "/reference.sqlite")))
+            #expect(try SQLiteShell.integer(directory + "/killed.sqlite", "SELECT count(*) FROM ZSECTION s JOIN ZPOST p ON p.Z_PK = s.ZPOST") == 10)
+        }
+    }
 }
