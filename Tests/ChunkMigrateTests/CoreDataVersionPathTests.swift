@@ -61,7 +61,7 @@ struct CoreDataVersionPathTests {
                 == [[.integer(1), .text("x"), .integer(5), .text("none")], [.integer(4), .text("y"), .integer(5), .text("kept")]])
     }
 
-    @Test("a store's version: its version identifier, else its model cache (the newest of versions alike); a newer source is refused")
+    @Test("a store's version: its version identifier, else its model cache (the oldest of versions alike); a newer source is refused")
     func versionOfAStore() throws {
         let folder = try TemporaryFolder()
         // Versions 2 and 3 alike but for a version identifier the stores do not carry.
@@ -70,15 +70,61 @@ struct CoreDataVersionPathTests {
         let store = folder.path("s.sqlite")
         try CoreDataEmptyStore.create(at: store, model: CoreDataModel(entities: bundle.versions[1].model.entities, versionIdentifiers: [""]))
         let (version, how) = try bundle.version(ofStoreAt: store)
-        #expect(version.name == "Model 3" && how == "its model cache (alike: Model 2, Model 3)")
+        #expect(version.name == "Model 2" && how == "its model cache (alike: Model 2, Model 3)")
 
         let old = try CoreDataTesting.store(bundle.versions[0].model, at: folder.path("v1.sqlite"), uuid: "E0000000-0000-0000-0000-000000000004")
         let error = #expect(throws: MigrationError.self) {
             try MigrationPlan.infer(source: store, destination: old, options: InferenceOptions(modelBundle: bundle))
         }
-        #expect(error?.message.contains("the source store is at version Model 3, newer than the destination's Model") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("the source store is at version Model 2, newer than the destination's Model") == true, "\(String(describing: error))")
         #expect(CoreDataModelBundle.order("zmessaging2.10", "zmessaging2.100.0") && CoreDataModelBundle.order("zmessaging", "zmessaging1.27")
                 && CoreDataModelBundle.order("Model 2", "Model 10") && !CoreDataModelBundle.order("zmessaging2.21.1", "zmessaging2.21.0"))
+    }
+
+    @Test("over several versions: each type change in turn, renames that apply nowhere refused, versions of unknown order refused, a compiled .momd read")
+    func pathDetails() throws {
+        let folder = try TemporaryFolder()
+        let versions = [
+            #"<entity name="Item"><attribute name="size" optional="YES" attributeType="Double"/></entity>"#,
+            #"<entity name="Item"><attribute name="size" optional="YES" attributeType="Integer 64"/></entity>"#,
+            #"<entity name="Item"><attribute name="size" optional="YES" attributeType="Double"/></entity>"#,
+        ]
+        let bundle = try CoreDataModelBundle.read(contentsOf: try Self.bundle(versions, in: folder))
+        let source = try CoreDataTesting.store(bundle.versions[0].model, at: folder.path("v1.sqlite"), uuid: "E0000000-0000-0000-0000-000000000011",
+                                               rows: "INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZSIZE) VALUES (1, 1, 1, 2.7)")
+        let destination = try CoreDataTesting.store(bundle.versions[2].model, at: folder.path("v3.sqlite"), uuid: "E0000000-0000-0000-0000-000000000012")
+        let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, options: InferenceOptions(modelBundle: bundle))
+        // Version 2 kept the integer part, as one version at a time would.
+        #expect(inferred.decisions.contains("ZSIZE: Double -> Integer 64 -> Double, CAST(CAST(ZSIZE AS INTEGER) AS REAL)"))
+        #expect(try Database(path: destination.path, mode: .source).scalar("SELECT ZSIZE FROM ZITEM") == .real(2))
+
+        let renamed = #expect(throws: MigrationError.self) {
+            try MigrationPlan.infer(source: source, destination: destination, options: InferenceOptions(renames: ["Itme": "Item"], modelBundle: bundle))
+        }
+        #expect(renamed?.message == "renames: no version from Model to Model 3 has an entity Itme where the version before has Item")
+
+        // Names without numbers: no order.
+        let unordered = folder.path("Unordered.xcdatamodeld")
+        for name in ["Initial", "AddTags"] {
+            try FileManager.default.createDirectory(at: unordered.appendingPathComponent("\(name).xcdatamodel"), withIntermediateDirectories: true)
+            try FileManager.default.copyItem(at: folder.path("Model.xcdatamodeld/Model.xcdatamodel/contents"),
+                                             to: unordered.appendingPathComponent("\(name).xcdatamodel/contents"))
+        }
+        let noOrder = #expect(throws: MigrationError.self) {
+            try MigrationPlan.infer(source: source, destination: destination,
+                                    options: InferenceOptions(modelBundle: try CoreDataModelBundle.read(contentsOf: unordered), destinationVersion: "Initial"))
+        }
+        #expect(noOrder?.message.contains("the model bundle's versions AddTags, Initial have no number in their names") == true, "\(String(describing: noOrder))")
+
+        // A compiled bundle: .mom archives and VersionInfo.plist.
+        let momd = folder.path("Model.momd")
+        try FileManager.default.createDirectory(at: momd, withIntermediateDirectories: true)
+        for version in bundle.versions { try Data(version.model.archived()).write(to: momd.appendingPathComponent("\(version.name).mom")) }
+        try PropertyListSerialization.data(fromPropertyList: ["NSManagedObjectModel_CurrentVersionName": "Model 2"], format: .xml, options: 0)
+            .write(to: momd.appendingPathComponent("VersionInfo.plist"))
+        let compiled = try CoreDataModelBundle.read(contentsOf: momd)
+        #expect(compiled.versions.map(\.name) == ["Model", "Model 2", "Model 3"] && compiled.current == "Model 2")
+        #expect(compiled.versions.map { CoreDataModelBundle.signature($0.model) } == bundle.versions.map { CoreDataModelBundle.signature($0.model) })
     }
 
     @Test("the Messenger store at 2.6 straight to 2.101.0 in one job equals the same path taken one version at a time, 83 steps",
@@ -159,7 +205,8 @@ struct CoreDataStepTests {
         var options = InferenceOptions(modelBundle: bundle)
         options.steps = [Self.sections]
         let inferred = try MigrationPlan.infer(source: source, destination: destination, options: options)
-        #expect(inferred.decisions.first == "path: CoreDataMigration_Example -> CoreDataMigration_Example 4, 3 steps, 3 parts composed into one job")
+        #expect(inferred.decisions.prefix(3) == ["source store: version CoreDataMigration_Example", "destination store: version CoreDataMigration_Example 4",
+                                                 "path: CoreDataMigration_Example -> CoreDataMigration_Example 4, 3 steps, 3 parts composed into one job"])
         #expect(inferred.plan.entities.map(\.name) == ["Post", "Section"])
         // Numbers written out and composed: Section's Z_ENT a number, Post's title from v1's content.
         #expect(inferred.plan.entities[1].columns["Z_ENT"] == "2" && inferred.plan.entities[1].columns["ZTITLE"] == "(substr(ZCONTENT, 1, 4) || '...')")
@@ -223,10 +270,73 @@ struct CoreDataStepTests {
             EntityMapping(name: "Post", source: .init(table: "ZPOST", key: "Z_PK"), destination: .init(table: "ZPOST", key: "Z_PK"), keys: .allocate,
                           columns: ["Z_ENT": "coredata_entity_number('Post')", "Z_OPT": "1", "ZHEXCOLOR": "ZCOLOR", "ZCONTENT": "ZCONTENT"]),
         ])
+        // Keys given anew by the first step: a relationship to the posts still resolves through
+        // their ID map, a column reading the old key cannot.
         var options = InferenceOptions(modelBundle: bundle)
         options.steps = [renumbered, Self.sections]
+        let composed = try MigrationPlan.infer(source: source, destination: destination, options: options)
+        #expect(composed.plan.entities.first { $0.name == "Section" }?.relationships["ZPOST"] == .init(from: "Z_PK", to: "Post"))
+        var indexed = Self.sections
+        indexed.entities[0].columns["ZINDEX"] = "Z_PK"
+        options.steps = [renumbered, indexed]
         let error = #expect(throws: MigrationError.self) { try MigrationPlan.infer(source: source, destination: destination, options: options) }
-        #expect(error?.message == "step CoreDataMigration_Example 2 -> CoreDataMigration_Example 3 cannot be composed with the steps before it: Section.ZPOST: it reads the key of ZPOST, which Post gives new keys before",
+        #expect(error?.message == "step CoreDataMigration_Example 2 -> CoreDataMigration_Example 3 cannot be composed with the steps before it: Section.ZINDEX: it reads the key of ZPOST, which Post gives new keys before",
+                "\(String(describing: error))")
+
+        // A step that names what its versions do not have is refused before anything runs.
+        var typo = Self.sections
+        typo.entities[0].destination.table = "ZSECTON"
+        options.steps = [typo]
+        let wrongTable = #expect(throws: MigrationError.self) { try MigrationPlan.infer(source: source, destination: destination, options: options) }
+        #expect(wrongTable?.message == "step CoreDataMigration_Example 2 -> CoreDataMigration_Example 3: entities[0].destination.table: version CoreDataMigration_Example 3 has no table ZSECTON")
+        typo = Self.sections
+        typo.entities[0].columns["ZBODY"] = "ZCONTENTS"
+        options.steps = [typo]
+        let wrongColumn = #expect(throws: MigrationError.self) { try MigrationPlan.infer(source: source, destination: destination, options: options) }
+        #expect(wrongColumn?.message.hasPrefix("step CoreDataMigration_Example 2 -> CoreDataMigration_Example 3: entities[0].columns.ZBODY: SQLite rejects \"ZCONTENTS\"") == true,
+                "\(String(describing: wrongColumn))")
+        // A step off the path of this store is not its concern; one across its end is refused.
+        options.steps = [Self.sections]
+        options.sourceVersion = "CoreDataMigration_Example 3"
+        let v3 = try Self.emptyStore(bundle, version: "CoreDataMigration_Example 3", at: folder.path("v3.sqlite"))
+        #expect(throws: Never.self) { try MigrationPlan.infer(source: v3, destination: destination, options: options) }
+        options.sourceVersion = nil
+        var long = Self.sections
+        long.to = "CoreDataMigration_Example 4"
+        options.steps = [long]
+        let across = #expect(throws: MigrationError.self) {
+            try MigrationPlan.infer(source: source, destination: v3, options: options)
+        }
+        #expect(across?.message.contains("goes across an end of the path") == true, "\(String(describing: across))")
+    }
+
+    @Test("through a step: derived attributes of any version computed, a required attribute added after the step without a default refused")
+    func derivedAndRequiredThroughAStep() throws {
+        let folder = try TemporaryFolder()
+        let versions = [
+            #"<entity name="Item"><attribute name="name" optional="YES" attributeType="String"/></entity>"#,
+            #"<entity name="Item"><attribute name="loud" optional="YES" attributeType="String" derived="YES" derivationExpression="uppercase:(name)"/><attribute name="name" optional="YES" attributeType="String"/></entity>"#,
+            #"<entity name="Item"><attribute name="loud" optional="YES" attributeType="String" derived="YES" derivationExpression="uppercase:(title)"/><attribute name="title" optional="YES" attributeType="String"/></entity>"#,
+            #"<entity name="Item"><attribute name="loud" optional="YES" attributeType="String" derived="YES" derivationExpression="uppercase:(title)"/><attribute name="title" optional="YES" attributeType="String"/><attribute name="code" attributeType="String"/></entity>"#,
+        ]
+        let bundle = try CoreDataModelBundle.read(contentsOf: try CoreDataVersionPathTests.bundle(versions, in: folder))
+        let source = try CoreDataTesting.store(bundle.versions[0].model, at: folder.path("v1.sqlite"), uuid: "E0000000-0000-0000-0000-000000000021",
+                                               rows: "INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (1, 1, 1, 'ab'), (2, 1, 1, 'cd')")
+        let step = CoreDataStep(from: "Model 2", to: "Model 3", entities: [
+            EntityMapping(name: "Item", source: .init(table: "ZITEM", key: "Z_PK"), destination: .init(table: "ZITEM", key: "Z_PK"), keys: .preserve,
+                          columns: ["Z_ENT": "coredata_entity_number('Item')", "Z_OPT": "Z_OPT", "ZTITLE": "ZNAME || '!'"]),
+        ])
+        var options = InferenceOptions(modelBundle: bundle)
+        options.steps = [step]
+        let v3 = try CoreDataTesting.store(bundle.versions[2].model, at: folder.path("v3.sqlite"), uuid: "E0000000-0000-0000-0000-000000000023")
+        let inferred = try CoreDataMigrationTests.migrate(source, into: v3, folder: folder, options: options)
+        #expect(inferred.plan.coreData?.derived.map(\.attribute) == ["Item.loud"])
+        #expect(try Database(path: v3.path, mode: .source).rows("SELECT ZTITLE, ZLOUD FROM ZITEM ORDER BY Z_PK")
+                == [[.text("ab!"), .text("AB!")], [.text("cd!"), .text("CD!")]])
+
+        let v4 = try CoreDataTesting.store(bundle.versions[3].model, at: folder.path("v4.sqlite"), uuid: "E0000000-0000-0000-0000-000000000024")
+        let error = #expect(throws: MigrationError.self) { try MigrationPlan.infer(source: source, destination: v4, options: options) }
+        #expect(error?.message == "attribute Item.code is required and no step on the path gives it a value (no default where it was added), and 2 rows of the source become Item: give it a default in the model, or a value in a step",
                 "\(String(describing: error))")
     }
 
@@ -237,5 +347,15 @@ struct CoreDataStepTests {
         }
         #expect(out == #"substr((x), 1, 4) || 'ZNAME''s' || (x) || (x) || t.ZNAME || 1e3 || ZNAME2"#)
         #expect(CoreDataStepComposition.folded("(CASE (2) WHEN 1 THEN 1 WHEN 2 THEN 3 END)") == "3")
+        // Entity numbers written out whatever the spelling; a call left over is refused.
+        let model = try CoreDataTesting.model(#"<entity name="A"/><entity name="B"/>"#)
+        let plan = MigrationPlan(entities: [EntityMapping(name: "A", source: .init(table: "ZA"), destination: .init(table: "ZA"),
+                                                          columns: ["Z_ENT": "COREDATA_ENTITY(ifnull(Z_ENT, 1))", "ZB": #"coredata_entity_number( "B" )"#])],
+                                 coreData: CoreDataMapping(entities: ["A": "A", "B": "B"]))
+        let written = try CoreDataStepComposition.entityNumbersWrittenOut(plan, from: model, to: model, step: nil)
+        #expect(written.entities[0].columns == ["Z_ENT": "(CASE ifnull(Z_ENT, 1) WHEN 1 THEN 1 WHEN 2 THEN 2 END)", "ZB": "2"])
+        var leftover = plan
+        leftover.entities[0].columns["ZB"] = "coredata_entity_number(B)"
+        #expect(throws: MigrationError.self) { try CoreDataStepComposition.entityNumbersWrittenOut(leftover, from: model, to: model, step: nil) }
     }
 }

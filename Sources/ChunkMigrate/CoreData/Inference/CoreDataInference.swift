@@ -122,6 +122,7 @@ struct CoreDataInference {
             return version
         }
         let from = try find(options.sourceVersion, schema: "src", file: sourcePath, option: "--from-version")
+        try Self.refuseUnordered(bundle)
         let to = try find(options.destinationVersion, schema: "main", file: destinationPath, option: "--to-version")
         guard let path = bundle.path(from: from.name, to: to.name) else {
             throw MigrationError(.invalidPlan, "the source store is at version \(from.name), newer than the destination's \(to.name): a migration goes forward",
@@ -133,6 +134,13 @@ struct CoreDataInference {
             decide("path: \(shown.joined(separator: " -> ")), \(path.count - 1) steps in one job")
         }
         return path
+    }
+
+    /// Refuses a bundle whose versions' order its names do not tell.
+    static func refuseUnordered(_ bundle: CoreDataModelBundle) throws {
+        let unordered = bundle.unorderedVersions
+        guard !unordered.isEmpty else { return }
+        throw MigrationError(.invalidPlan, "the model bundle's versions \(unordered.joined(separator: ", ")) have no number in their names, so their order is not known: name them as Xcode does (Model, Model 2, Model 3), or migrate between two versions with --model-from and --model-to")
     }
 
     // MARK: - Entity tables
@@ -360,8 +368,15 @@ struct CoreDataInference {
             return externalDataValue(column: column, oldColumn: oldColumn.name, of: "\(declaring).\(attribute.name)",
                                      was: was.allowsExternalStorage, is: new.allowsExternalStorage, table: context.destination.table(of: rows.entity)?.name)
         }
-        if was.type != new.type, let converted = conversion(oldColumn.name, from: was.type, to: new.type) {
-            decide("\(column): \(was.type.xmlName) -> \(new.type.xmlName), \(converted)")
+        // Each type change on the way in turn (one between two versions, or several).
+        let types = context.mapping.types(attribute.name, of: rows.entity)
+        var converted = SQL.identifier(oldColumn.name)
+        for (from, to) in zip(types, types.dropFirst()) where from != to {
+            guard let next = conversion(converted, from: from, to: to) else { continue }
+            converted = next
+        }
+        if converted != SQL.identifier(oldColumn.name) {
+            decide("\(column): \(types.map(\.xmlName).reduce(into: [String]()) { if $0.last != $1 { $0.append($1) } }.joined(separator: " -> ")), \(converted)")
             value = .ofColumn(converted, column: oldColumn.name)
         }
         if let fill = context.mapping.nullFill(attribute.name, of: rows.entity).flatMap({ Self.literal($0, type: new.type) }) {
@@ -408,13 +423,13 @@ struct CoreDataInference {
         }
     }
 
-    /// The SQL converting a column between numeric types (SQLite stores integers, booleans and
-    /// reals as numbers; a real becoming an integer truncates toward zero).
+    /// The SQL converting a value (a column's SQL) between numeric types (SQLite stores integers,
+    /// booleans and reals as numbers; a real becoming an integer truncates toward zero).
     private func conversion(_ column: String, from: CoreDataModel.AttributeType, to: CoreDataModel.AttributeType) -> String? {
         let integers: Set<CoreDataModel.AttributeType> = [.integer16, .integer32, .integer64, .boolean]
         let reals: Set<CoreDataModel.AttributeType> = [.double, .float, .decimal]
-        if integers.contains(from), reals.contains(to) { return "CAST(\(SQL.identifier(column)) AS REAL)" }
-        if reals.contains(from), integers.contains(to) { return "CAST(\(SQL.identifier(column)) AS INTEGER)" }
+        if integers.contains(from), reals.contains(to) { return "CAST(\(column) AS REAL)" }
+        if reals.contains(from), integers.contains(to) { return "CAST(\(column) AS INTEGER)" }
         return nil
     }
 

@@ -48,6 +48,8 @@ public struct CoreDataModelMapping: Sendable {
         /// With a source: the value NULLs take, the default of the first version on the way that
         /// made it required.
         var nullFill: CoreDataModel.Value?
+        /// With a source: the attribute's type in each version from the source's on.
+        var types: [CoreDataModel.AttributeType] = []
     }
 
     /// Source entities that no destination entity takes rows from (removed from the model).
@@ -106,6 +108,11 @@ public struct CoreDataModelMapping: Sendable {
     ///   lightweight migration cannot infer.
     public init(path: [(name: String, model: CoreDataModel)], renames: [String: String] = [:]) throws {
         precondition(path.count >= 2, "a path has two versions at least")
+        for (new, old) in renames.sorted(by: { $0.key < $1.key }) {
+            guard path.indices.dropFirst().contains(where: { path[$0].model.entity(named: new) != nil && path[$0 - 1].model.entity(named: old) != nil }) else {
+                throw MigrationError(.invalidPlan, "renames: no version from \(path.first!.name) to \(path.last!.name) has an entity \(new) where the version before has \(old)")
+            }
+        }
         var hops: [CoreDataModelMapping] = []
         for index in 1..<path.count {
             let (from, to) = (path[index - 1], path[index])
@@ -149,6 +156,7 @@ public struct CoreDataModelMapping: Sendable {
                 }
                 var value = Composed(source: found)
                 if found == nil { value.newValue = declared(version)?.attribute?.defaultValue }
+                if found != nil { value.types = (0..<path.count).compactMap { declared($0)?.attribute?.type } }
                 // Forward from where it began: a version that makes it required with a default
                 // fills what is still empty.
                 for next in (version + 1)..<path.count {
@@ -174,6 +182,16 @@ public struct CoreDataModelMapping: Sendable {
     public func newValue(_ property: String, of entity: String) -> CoreDataModel.Value? {
         if let composed { return composed[entity]?[property]?.newValue }
         return destination.property(property, of: entity)?.property.attribute?.defaultValue
+    }
+
+    /// The types an attribute had on the way from its source attribute, the source's first and
+    /// the destination's last: each change is converted in turn (a double that was an integer on
+    /// the way lost its fraction there).
+    public func types(_ property: String, of entity: String) -> [CoreDataModel.AttributeType] {
+        if let composed { return composed[entity]?[property]?.types ?? [] }
+        guard let new = destination.property(property, of: entity)?.property.attribute,
+              let old = sourceProperty(property, of: entity)?.property.attribute else { return [] }
+        return [old.type, new.type]
     }
 
     /// The value NULLs of `property` of destination entity `entity` take: the default of a

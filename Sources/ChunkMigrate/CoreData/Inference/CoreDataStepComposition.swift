@@ -93,10 +93,22 @@ struct CoreDataStepComposition {
         // The parts: the steps where they are, inferred parts between.
         var parts: [Part] = []
         var cursor = 0
-        for step in options.steps.sorted(by: { (names.firstIndex(of: $0.from) ?? 0) < (names.firstIndex(of: $1.from) ?? 0) }) {
-            guard let from = names.firstIndex(of: step.from), let to = names.firstIndex(of: step.to), from < to else {
-                throw MigrationError(.invalidPlan, "step \(step.from) -> \(step.to): not a step forward on the path from \(first.name) to \(last.name)")
+        let order = bundle.versions.map(\.name)
+        for step in options.steps {
+            guard let from = order.firstIndex(of: step.from), let to = order.firstIndex(of: step.to), from < to else {
+                throw MigrationError(.invalidPlan, "step \(step.from) -> \(step.to): not two versions of the model bundle, the first before the second")
             }
+        }
+        // Steps wholly before or after the path do not concern this store; one across an end
+        // of it cannot be taken in part.
+        let start = order.firstIndex(of: first.name)!, end = order.firstIndex(of: last.name)!
+        let onPath = options.steps.filter { order.firstIndex(of: $0.to)! > start && order.firstIndex(of: $0.from)! < end }
+        for step in onPath where order.firstIndex(of: step.from)! < start || order.firstIndex(of: step.to)! > end {
+            throw MigrationError(.invalidPlan, "step \(step.from) -> \(step.to) goes across an end of the path from \(first.name) to \(last.name); it cannot be taken in part")
+        }
+        if names.count > 1 { try CoreDataInference.refuseUnordered(bundle) }
+        for step in onPath.sorted(by: { names.firstIndex(of: $0.from)! < names.firstIndex(of: $1.from)! }) {
+            let from = names.firstIndex(of: step.from)!, to = names.firstIndex(of: step.to)!
             guard from >= cursor else {
                 throw MigrationError(.invalidPlan, "step \(step.from) -> \(step.to) overlaps another step")
             }
@@ -127,14 +139,20 @@ struct CoreDataStepComposition {
             let inferred = try MigrationPlan.infer(source: stores[part.from]!, destination: stores[part.to]!, options: partOptions)
             var plan = inferred.plan
             if let step = part.step {
+                try Self.check(step, source: stores[part.from]!, destination: stores[part.to]!)
                 let filled = Set(step.entities.map { $0.destination.table.uppercased() })
                 plan.entities = plan.entities.filter { !filled.contains($0.destination.table.uppercased()) } + step.entities
                 decisions.append("step \(step.from) -> \(step.to): \(step.entities.map(\.name).joined(separator: ", ")) as the step writes them, the rest inferred")
             }
             let label = "\(names[part.from]) -> \(names[part.to])"
-            decisions += inferred.decisions.map { "\(label): \($0)" }
-            // Notes of the parts between empty stores count nothing: the first part's say it.
-            if part.from == 0 { notes += inferred.notes } else { notes += inferred.notes.filter { !$0.contains(" rows") }.map { "\(label): \($0)" } }
+            // A path's own decisions name their versions already; the versions of a part are given.
+            decisions += inferred.decisions.filter { !$0.hasPrefix("source store: version") && !$0.hasPrefix("destination store: version") }
+                .map { $0.hasPrefix(names[part.from]) ? $0 : "\(label): \($0)" }
+            // Notes about rows count only in the first part (the others read empty stores), and
+            // those about the destination's history only in the last.
+            notes += inferred.notes.filter { note in
+                (part.from == 0 || !note.contains(" rows")) && (part.to == path.count - 1 || !note.contains("persistent history"))
+            }.map { part.from == 0 ? $0 : "\(label): \($0)" }
             parts[index].plan = try Self.entityNumbersWrittenOut(plan, from: path[part.from].model, to: path[part.to].model, step: part.step)
         }
 
@@ -144,11 +162,96 @@ struct CoreDataStepComposition {
             composed = try Self.compose(composed, part.plan, between: between, label: part.step.map { "step \($0.from) -> \($0.to)" }
                                         ?? "\(names[part.from]) -> \(names[part.to])")
         }
-        // History and CloudKit mirroring go between the two stores directly: Z_MAX is kept ahead
-        // by the job; their rows are not carried through custom steps.
-        notes.append("a job through custom steps does not carry persistent history or CloudKit mirroring rows (their numbering is kept ahead)")
-        decisions.insert("path: \(names.first!) -> \(names.last!), \(path.count - 1) steps, \(parts.count) parts composed into one job", at: 0)
+        let layout = try CoreDataLayout(model: last.model).resolved(against: database, schema: "main", file: destination.path).0
+        try refuseMissingRequired(composed, layout: layout)
+        // Derived values and external files as the destination model has them, whatever part
+        // brought them: every derived attribute is computed from the migrated rows.
+        var derived: [CoreDataMapping.DerivedValue] = [], external: [CoreDataMapping.ExternalData] = []
+        let written = Set(composed.entities.map { $0.destination.table.uppercased() })
+        for entity in last.model.entities {
+            for property in entity.properties where !property.isTransient {
+                guard let table = layout.table(of: entity.name), written.contains(table.name.uppercased()),
+                      let attribute = property.attribute else { continue }
+                if attribute.derivation != nil {
+                    let computed = try CoreDataDerivation(entity: entity.name, attribute: property.name, layout: layout)
+                    derived.append(.init(attribute: "\(computed.entity).\(computed.attribute)", table: computed.table, column: computed.column,
+                                         value: computed.value, rows: computed.rows))
+                } else if attribute.allowsExternalStorage, let column = layout.column(of: property.name, entity: entity.name) {
+                    external.append(.init(attribute: "\(entity.name).\(property.name)", table: table.name, column: column.name))
+                }
+            }
+        }
+        composed.coreData?.derived = derived
+        composed.coreData?.externalData = external
+        // History and CloudKit mirroring go between the two stores directly; CloudKit's rows
+        // cannot be left behind, history's numbering is kept ahead by the job.
+        let mirrored = try database.rows("SELECT name FROM src.sqlite_schema WHERE type = 'table' AND name LIKE 'ANSCK%'").compactMap { $0[0].text }
+        for table in mirrored where (try database.scalar("SELECT EXISTS (SELECT 1 FROM src.\(SQL.quote(table)))").integer ?? 0) == 1 {
+            throw MigrationError(.invalidPlan, "the source mirrors to CloudKit (\(table)), which a job through custom steps does not carry: the container would upload every object again; migrate without the step, or after the container's data is reset",
+                                 file: source.path)
+        }
+        notes.append("a job through custom steps does not carry persistent history (its numbering is kept ahead)")
+        decisions.insert(contentsOf: ["source store: version \(first.name)", "destination store: version \(last.name)",
+                                      "path: \(names.first!) -> \(names.last!), \(path.count - 1) steps, \(parts.count) parts composed into one job"], at: 0)
         return InferredPlan(plan: composed, decisions: decisions, notes: notes)
+    }
+
+    /// Refuses a composed plan that leaves a required attribute without a value in rows the
+    /// source has: added after a step without a default, what the inference between empty stores
+    /// could not count.
+    private func refuseMissingRequired(_ plan: MigrationPlan, layout: CoreDataLayout) throws {
+        for entity in plan.entities {
+            guard let table = layout.table(named: entity.destination.table) else { continue }
+            for column in table.columns {
+                guard case let .attribute(owner, property) = column.role,
+                      let declared = layout.model.entity(named: owner)?.property(named: property), !declared.isOptional,
+                      declared.attribute?.derivation == nil, let number = layout.entity(named: owner)?.number else { continue }
+                let value = entity.columns.first { $0.key.caseInsensitiveCompare(column.name) == .orderedSame }?.value
+                guard value == nil || value == "NULL" else { continue }
+                // Rows that become that entity (or one below it).
+                let owners = layout.descendants(of: number).map(String.init).joined(separator: ", ")
+                guard let entityNumber = entity.columns.first(where: { $0.key.uppercased() == "Z_ENT" })?.value else { continue }
+                let condition = ["(\(entityNumber)) IN (\(owners))", entity.source.where.map { "(\($0))" }].compactMap { $0 }.joined(separator: " AND ")
+                let count = ((try? database.scalar("SELECT count(*) FROM src.\(SQL.quote(entity.source.table)) WHERE \(condition)").integer) ?? nil) ?? 0
+                if count > 0 {
+                    throw MigrationError(.invalidPlan, "attribute \(owner).\(property) is required and no step on the path gives it a value (no default where it was added), and \(count) rows of the source become \(owner): give it a default in the model, or a value in a step",
+                                         entity: owner, column: column.name)
+                }
+            }
+        }
+    }
+
+    /// Refuses a step whose entity mappings name a table or column the versions at its ends do
+    /// not have, or an expression SQLite rejects over them.
+    static func check(_ step: CoreDataStep, source: URL, destination: URL) throws {
+        let label = "step \(step.from) -> \(step.to)"
+        let before = try Database(path: source.path, mode: .source), after = try Database(path: destination.path, mode: .source)
+        for (index, entity) in step.entities.enumerated() {
+            let path = "\(label): entities[\(index)]"
+            guard let sourceTable = try before.tableSchema(entity.source.table, in: "main") else {
+                throw MigrationError(.invalidPlan, "\(path).source.table: version \(step.from) has no table \(entity.source.table)", entity: entity.name)
+            }
+            guard let destinationTable = try after.tableSchema(entity.destination.table, in: "main") else {
+                throw MigrationError(.invalidPlan, "\(path).destination.table: version \(step.to) has no table \(entity.destination.table)", entity: entity.name)
+            }
+            for column in Array(entity.columns.keys) + Array(entity.relationships.keys)
+            where !destinationTable.columns.contains(where: { $0.name.caseInsensitiveCompare(column) == .orderedSame }) {
+                throw MigrationError(.invalidPlan, "\(path).columns.\(column): table \(entity.destination.table) of version \(step.to) has no column \(column)",
+                                     entity: entity.name, column: column)
+            }
+            // Each expression over a row of the source table: a column it names that the
+            // version does not have is refused (functions of the job are not known here).
+            let expressions = entity.columns.map { ($0.key, $0.value) } + entity.relationships.map { ($0.key, $0.value.from) }
+                + [("where", entity.source.where)].compactMap { name, value in value.map { (name, $0) } }
+            for (name, expression) in expressions {
+                let sql = expression.replacingOccurrences(of: #"coredata_entity(_number)?\("#, with: "abs(", options: [.regularExpression, .caseInsensitive])
+                do { _ = try before.prepare("SELECT \(sql) FROM main.\(SQL.quote(sourceTable.name)) AS s LIMIT 0") } catch {
+                    guard !error.message.contains("no such function") else { continue }
+                    throw MigrationError(.invalidPlan, "\(path).\(name == "where" ? "source.where" : "columns.\(name)"): SQLite rejects \"\(expression)\" over \(entity.source.table) of version \(step.from): \(error.message)",
+                                         entity: entity.name, column: name == "where" ? nil : name)
+                }
+            }
+        }
     }
 
     /// The plan with `coredata_entity(x)` written out as the mapping of the two versions' entity
@@ -156,6 +259,7 @@ struct CoreDataStepComposition {
     /// the later version's number.
     static func entityNumbersWrittenOut(_ plan: MigrationPlan, from: CoreDataModel, to: CoreDataModel, step: CoreDataStep?) throws -> MigrationPlan {
         let before = try CoreDataLayout(model: from), after = try CoreDataLayout(model: to)
+        let label = step.map { "step \($0.from) -> \($0.to): " } ?? ""
         var cases: [String] = []
         for (destinationName, sourceName) in (plan.coreData?.entities ?? [:]).sorted(by: { $0.key < $1.key }) {
             guard let a = before.entity(named: sourceName)?.number, let b = after.entity(named: destinationName)?.number else { continue }
@@ -163,16 +267,28 @@ struct CoreDataStepComposition {
         }
         func rewrite(_ sql: String) throws -> String {
             var text = sql
-            while let range = text.range(of: #"coredata_entity\(([^()]*)\)"#, options: .regularExpression) {
-                let argument = text[range].dropFirst("coredata_entity(".count).dropLast()
-                text.replaceSubrange(range, with: "(CASE \(argument) \(cases.joined(separator: " ")) END)")
+            // Each call, case aside, its argument to its closing parenthesis.
+            while let start = text.range(of: #"\bcoredata_entity\s*\("#, options: [.regularExpression, .caseInsensitive]) {
+                var depth = 1, end = start.upperBound
+                while end < text.endIndex, depth > 0 {
+                    if text[end] == "(" { depth += 1 } else if text[end] == ")" { depth -= 1 }
+                    end = text.index(after: end)
+                }
+                guard depth == 0 else { throw MigrationError(.invalidPlan, "\(label)\(sql): an unclosed coredata_entity(") }
+                let argument = text[start.upperBound..<text.index(before: end)]
+                text.replaceSubrange(start.lowerBound..<end, with: "(CASE \(argument) \(cases.joined(separator: " ")) END)")
             }
-            while let range = text.range(of: #"coredata_entity_number\('[^']*'\)"#, options: .regularExpression) {
-                let name = String(text[range].dropFirst("coredata_entity_number('".count).dropLast(2))
+            while let range = text.range(of: #"\bcoredata_entity_number\s*\(\s*('[^']*'|"[^"]*")\s*\)"#, options: [.regularExpression, .caseInsensitive]) {
+                let call = text[range]
+                let open = call.firstIndex { $0 == "'" || $0 == "\"" }!
+                let name = String(call[call.index(after: open)...].prefix { $0 != call[open] })
                 guard let number = after.entity(named: name)?.number else {
-                    throw MigrationError(.invalidPlan, "\(step.map { "step \($0.from) -> \($0.to): " } ?? "")coredata_entity_number('\(name)'): the version has no entity \(name)")
+                    throw MigrationError(.invalidPlan, "\(label)coredata_entity_number('\(name)'): version \(step?.to ?? "") has no entity \(name)")
                 }
                 text.replaceSubrange(range, with: String(number))
+            }
+            if text.range(of: #"\bcoredata_entity"#, options: [.regularExpression, .caseInsensitive]) != nil {
+                throw MigrationError(.invalidPlan, "\(label)\(sql): coredata_entity_number takes an entity's name in quotes")
             }
             return text
         }
@@ -238,10 +354,13 @@ struct CoreDataStepComposition {
                 let relationships = Dictionary(before.relationships.map { ($0.key.uppercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
                 let values = Dictionary(before.columns.map { ($0.key.uppercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
                 let key = (later.source.key ?? "rowid").uppercased()
+                // A relationship to the entity `before` goes on as resolves its keys through that
+                // entity's ID map, whose keys are `before`'s source keys.
+                var keyThroughIDMap = false
                 func replace(_ name: String, column: String?) throws -> String? {
                     let upper = name.uppercased()
                     if upper == key || upper == "ROWID" {
-                        guard before.keys == .preserve else {
+                        guard before.keys == .preserve || keyThroughIDMap else {
                             throw refuse(later.name, column, "it reads the key of \(later.source.table), which \(before.name) gives new keys before")
                         }
                         return before.source.key ?? "rowid"
@@ -249,7 +368,7 @@ struct CoreDataStepComposition {
                     guard columns.contains(upper) else { return nil }
                     if let value = values[upper] {
                         // A name or a literal as it is; anything else in parentheses.
-                        let simple = value.range(of: #"^([A-Za-z_][A-Za-z0-9_]*|-?[0-9.]+|'[^']*')$"#, options: .regularExpression) != nil
+                        let simple = value.range(of: #"^([A-Za-z_][A-Za-z0-9_]*|[0-9.]+|'[^']*')$"#, options: .regularExpression) != nil
                         return simple ? value : "(\(value))"
                     }
                     if relationships[upper] != nil {
@@ -287,8 +406,12 @@ struct CoreDataStepComposition {
                 for (column, relationship) in later.relationships {
                     let bare = relationship.from.trimmingCharacters(in: .whitespaces).uppercased()
                     if let through = relationships[bare] {
-                        entity.relationships[column] = .init(from: through.from, to: relationship.to, missing: relationship.missing)
+                        // The earlier part's policy where it leaves rows out (null, skip).
+                        entity.relationships[column] = .init(from: through.from, to: relationship.to,
+                                                             missing: through.missing == .fail ? relationship.missing : through.missing)
                     } else {
+                        keyThroughIDMap = relationship.to == nameAfter(before.name)
+                        defer { keyThroughIDMap = false }
                         entity.relationships[column] = .init(from: try substitute(relationship.from, column: column), to: relationship.to,
                                                              missing: relationship.missing)
                     }

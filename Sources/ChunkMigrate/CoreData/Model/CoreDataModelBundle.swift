@@ -5,7 +5,8 @@ import Foundation
 ///
 /// Versions are ordered by their names, numbers compared as numbers (`zmessaging`, `zmessaging1.27`,
 /// `zmessaging2.6`, `zmessaging2.10`, `zmessaging2.100.0`; `Model`, `Model 2`, `Model 3`), as Xcode
-/// names the versions it adds. A store's version is found from its metadata's
+/// names the versions it adds. Where more than one name has no number, the order is not known
+/// (``unorderedVersions``) and a path through them is refused. A store's version is found from its metadata's
 /// `NSStoreModelVersionIdentifiers` when exactly one version has that identifier, else from its
 /// model cache compared with each version (``version(ofStoreAt:)``).
 ///
@@ -93,17 +94,24 @@ public struct CoreDataModelBundle: Sendable {
     /// The version of the store open as `schema` in `database`.
     func version(of database: Database, schema: String, file: String) throws -> (version: Version, how: String) {
         let identifiers = (try? CoreDataMetadata.read(database, schema: schema, file: file).plist?["NSStoreModelVersionIdentifiers"] as? [String]) ?? nil
+        let cached = try CoreDataModel.read(database, schema: schema, file: file)
         var candidates = versions
         if let identifiers {
             let named = versions.filter { $0.model.versionIdentifiers == identifiers }
-            if named.count == 1 { return (named[0], "its version identifier \(identifiers.joined(separator: ", "))") }
-            if !named.isEmpty { candidates = named }
+            // An identifier names a version only where the store's model, when it carries one,
+            // is that version's: identifiers are the app's, and not always changed.
+            if named.count == 1, cached.map({ Self.signature($0) == Self.signature(named[0].model) }) ?? true {
+                return (named[0], "its version identifier \(identifiers.joined(separator: ", "))")
+            }
+            if named.count > 1 { candidates = named }
         }
-        if let cached = try CoreDataModel.read(database, schema: schema, file: file) {
+        if let cached {
             let signature = Self.signature(cached)
-            let same = candidates.filter { Self.signature($0.model) == signature }
-            // Versions alike in every stored detail lay the store out alike: the newest of them.
-            if let match = same.last {
+            var same = candidates.filter { Self.signature($0.model) == signature }
+            if same.isEmpty, candidates.count < versions.count { same = versions.filter { Self.signature($0.model) == signature } }
+            // Versions alike in every stored detail lay the store out alike: the oldest of them,
+            // so that no step after it is skipped (the steps between alike versions do nothing).
+            if let match = same.first {
                 let alike = same.count > 1 ? " (alike: \(same.map(\.name).joined(separator: ", ")))" : ""
                 return (match, "its model cache\(alike)")
             }
@@ -116,12 +124,20 @@ public struct CoreDataModelBundle: Sendable {
                              file: file)
     }
 
+    /// Versions whose order the names do not tell: more than one name without a number
+    /// (`Initial`, `AddTags`, `Final`); empty when the order is known.
+    public var unorderedVersions: [String] {
+        let plain = versions.filter { $0.name.allSatisfy { !$0.isNumber } }.map(\.name)
+        return plain.count > 1 ? plain : []
+    }
+
     /// What of a model decides a store's layout and values: entities with their parents and
     /// stored properties (kind, type, optional, derivation, external storage, destination,
-    /// inverse, to-many, ordered, version hash modifier), in a canonical order.
+    /// inverse, to-many, ordered, version hash modifier) and uniqueness constraints, in a
+    /// canonical order.
     static func signature(_ model: CoreDataModel) -> [String] {
         model.entities.sorted { $0.name < $1.name }.flatMap { entity in
-            ["entity \(entity.name) < \(entity.parent ?? "") \(entity.isAbstract) \(entity.versionHashModifier ?? "")"]
+            ["entity \(entity.name) < \(entity.parent ?? "") \(entity.isAbstract) \(entity.versionHashModifier ?? "") unique \(entity.uniquenessConstraints)"]
                 + entity.properties.filter { !$0.isTransient }.sorted { $0.name < $1.name }.map { property in
                     let kind: String
                     switch property.kind {
