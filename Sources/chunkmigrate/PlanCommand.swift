@@ -95,6 +95,9 @@ struct PlanCommand: ParsableCommand {
                                                    destination: URL(fileURLWithPath: destination), options: options)
             var report = inferred.decisions.map { "decided: \($0)" }
             report += inferred.notes.map { "note: \($0)" }
+            // The disk the job will need, as `run` works it out before it starts.
+            let space = try SpaceEstimate.of(plan: inferred.plan, source: URL(fileURLWithPath: source), destination: URL(fileURLWithPath: destination))
+            report.append("space: the job \(space)\(space.fits ? "" : ": not enough, run refuses to start")")
             FileHandle.standardError.write(Data((report.joined(separator: "\n") + "\n").utf8))
             let json = try inferred.plan.encodedJSON()
             if let out {

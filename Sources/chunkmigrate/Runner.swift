@@ -22,6 +22,9 @@ enum Runner {
         } catch let error as MigrationError {
             Output.fail(error)
         }
+        if let space = job.spaceEstimate, !options.quiet || options.json {
+            FileHandle.standardError.write(Data("space: the job \(space)\n".utf8))
+        }
         let started = ContinuousClock.now
         let before = (try? MigrationJob.status(at: job.journalURL))?.rowsRead ?? 0
         let outcome = try await run(job, options: options)

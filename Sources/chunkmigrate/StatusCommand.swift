@@ -20,6 +20,12 @@ struct StatusCommand: ParsableCommand {
                 print(try Output.json(status))
             } else {
                 print(Output.describe(status))
+                if status.state != .complete {
+                    // What the rest of the job can grow into.
+                    let folder = URL(fileURLWithPath: status.destination).deletingLastPathComponent().path
+                    let size = (try? FileManager.default.attributesOfItem(atPath: status.destination)[.size] as? NSNumber)?.int64Value ?? 0
+                    print("  space: the destination holds \(SpaceEstimate.bytes(size)), \(SpaceEstimate.bytes(SpaceEstimate.freeBytes(at: folder))) free on its volume")
+                }
             }
         } catch let error as MigrationError {
             Output.fail(error)

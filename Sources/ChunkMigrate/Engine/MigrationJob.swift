@@ -39,6 +39,10 @@ public final class MigrationJob: Sendable {
     /// or ``startOrResume(plan:source:destination:journal:schema:options:logger:)`` where the
     /// journal had no job yet) rather than opened a job recorded in its journal.
     public let isNew: Bool
+    /// For a job this object started: the disk it was worked out to need at its peak, and the
+    /// free space then (``SpaceEstimate``); `nil` for a job opened from its journal, or started
+    /// with ``MigrationOptions/checksFreeSpace`` off.
+    public let spaceEstimate: SpaceEstimate?
 
     private let options: MigrationOptions
     private let logger: Logger
@@ -53,8 +57,9 @@ public final class MigrationJob: Sendable {
     }
 
     private init(journalURL: URL, header: JournalHeader, plan: MigrationPlan, source: URL, destination: URL,
-                 options: MigrationOptions, logger: Logger, complete: Bool, isNew: Bool = false) {
+                 options: MigrationOptions, logger: Logger, complete: Bool, isNew: Bool = false, spaceEstimate: SpaceEstimate? = nil) {
         self.journalURL = journalURL
+        self.spaceEstimate = spaceEstimate
         self.jobID = header.jobID
         self.plan = plan
         self.sourceURL = source
@@ -97,6 +102,15 @@ public final class MigrationJob: Sendable {
             let stores = try Stores.open(source: source.path, destination: destination.path, schema: schema, options: options)
             let journalMode = try stores.journalMode()
             try refuseAnotherJob(stores, file: destination.path)
+            var space: SpaceEstimate?
+            if options.checksFreeSpace {
+                let estimate = try SpaceEstimate.of(plan: plan, stores: stores, options: options)
+                space = estimate
+                guard estimate.fits else {
+                    throw MigrationError(.diskFull, "not enough free space for the job: it \(estimate); free some space, or put the destination on another volume",
+                                         file: destination.path)
+                }
+            }
             let header = try Self.header(plan: plan, planBytes: planBytes, stores: stores, source: source, destination: destination)
             let created = try JournalWriter.create(directory: journal.path, header: header, plan: planBytes)
             writer = created
@@ -113,7 +127,7 @@ public final class MigrationJob: Sendable {
             created.close()
             logger.info("started job", metadata: ["job": "\(header.jobID)", "journal": "\(journal.path)"])
             return MigrationJob(journalURL: journal, header: header, plan: plan, source: source, destination: destination,
-                                options: options, logger: logger, complete: false, isNew: true)
+                                options: options, logger: logger, complete: false, isNew: true, spaceEstimate: space)
         } catch {
             writer?.close()
             removeWhatStartCreated(journal: journal, journalExisted: journalExisted, wroteJournal: writer != nil,

@@ -41,6 +41,12 @@ public struct MigrationOptions: Sendable {
     public var defersIndexes = true
     /// Functions the plan's column expressions call.
     public var functions: [SQLFunction] = []
+    /// Whether a new job works out the disk it needs (``SpaceEstimate``) and refuses to start,
+    /// before writing anything, where the destination's file system has too little free.
+    public var checksFreeSpace = true
+    /// The free bytes of the file system holding a folder, where a test stands in for the real
+    /// file system.
+    var freeSpace: (@Sendable (String) -> Int64)?
 
     /// Creates options with the defaults.
     public init(batchSize: Int? = nil, functions: [SQLFunction] = []) {
