@@ -7,24 +7,33 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run",
         abstract: "Run a job to the end; running the same command again after a kill continues it.")
 
-    @Option(name: .long, help: "The source store (opened read-only, never written).")
+    @Option(name: .long, help: "The source store (opened read-only, never written; with --in-place, the store migrated inside its own file).")
     var source: String
 
-    @Option(name: .long, help: "The destination store.")
+    @Option(name: .long, help: "The destination store (with --in-place, the target: the empty store of the new model, read for its schema).")
     var destination: String
 
     @Option(name: .long, help: "The plan, as JSON.")
     var plan: String
 
-    @Option(name: .long, help: "The journal directory of the job.")
-    var journal: String
+    @Option(name: .long, help: "The journal directory of the job (not used with --in-place: the job's state is in the store).")
+    var journal: String?
+
+    @Flag(name: .long, help: "Migrate the source store inside its own file, touching only what the model change touches, with no second copy (Core Data stores; running it again after a kill continues it).")
+    var inPlace = false
 
     @Option(name: .long, help: "SQL that creates the destination when it does not exist.")
     var schema: String?
 
     @OptionGroup var options: JobOptions
 
+    func validate() throws {
+        if !inPlace, journal == nil { throw ValidationError("--journal is required (or --in-place)") }
+        if inPlace, schema != nil { throw ValidationError("--in-place migrates an existing Core Data store; --schema does not apply") }
+    }
+
     func run() async throws {
+        if inPlace { return try runInPlace() }
         try await Runner.execute(options: options) { migrationOptions, logger in
             let planURL = URL(fileURLWithPath: plan)
             guard let data = FileManager.default.contents(atPath: planURL.path) else {
@@ -33,12 +42,33 @@ struct RunCommand: AsyncParsableCommand {
             let decoded = try MigrationPlan.decode(json: data, file: plan)
             let job = try MigrationJob.startOrResume(
                 plan: decoded, source: URL(fileURLWithPath: source), destination: URL(fileURLWithPath: destination),
-                journal: URL(fileURLWithPath: journal), schema: try readSchema(), options: migrationOptions, logger: logger)
+                journal: URL(fileURLWithPath: journal!), schema: try readSchema(), options: migrationOptions, logger: logger)
             guard job.isNew else { return job }
             if !options.quiet, let left = try? decoded.tablesNotCopied(from: URL(fileURLWithPath: source)), !left.isEmpty {
                 FileHandle.standardError.write(Data("not copied (no entity of the plan reads them): \(left.joined(separator: ", "))\n".utf8))
             }
             return job
+        }
+    }
+
+    /// The in-place job: started, or continued where the store was left part-way.
+    private func runInPlace() throws {
+        do {
+            guard let data = FileManager.default.contents(atPath: plan) else {
+                throw MigrationError(.invalidPlan, "cannot read the plan file", file: plan)
+            }
+            let decoded = try MigrationPlan.decode(json: data, file: plan)
+            let started = ContinuousClock.now
+            let job = try InPlaceMigration.startOrResume(plan: decoded, store: URL(fileURLWithPath: source),
+                                                         target: URL(fileURLWithPath: destination), options: options.migrationOptions)
+            let outcome = try job.runBlocking(for: options.budgetDuration)
+            let seconds = (ContinuousClock.now - started) / .seconds(1)
+            if !options.quiet {
+                FileHandle.standardError.write(Data(String(format: "in place: %@ in %.2f s\n", outcome == .complete ? "complete" : "paused", seconds).utf8))
+            }
+            if outcome == .complete { try Runner.checkCoreData(URL(fileURLWithPath: source), quiet: options.quiet || options.json) }
+        } catch let error as MigrationError {
+            Output.fail(error)
         }
     }
 

@@ -77,6 +77,9 @@ final class Stores {
         } catch {
             throw MigrationError(.store, "the source is not a readable SQLite store: \(error.message)", file: source, cause: error)
         }
+        if InPlaceMigration.isHalfMigrated(URL(fileURLWithPath: source)) {
+            throw MigrationError(.store, InPlaceMigration.halfMigratedMessage(source), file: source)
+        }
     }
 
     /// The destination's journal mode (`delete`, `wal`, ...).

@@ -57,6 +57,8 @@ final class Statement {
     func reset() { sqlite3_reset(handle) }
 
     var columnCount: Int { Int(sqlite3_column_count(handle)) }
+    /// The number of parameters (`?1`, `?2`, ...) the statement takes.
+    var parameterCount: Int { Int(sqlite3_bind_parameter_count(handle)) }
 
     /// The name of a result column (`AS` name, or the column's own).
     func columnName(at column: Int) -> String { sqlite3_column_name(handle, Int32(column)).map { String(cString: $0) } ?? "" }

@@ -62,6 +62,9 @@ public enum CoreDataStoreCheck {
         guard FileManager.default.fileExists(atPath: store.path) else {
             throw MigrationError(.store, "the store does not exist", file: store.path)
         }
+        if InPlaceMigration.isHalfMigrated(store) {
+            throw MigrationError(.store, InPlaceMigration.halfMigratedMessage(store.path), file: store.path)
+        }
         let database: Database
         do {
             // Read-only, and immutable when no process has the WAL store open: no -wal or -shm

@@ -1,0 +1,198 @@
+import Foundation
+
+/// A Core Data store migrated inside its own file: only what the model change touches, in
+/// checkpointed batches, with no second copy of the store.
+///
+/// The plan is the one the copy path runs (``MigrationPlan/infer(source:destination:options:)``);
+/// the target is the empty store Core Data created for the new model, read for its schema and
+/// bookkeeping only. Per table, the least that reaches the target:
+///
+/// - nothing for a table that does not change;
+/// - `ALTER TABLE ... ADD COLUMN` for a new column, `RENAME COLUMN` for one that takes another's
+///   values unchanged, then one `UPDATE` per batch of keys for every value that changes (defaults
+///   written into existing rows, entity numbers, polymorphic columns, values moved between
+///   columns: all read from the row as it was, in one statement);
+/// - a `DELETE` per batch for rows the plan leaves out (a removed sub-entity's);
+/// - where a column goes away or changes its declared type, a rebuild into a new table of the
+///   same file, batch by batch, each batch's rows deleted from the old table as they are copied,
+///   so that the pages they free are used again and the file does not grow by a second copy;
+/// - tables renamed, removed tables dropped, new ones created, indexes as the target has them;
+/// - at the end, in one transaction: the target's `Z_PRIMARYKEY` (with `Z_MAX` kept ahead of the
+///   keys), `Z_METADATA` (the target's, with the store's own UUID and the app's metadata keys),
+///   `Z_MODELCACHE` and triggers; then derived attributes the plan computes.
+///
+/// The steps are worked out once, at the start, and kept in the store with how far each has come
+/// (`_chunkmigrate_inplace_step`), each batch committed with its cursor: a kill at any instant
+/// resumes to the same store. Between the first change and the last step the store is neither the
+/// old model's nor the new one's (``isHalfMigrated(_:)``): Core Data must not open it, the copy
+/// path refuses it as a source, and `check-coredata` says so; running the same job again finishes
+/// it.
+///
+/// A plan that needs the copy path is refused with the reason: keys allocated anew, a
+/// de-duplicated entity, relationships through the ID map, two entities reading one table, R-tree
+/// indexes.
+public final class InPlaceMigration: @unchecked Sendable {
+    /// The store being migrated, and the target store (the new model's empty store).
+    public let storeURL: URL
+    public let targetURL: URL
+
+    private let database: Database
+    private let options: MigrationOptions
+    static let stateTable = "_chunkmigrate_inplace"
+    static let stepTable = "_chunkmigrate_inplace_step"
+
+    /// One step: statements run in one transaction, or per batch of `table`'s rowids (`?1` the
+    /// last rowid done, `?2` the last of the batch).
+    struct Step: Codable, Equatable {
+        var label: String
+        var table: String?
+        var statements: [String]
+    }
+
+    private init(store: URL, target: URL, database: Database, options: MigrationOptions) {
+        storeURL = store
+        targetURL = target
+        self.database = database
+        self.options = options
+    }
+
+    /// Whether the store is part-way through an in-place migration: its tables are neither the
+    /// old model's nor the new one's until the job finishes.
+    public static func isHalfMigrated(_ store: URL) -> Bool {
+        guard let database = try? Database(path: store.path, mode: .source) else { return false }
+        return (try? database.scalar("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1", .text(stateTable)).integer) == 1
+    }
+
+    /// The message every entry point gives for a half-migrated store.
+    static func halfMigratedMessage(_ store: String) -> String {
+        "the store is part-way through an in-place migration (\(stateTable)): it is neither the old model's nor the new one's; run the same in-place job again to finish it (chunkmigrate run --in-place ...)"
+    }
+
+    /// Starts an in-place migration of `store` to the model of `target`, or continues the one the
+    /// store is part-way through.
+    ///
+    /// - Throws: ``MigrationError`` naming what needs the copy path, or the file that cannot be used.
+    public static func startOrResume(plan: MigrationPlan, store: URL, target: URL, options: MigrationOptions = MigrationOptions()) throws -> InPlaceMigration {
+        let database: Database
+        do {
+            database = try Database(path: store.path, mode: .readWrite)
+            try database.execute("PRAGMA synchronous = FULL; PRAGMA fullfsync = ON; PRAGMA cache_size = -\(options.sqliteCacheKiB);")
+            let attach = try database.prepare("ATTACH DATABASE ?1 AS tgt")
+            try attach.bind([.text(Database.sourceURI(target.path))])
+            _ = try attach.step()
+        } catch {
+            throw MigrationError(.store, "cannot open the store to migrate in place: \(error.message)", file: store.path, cause: error)
+        }
+        let migration = InPlaceMigration(store: store, target: target, database: database, options: options)
+        do {
+            // Core Data's derivation functions, for the derived values' steps.
+            try CoreDataBookkeeping.registerDerivationFunctions(on: database)
+        } catch {
+            throw MigrationError(.store, error.message, file: store.path)
+        }
+        if !isHalfMigrated(store) {
+            let steps = try InPlacePlanner(database: database, plan: plan, storePath: store.path, targetPath: target.path).steps()
+            let encoder = JSONEncoder()
+            let encoded = steps.map { step in (try? encoder.encode(step)).map { String(decoding: $0, as: UTF8.self) } ?? "{}" }
+            do {
+                try record(encoded, target: target.path, in: database)
+            } catch {
+                throw MigrationError(.store, "cannot record the in-place job in the store: \(error.message)", file: store.path, sql: error.sql)
+            }
+        }
+        do { try database.execute("PRAGMA main.journal_mode = TRUNCATE") } catch {
+            throw MigrationError(.store, "cannot set the store's journal: \(error.message)", file: store.path)
+        }
+        return migration
+    }
+
+    /// Records the job and its steps in the store, in one transaction, with the journal mode the
+    /// store had (every batch commits through a rollback journal; the mode comes back at the end).
+    private static func record(_ steps: [String], target: String, in database: Database) throws(SQLiteError) {
+        let mode = try database.scalar("PRAGMA main.journal_mode").text ?? "delete"
+        try database.inTransaction(.immediate) { () throws(SQLiteError) in
+            try database.execute("""
+                CREATE TABLE main.\(stateTable) (key TEXT PRIMARY KEY, value TEXT);
+                CREATE TABLE main.\(stepTable) (idx INTEGER PRIMARY KEY, step TEXT NOT NULL, cursor INTEGER, done INTEGER NOT NULL);
+                """)
+            let state = try database.prepare("INSERT INTO main.\(stateTable) (key, value) VALUES (?1, ?2)")
+            for (key, value) in [("target", target), ("journal_mode", mode)] {
+                try state.bind([.text(key), .text(value)])
+                _ = try state.step()
+                state.reset()
+            }
+            let insert = try database.prepare("INSERT INTO main.\(stepTable) (idx, step, cursor, done) VALUES (?1, ?2, NULL, 0)")
+            for (index, step) in steps.enumerated() {
+                try insert.bind([.integer(Int64(index)), .text(step)])
+                _ = try insert.step()
+                insert.reset()
+            }
+        }
+    }
+
+    /// Runs the steps left until they are done, or until `budget` passes (between batches).
+    public func runBlocking(for budget: Duration? = nil) throws -> RunOutcome {
+        let deadline = budget.map { ContinuousClock.now + $0 }
+        let decoder = JSONDecoder()
+        let mode = (try? database.scalar("SELECT value FROM main.\(Self.stateTable) WHERE key = 'journal_mode'").text) ?? nil
+        var batches = 0
+        while true {
+            let row: [SQLiteValue]?
+            do { row = try database.rows("SELECT idx, step, cursor FROM main.\(Self.stepTable) WHERE done = 0 ORDER BY idx LIMIT 1").first } catch {
+                // The last step dropped the state tables: the job is done.
+                if error.message.contains("no such table") { break }
+                throw MigrationError(.store, error.message, file: storeURL.path, sql: error.sql)
+            }
+            guard let row, let index = row[0].integer, let text = row[1].text,
+                  let step = try? decoder.decode(Step.self, from: Data(text.utf8)) else { break }
+            if let deadline, batches > 0, ContinuousClock.now >= deadline { return .paused }
+            try run(step, index: index, cursor: row[2].integer)
+            CrashPoint.check(.afterStep, entity: step.label, batch: UInt64(batches))
+            batches += 1
+        }
+        // The store's own journal mode back.
+        let allowed = ["delete", "truncate", "persist", "memory", "wal", "off"]
+        if let mode, allowed.contains(mode.lowercased()) { try? database.execute("PRAGMA main.journal_mode = \(mode)") }
+        return .complete
+    }
+
+    /// One batch of a chunked step, or the whole of another, with its progress.
+    private func run(_ step: Step, index: Int64, cursor: Int64?) throws {
+        var sql: String?
+        do {
+            try database.inTransaction(.immediate) { () throws(SQLiteError) in
+                guard let table = step.table else {
+                    let done = try database.prepare("UPDATE main.\(Self.stepTable) SET done = 1 WHERE idx = ?1")
+                    try done.bind([.integer(index)])
+                    _ = try done.step()
+                    for statement in step.statements {
+                        sql = statement
+                        try database.execute(statement)
+                    }
+                    return
+                }
+                let after = cursor ?? Int64.min
+                let size = Int64(max(1, options.batchSize ?? options.initialBatchSize * 5))
+                let quoted = "main.\(SQL.quote(table))"
+                var last = try database.scalar("SELECT rowid FROM \(quoted) WHERE rowid > ?1 ORDER BY rowid LIMIT 1 OFFSET ?2",
+                                               .integer(after), .integer(size - 1)).integer
+                let finished = last == nil
+                if last == nil { last = try database.scalar("SELECT max(rowid) FROM \(quoted) WHERE rowid > ?1", .integer(after)).integer }
+                if let last {
+                    for statement in step.statements {
+                        sql = statement
+                        let prepared = try database.prepare(statement)
+                        let count = prepared.parameterCount
+                        try prepared.bind(Array([SQLiteValue.integer(after), .integer(last)].prefix(count)))
+                        while try prepared.step() {}
+                    }
+                }
+                let progress = try database.prepare("UPDATE main.\(Self.stepTable) SET cursor = ?1, done = ?2 WHERE idx = ?3")
+                try progress.bind([last.map(SQLiteValue.integer) ?? .null, .integer(finished ? 1 : 0), .integer(index)])
+                _ = try progress.step()
+            }
+        } catch {
+            throw MigrationError(.batch, "in-place step \(step.label) failed: \(error.message)", file: storeURL.path, sql: sql ?? error.sql, cause: error)
+        }
+    }
+}

@@ -1,0 +1,266 @@
+import Foundation
+
+/// The steps of an in-place migration (``InPlaceMigration``), worked out from the copy path's plan
+/// and the two schemas: the store's (`main`) and the target's (`tgt`).
+struct InPlacePlanner {
+    typealias Step = InPlaceMigration.Step
+
+    let database: Database
+    let plan: MigrationPlan
+    let storePath: String
+    let targetPath: String
+
+    private func refuse(_ why: String, entity: String? = nil) -> MigrationError {
+        MigrationError(.invalidPlan, "this migration needs the copy path (run without --in-place): \(why)", entity: entity, file: storePath)
+    }
+
+    func steps() throws -> [Step] {
+        do { return try build() } catch let error as SQLiteError {
+            throw MigrationError(.store, "cannot work out the in-place steps: \(error.message)", file: storePath, sql: error.sql)
+        }
+    }
+
+    private func build() throws -> [Step] {
+        guard plan.coreData != nil else { throw refuse("in place migrates Core Data stores; a plain SQLite store takes the copy path") }
+        var readers: [String: String] = [:]
+        for (index, entity) in plan.entities.enumerated() {
+            let name = "entities[\(index)] (\(entity.name))"
+            if entity.keys != .preserve, entity.destination.key != nil { throw refuse("\(name) gives its rows new keys", entity: entity.name) }
+            if entity.distinct != nil { throw refuse("\(name) is de-duplicated", entity: entity.name) }
+            if !entity.relationships.isEmpty { throw refuse("\(name) resolves relationships through the ID map", entity: entity.name) }
+            if entity.columns.values.contains(where: { $0.contains("coredata_external_") }) {
+                throw refuse("\(name) converts external binary data", entity: entity.name)
+            }
+            if let other = readers[entity.source.table.uppercased()] {
+                throw refuse("\(other) and \(entity.name) both read table \(entity.source.table)", entity: entity.name)
+            }
+            readers[entity.source.table.uppercased()] = entity.name
+        }
+        for schema in ["main", "tgt"] where try database.scalar("SELECT count(*) FROM \(schema).sqlite_schema WHERE sql LIKE 'CREATE VIRTUAL TABLE%'").integer ?? 0 > 0 {
+            throw refuse("the \(schema == "main" ? "store" : "target") has R-tree indexes (virtual tables)")
+        }
+        guard let sourceModel = try CoreDataModel.read(database, schema: "main", file: storePath),
+              let targetModel = try CoreDataModel.read(database, schema: "tgt", file: targetPath) else {
+            throw refuse("a store without a model cache")
+        }
+        let written = try CoreDataStepComposition.entityNumbersWrittenOut(plan, from: sourceModel, to: targetModel, step: nil)
+
+        func tables(_ schema: String) throws -> [String: String] {
+            var result: [String: String] = [:]
+            for row in try database.rows("SELECT name, sql FROM \(schema).sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '\\_chunkmigrate%' ESCAPE '\\'") {
+                if let name = row[0].text { result[name.uppercased()] = row[1].text ?? "" }
+            }
+            return result
+        }
+        func columns(_ table: String, _ schema: String) throws -> [ColumnInfo] { try database.tableSchema(table, in: schema)?.columns ?? [] }
+        let storeTables = try tables("main"), targetTables = try tables("tgt")
+        let bookkeeping: Set<String> = ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"]
+
+        var pre: [Step] = [], adds: [Step] = [], rows: [(step: Step, reads: Set<String>)] = []
+        var drops: [String] = [], columnRenames: [String] = [], tableRenames: [(from: String, to: String)] = []
+        var untouched: Set<String> = [], produced: Set<String> = [], consumed: Set<String> = []
+
+        let triggers = try database.rows("SELECT name FROM main.sqlite_schema WHERE type = 'trigger'").compactMap { $0[0].text }
+        if !triggers.isEmpty { pre.append(Step(label: "drop the old model's triggers", statements: triggers.map { "DROP TRIGGER main.\(SQL.quote($0))" })) }
+
+        for entity in written.entities {
+            let source = entity.source.table, destination = entity.destination.table
+            guard storeTables[source.uppercased()] != nil else { throw refuse("the store has no table \(source)", entity: entity.name) }
+            guard targetTables[destination.uppercased()] != nil else { throw refuse("the target has no table \(destination)", entity: entity.name) }
+            if destination.uppercased() != source.uppercased(), storeTables[destination.uppercased()] != nil,
+               readers[destination.uppercased()] == nil {
+                throw refuse("the store has a table \(destination) already, which the model's \(source) becomes", entity: entity.name)
+            }
+            consumed.insert(source.uppercased())
+            produced.insert(destination.uppercased())
+            let sourceColumns = try columns(source, "main"), targetColumns = try columns(destination, "tgt")
+            func sourceColumn(_ name: String) -> ColumnInfo? { sourceColumns.first { $0.name.caseInsensitiveCompare(name) == .orderedSame } }
+            func isTarget(_ name: String) -> Bool { targetColumns.contains { $0.name.caseInsensitiveCompare(name) == .orderedSame } }
+            // Expressions over the store's own tables.
+            let expressions = entity.columns.reduce(into: [String: String]()) { result, pair in
+                result[pair.key.uppercased()] = pair.value.replacingOccurrences(of: #"\bsrc\."#, with: "main.", options: [.regularExpression, .caseInsensitive])
+            }
+            let condition = entity.source.where?.replacingOccurrences(of: #"\bsrc\."#, with: "main.", options: [.regularExpression, .caseInsensitive])
+            let key = (entity.destination.key ?? "").uppercased()
+
+            var kept: Set<String> = [], renamedFrom: Set<String> = [], rebuild = false
+            var added: [ColumnInfo] = [], renames: [(String, String)] = [], updates: [(String, String)] = []
+            for column in targetColumns {
+                let name = column.name.uppercased()
+                let expression = expressions[name]
+                let bare = expression?.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")).uppercased()
+                if name == key || (expression == nil && sourceColumn(column.name) != nil && name == key) {
+                    if sourceColumn(column.name) == nil { rebuild = true }
+                    kept.insert(name)
+                    continue
+                }
+                if let existing = sourceColumn(column.name) {
+                    if existing.type.caseInsensitiveCompare(column.type) != .orderedSame { rebuild = true }
+                    kept.insert(name)
+                    if bare != name { updates.append((column.name, expression ?? "NULL")) }
+                } else if let bare, let from = sourceColumn(bare), !isTarget(bare), !renamedFrom.contains(bare),
+                          from.type.caseInsensitiveCompare(column.type) == .orderedSame {
+                    renamedFrom.insert(bare)
+                    renames.append((from.name, column.name))
+                } else {
+                    added.append(column)
+                    if let expression, expression != "NULL" { updates.append((column.name, expression)) }
+                }
+            }
+            // A column of the store the target does not have: only a rebuild removes it without
+            // rewriting the whole table in one statement.
+            if sourceColumns.contains(where: { !kept.contains($0.name.uppercased()) && !renamedFrom.contains($0.name.uppercased()) }) { rebuild = true }
+
+            let from = "main.\(SQL.quote(source))"
+            if rebuild {
+                let temporary = "_chunkmigrate_new_\(destination)"
+                guard let sql = targetTables[destination.uppercased()],
+                      let range = sql.range(of: #"^CREATE TABLE\s+("[^"]+"|\S+)"#, options: [.regularExpression, .caseInsensitive]) else {
+                    throw refuse("the target's table \(destination) has no CREATE TABLE statement", entity: entity.name)
+                }
+                adds.append(Step(label: "create \(temporary)", statements: ["CREATE TABLE main.\(SQL.quote(temporary))" + sql[range.upperBound...]]))
+                let names = targetColumns.map(\.name)
+                let values = targetColumns.map { column -> String in
+                    column.name.uppercased() == key ? "s.\(SQL.quote(column.name))" : "(\(expressions[column.name.uppercased()] ?? "NULL"))"
+                }
+                rows.append((Step(label: "rebuild \(destination)", table: source, statements: [
+                    "INSERT INTO main.\(SQL.quote(temporary)) (\(names.map(SQL.quote).joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) "
+                        + "FROM \(from) AS s WHERE s.rowid > ?1 AND s.rowid <= ?2" + (condition.map { " AND (\($0))" } ?? ""),
+                    "DELETE FROM \(from) WHERE rowid > ?1 AND rowid <= ?2",
+                ]), reads(values.joined(separator: " ") + (condition ?? ""))))
+                drops.append(source)
+                tableRenames.append((temporary, destination))
+                continue
+            }
+            if !added.isEmpty {
+                adds.append(Step(label: "add columns to \(source)",
+                                 statements: added.map { "ALTER TABLE \(from) ADD COLUMN \(SQL.quote($0.name)) \($0.type)" }))
+            }
+            if let condition {
+                rows.append((Step(label: "leave out rows of \(source)", table: source, statements: [
+                    "DELETE FROM \(from) AS s WHERE s.rowid > ?1 AND s.rowid <= ?2 AND NOT ifnull((\(condition)), 0)",
+                ]), reads(condition)))
+            }
+            if !updates.isEmpty {
+                let assignments = updates.map { "\(SQL.quote($0.0)) = (\($0.1))" }
+                rows.append((Step(label: "update \(source)", table: source, statements: [
+                    "UPDATE \(from) AS s SET \(assignments.joined(separator: ", ")) WHERE s.rowid > ?1 AND s.rowid <= ?2",
+                ]), reads(updates.map(\.1).joined(separator: " "))))
+            }
+            columnRenames += renames.map { "ALTER TABLE \(from) RENAME COLUMN \(SQL.quote($0.0)) TO \(SQL.quote($0.1))" }
+            if source.uppercased() != destination.uppercased() {
+                tableRenames.append((source, destination))
+            } else if added.isEmpty && updates.isEmpty && renames.isEmpty && condition == nil {
+                untouched.insert(source.uppercased())
+            }
+        }
+
+        // Tables the plan does not read go, as the copy path leaves them behind; tables of the
+        // target no step makes are created empty.
+        for (name, _) in storeTables where !consumed.contains(name) && !bookkeeping.contains(name) {
+            drops.append(try database.scalar("SELECT name FROM main.sqlite_schema WHERE type = 'table' AND upper(name) = ?1", .text(name)).text ?? name)
+        }
+        let created = targetTables.filter { !produced.contains($0.key) && !bookkeeping.contains($0.key) }.map(\.value).sorted()
+
+        // Rows steps in an order where a step reading another table runs before any step that
+        // changes that table.
+        var ordered: [Step] = []
+        var pending = rows
+        while !pending.isEmpty {
+            guard let next = pending.indices.first(where: { index in
+                let table = pending[index].step.table?.uppercased() ?? ""
+                return !pending.indices.contains { $0 != index && pending[$0].reads.contains(table) && pending[$0].step.table?.uppercased() != table }
+            }) else {
+                throw refuse("tables read each other's values while both change: \(pending.compactMap(\.step.table).joined(separator: ", "))")
+            }
+            ordered.append(pending.remove(at: next).step)
+        }
+
+        // Indexes: the store's go (but on tables that do not change and that the target has as
+        // they are), the target's are built at the end.
+        let storeIndexes = try database.rows("SELECT name, tbl_name, sql FROM main.sqlite_schema WHERE type = 'index' AND sql IS NOT NULL")
+        let targetIndexes = try database.rows("SELECT name, sql FROM tgt.sqlite_schema WHERE type = 'index' AND sql IS NOT NULL")
+        var keptIndexes: Set<String> = []
+        var dropIndexes: [String] = []
+        for index in storeIndexes {
+            guard let name = index[0].text else { continue }
+            if untouched.contains(index[1].text?.uppercased() ?? ""), targetIndexes.contains(where: { $0[0].text == name && $0[1].text == index[2].text }) {
+                keptIndexes.insert(name)
+            } else {
+                dropIndexes.append("DROP INDEX main.\(SQL.quote(name))")
+            }
+        }
+        if !dropIndexes.isEmpty { pre.append(Step(label: "drop the old model's indexes", statements: dropIndexes)) }
+
+        var post: [Step] = []
+        if !drops.isEmpty || !columnRenames.isEmpty || !tableRenames.isEmpty || !created.isEmpty {
+            // Through names of the job's own, so that two tables may take each other's names.
+            var statements = drops.map { "DROP TABLE main.\(SQL.quote($0))" } + columnRenames
+            statements += tableRenames.map { "ALTER TABLE main.\(SQL.quote($0.from)) RENAME TO \(SQL.quote("_chunkmigrate_mv_" + $0.to))" }
+            statements += tableRenames.map { "ALTER TABLE main.\(SQL.quote("_chunkmigrate_mv_" + $0.to)) RENAME TO \(SQL.quote($0.to))" }
+            statements += created
+            post.append(Step(label: "drop, rename and create tables", statements: statements))
+        }
+        let indexSteps = targetIndexes.compactMap { row -> Step? in
+            guard let name = row[0].text, let sql = row[1].text, !keptIndexes.contains(name) else { return nil }
+            return Step(label: "index \(name)", statements: [sql])
+        }
+        let derived = (plan.coreData?.derived ?? []).map { value in
+            Step(label: "derive \(value.attribute)", table: value.table, statements: [
+                "UPDATE main.\(SQL.quote(value.table)) SET \(SQL.quote(value.column)) = \(value.value) WHERE rowid > ?1 AND rowid <= ?2"
+                    + (value.rows.map { " AND (\($0))" } ?? ""),
+            ])
+        }
+        return pre + adds + ordered + post + indexSteps + derived + [try finish(written)]
+    }
+
+    /// The tables an expression reads besides its row's (`main.X`).
+    private func reads(_ sql: String) -> Set<String> {
+        var result: Set<String> = []
+        var rest = sql[...]
+        while let range = rest.range(of: #"\bmain\.("[^"]+"|[A-Za-z_][A-Za-z0-9_]*)"#, options: [.regularExpression, .caseInsensitive]) {
+            result.insert(String(rest[range].dropFirst(5)).trimmingCharacters(in: CharacterSet(charactersIn: "\"")).uppercased())
+            rest = rest[range.upperBound...]
+        }
+        return result
+    }
+
+    /// The last step, one transaction: the target's bookkeeping with the store's identity, its
+    /// model cache and triggers; the job's tables gone.
+    private func finish(_ plan: MigrationPlan) throws -> Step {
+        let store = try CoreDataEntities.read(database, schema: "main", file: storePath)
+        let target = try CoreDataEntities.read(database, schema: "tgt", file: targetPath)
+        var statements = ["DELETE FROM main.Z_PRIMARYKEY", "INSERT INTO main.Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) SELECT Z_ENT, Z_NAME, Z_SUPER, Z_MAX FROM tgt.Z_PRIMARYKEY"]
+        // Z_MAX ahead of the keys: the store's high-water mark, or the largest key, whichever is larger.
+        for entity in plan.entities {
+            guard let to = target.root(ofTable: entity.destination.table) else { continue }
+            let old = store.root(ofTable: entity.source.table)?.max ?? 0
+            statements.append("UPDATE main.Z_PRIMARYKEY SET Z_MAX = max(Z_MAX, \(old), (SELECT ifnull(max(Z_PK), 0) FROM main.\(SQL.quote(entity.destination.table)))) WHERE Z_ENT = \(to.number)")
+        }
+        for entity in store.system.values {
+            guard let to = target.systemEntity(named: entity.name) else { continue }
+            statements.append("UPDATE main.Z_PRIMARYKEY SET Z_MAX = max(Z_MAX, \(entity.max)) WHERE Z_ENT = \(to.number)")
+        }
+        // The target's metadata with the store's identity and the app's own keys.
+        let own = try CoreDataMetadata.read(database, schema: "main", file: storePath)
+        let new = try CoreDataMetadata.read(database, schema: "tgt", file: targetPath)
+        guard let uuid = own.uuid ?? own.storeUUID else { throw MigrationError(.store, "Z_METADATA names no store UUID", file: storePath) }
+        var plist = new.plist ?? [:]
+        if plist["NSStoreUUID"] != nil { plist["NSStoreUUID"] = uuid }
+        for (key, value) in own.plist ?? [:] where !CoreDataMetadata.isCoreDataKey(key) { plist[key] = value }
+        let bytes: Data
+        do { bytes = try CoreDataMetadata.encoded(plist) } catch {
+            throw MigrationError(.store, "cannot encode the migrated store's metadata: \(error)", file: storePath)
+        }
+        statements += ["DELETE FROM main.Z_METADATA",
+                       "INSERT INTO main.Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (\(new.version), '\(uuid.replacingOccurrences(of: "'", with: "''"))', x'\(bytes.map { String(format: "%02x", $0) }.joined())')"]
+        let hasCache = try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE name = 'Z_MODELCACHE'").integer == 1
+        if try database.scalar("SELECT count(*) FROM tgt.sqlite_schema WHERE name = 'Z_MODELCACHE'").integer == 1 {
+            if !hasCache, let sql = try database.scalar("SELECT sql FROM tgt.sqlite_schema WHERE name = 'Z_MODELCACHE'").text { statements.append(sql) }
+            statements += ["DELETE FROM main.Z_MODELCACHE", "INSERT INTO main.Z_MODELCACHE SELECT * FROM tgt.Z_MODELCACHE"]
+        }
+        statements += try database.rows("SELECT sql FROM tgt.sqlite_schema WHERE type = 'trigger' ORDER BY name").compactMap { $0[0].text }
+        statements += ["DROP TABLE main.\(InPlaceMigration.stepTable)", "DROP TABLE main.\(InPlaceMigration.stateTable)"]
+        return Step(label: "the new model's bookkeeping", statements: statements)
+    }
+}
