@@ -228,4 +228,36 @@ struct ChunkMigrateCoreDataTests {
             #expect(try SQLiteShell.integer(directory + "/killed.sqlite", "SELECT count(*) FROM ZSECTION s JOIN ZPOST p ON p.Z_PK = s.ZPOST") == 10)
         }
     }
+
+    static let inPlaceKillPoints = ["after-step:add columns to ZTAG:1", "after-step:update ZITEM:3", "after-step:update ZFOLDER:1",
+                                    "after-step:drop, rename and create tables:1", "after-step:index ZITEM_ZFOLDER_INDEX:1",
+                                    "after-step:derive Tag.itemCount:1"]
+
+    @Test("the demo store migrated in place, killed at a step and run again with the same command: the store an uninterrupted in-place run gives, and the copy path's",
+          arguments: inPlaceKillPoints)
+    func inPlaceKilled(_ point: String) throws {
+        try withTemporaryDirectory { directory in
+            let store = directory + "/store"
+            #expect(try chunkmigrate("generate", "--core-data", "--rows", "600", store).exitCode == 0)
+            #expect(try chunkmigrate("plan", "--source", store + "/old.sqlite", "--destination", store + "/new.sqlite", "--out", directory + "/plan.json").exitCode == 0)
+            func inPlace(_ name: String, environment: [String: String] = [:]) throws -> CommandResult {
+                if !FileManager.default.fileExists(atPath: directory + "/\(name).sqlite") {
+                    try FileManager.default.copyItem(atPath: store + "/old.sqlite", toPath: directory + "/\(name).sqlite")
+                }
+                return try chunkmigrate(["run", "--in-place", "--source", directory + "/\(name).sqlite", "--destination", store + "/new.sqlite",
+                                         "--plan", directory + "/plan.json", "--batch-size", "50", "--quiet"], environment: environment)
+            }
+            #expect(try inPlace("reference").exitCode == 0)
+            let killed = try inPlace("killed", environment: ["CHUNKMIGRATE_KILL_AT": point])
+            #expect(killed.killedBySignal && killed.signal == SIGKILL, "\(killed)")
+            // Half-migrated: check-coredata says so, and what to do.
+            let check = try chunkmigrate("check-coredata", directory + "/killed.sqlite")
+            #expect(check.exitCode == 3 && check.stderr.contains("run the same in-place job again"), "\(check)")
+            let again = try inPlace("killed")
+            #expect(again.exitCode == 0, "\(again)")
+            #expect(try SQLiteShell.dump(directory + "/killed.sqlite") == (try SQLiteShell.dump(directory + "/reference.sqlite")))
+            let schema = "SELECT type, name, sql FROM sqlite_schema ORDER BY type, name"
+            #expect(try SQLiteShell.query(directory + "/killed.sqlite", schema) == (try SQLiteShell.query(directory + "/reference.sqlite", schema)))
+        }
+    }
 }

@@ -136,6 +136,8 @@ public final class InPlaceMigration: @unchecked Sendable {
         let decoder = JSONDecoder()
         let mode = (try? database.scalar("SELECT value FROM main.\(Self.stateTable) WHERE key = 'journal_mode'").text) ?? nil
         var batches = 0
+        // Batches of each step in this run, for the crash points (`after-step:update ZITEM:3`).
+        var stepBatches: [String: UInt64] = [:]
         while true {
             let row: [SQLiteValue]?
             do { row = try database.rows("SELECT idx, step, cursor FROM main.\(Self.stepTable) WHERE done = 0 ORDER BY idx LIMIT 1").first } catch {
@@ -147,7 +149,8 @@ public final class InPlaceMigration: @unchecked Sendable {
                   let step = try? decoder.decode(Step.self, from: Data(text.utf8)) else { break }
             if let deadline, batches > 0, ContinuousClock.now >= deadline { return .paused }
             try run(step, index: index, cursor: row[2].integer)
-            CrashPoint.check(.afterStep, entity: step.label, batch: UInt64(batches))
+            stepBatches[step.label, default: 0] += 1
+            CrashPoint.check(.afterStep, entity: step.label, batch: stepBatches[step.label]!)
             batches += 1
         }
         // The store's own journal mode back.

@@ -102,6 +102,14 @@ struct InPlacePlanner {
                           from.type.caseInsensitiveCompare(column.type) == .orderedSame {
                     renamedFrom.insert(bare)
                     renames.append((from.name, column.name))
+                } else if let expression, let read = onlyColumnRead(expression, sourceColumns),
+                          !isTarget(read.name), !renamedFrom.contains(read.name.uppercased()), !kept.contains(read.name.uppercased()),
+                          read.type.caseInsensitiveCompare(column.type) == .orderedSame {
+                    // A value of one column the target does not keep (`Z2_LINKED` renumbered into
+                    // `Z3_LINKED`): updated where it is, then renamed.
+                    renamedFrom.insert(read.name.uppercased())
+                    updates.append((read.name, expression))
+                    renames.append((read.name, column.name))
                 } else {
                     added.append(column)
                     if let expression, expression != "NULL" { updates.append((column.name, expression)) }
@@ -212,6 +220,19 @@ struct InPlacePlanner {
             ])
         }
         return pre + adds + ordered + post + indexSteps + derived + [try finish(written)]
+    }
+
+    /// The one column of the row an expression reads, where it reads exactly one and no other table.
+    private func onlyColumnRead(_ expression: String, _ columns: [ColumnInfo]) -> ColumnInfo? {
+        guard reads(expression).isEmpty else { return nil }
+        var found: Set<String> = []
+        _ = try? SQLIdentifiers.replacing(in: expression) { name, qualifier in
+            if qualifier == nil || qualifier?.lowercased() == "s",
+               columns.contains(where: { $0.name.caseInsensitiveCompare(name) == .orderedSame }) { found.insert(name.uppercased()) }
+            return nil
+        }
+        guard found.count == 1 else { return nil }
+        return columns.first { $0.name.uppercased() == found.first! }
     }
 
     /// The tables an expression reads besides its row's (`main.X`).
