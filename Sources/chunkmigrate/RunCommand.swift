@@ -66,7 +66,9 @@ struct RunCommand: AsyncParsableCommand {
             if !options.quiet {
                 FileHandle.standardError.write(Data(String(format: "in place: %@ in %.2f s\n", outcome == .complete ? "complete" : "paused", seconds).utf8))
             }
-            if outcome == .complete { try Runner.checkCoreData(URL(fileURLWithPath: source), quiet: options.quiet || options.json) }
+            if outcome == .complete {
+                try Runner.checkCoreData(URL(fileURLWithPath: source), quiet: options.quiet || options.json, tables: Set(job.touchedTables))
+            }
         } catch let error as MigrationError {
             Output.fail(error)
         }

@@ -55,9 +55,9 @@ enum Runner {
 
     /// After a Core Data migration: the invariants Core Data relies on, checked on the
     /// destination (`check-coredata`); exits 1 naming the violations.
-    static func checkCoreData(_ store: URL, quiet: Bool) throws {
+    static func checkCoreData(_ store: URL, quiet: Bool, tables: Set<String>? = nil) throws {
         let report: CoreDataStoreCheck.Report
-        do { report = try CoreDataStoreCheck.run(store: store) } catch let error as MigrationError { Output.fail(error) }
+        do { report = try CoreDataStoreCheck.run(store: store, tables: tables) } catch let error as MigrationError { Output.fail(error) }
         guard report.isValid else {
             let lines = report.violations.prefix(20).map { "  \($0)" }.joined(separator: "\n")
             FileHandle.standardError.write(Data("chunkmigrate: error: \(store.path): the migrated store breaks invariants Core Data relies on:\n\(lines)\n".utf8))

@@ -352,8 +352,12 @@ struct CoreDataStepTests {
         let plan = MigrationPlan(entities: [EntityMapping(name: "A", source: .init(table: "ZA"), destination: .init(table: "ZA"),
                                                           columns: ["Z_ENT": "COREDATA_ENTITY(ifnull(Z_ENT, 1))", "ZB": #"coredata_entity_number( "B" )"#])],
                                  coreData: CoreDataMapping(entities: ["A": "A", "B": "B"]))
-        let written = try CoreDataStepComposition.entityNumbersWrittenOut(plan, from: model, to: model, step: nil)
-        #expect(written.entities[0].columns == ["Z_ENT": "(CASE ifnull(Z_ENT, 1) WHEN 1 THEN 1 WHEN 2 THEN 2 END)", "ZB": "2"])
+        // Numbers that do not change are left as they are; others mapped by name.
+        #expect(try CoreDataStepComposition.entityNumbersWrittenOut(plan, from: model, to: model, step: nil).entities[0].columns
+                == ["Z_ENT": "(ifnull(Z_ENT, 1))", "ZB": "2"])
+        let shifted = try CoreDataTesting.model(#"<entity name="A"/><entity name="AA"/><entity name="B"/>"#)
+        #expect(try CoreDataStepComposition.entityNumbersWrittenOut(plan, from: model, to: shifted, step: nil).entities[0].columns
+                == ["Z_ENT": "(CASE ifnull(Z_ENT, 1) WHEN 1 THEN 1 WHEN 2 THEN 3 END)", "ZB": "3"])
         var leftover = plan
         leftover.entities[0].columns["ZB"] = "coredata_entity_number(B)"
         #expect(throws: MigrationError.self) { try CoreDataStepComposition.entityNumbersWrittenOut(leftover, from: model, to: model, step: nil) }

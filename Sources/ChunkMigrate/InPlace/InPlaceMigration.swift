@@ -36,6 +36,10 @@ public final class InPlaceMigration: @unchecked Sendable {
     public let storeURL: URL
     public let targetURL: URL
 
+    /// The tables of the migrated store the job changes or makes: what the check at the end
+    /// covers, since the others are as they were.
+    public private(set) var touchedTables: [String] = []
+
     private let database: Database
     private let options: MigrationOptions
     static let stateTable = "_chunkmigrate_inplace"
@@ -90,16 +94,24 @@ public final class InPlaceMigration: @unchecked Sendable {
         } catch {
             throw MigrationError(.store, error.message, file: store.path)
         }
-        if !isHalfMigrated(store) {
-            let steps = try InPlacePlanner(database: database, plan: plan, storePath: store.path, targetPath: target.path).steps()
+        // A store already at the target's model (a job that finished, run again): nothing to do.
+        let already = !isHalfMigrated(store) && (try? {
+            guard let own = try CoreDataModel.read(database, schema: "main", file: store.path),
+                  let new = try CoreDataModel.read(database, schema: "tgt", file: target.path) else { return false }
+            return CoreDataModelBundle.signature(own) == CoreDataModelBundle.signature(new)
+        }()) == true
+        if !already && !isHalfMigrated(store) {
+            let (steps, touched) = try InPlacePlanner(database: database, plan: plan, storePath: store.path, targetPath: target.path).steps()
             let encoder = JSONEncoder()
             let encoded = steps.map { step in (try? encoder.encode(step)).map { String(decoding: $0, as: UTF8.self) } ?? "{}" }
             do {
-                try record(encoded, target: target.path, in: database)
+                try record(encoded, target: target.path, touched: touched, in: database)
             } catch {
                 throw MigrationError(.store, "cannot record the in-place job in the store: \(error.message)", file: store.path, sql: error.sql)
             }
         }
+        migration.touchedTables = ((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'touched'").text) ?? nil)?
+            .split(separator: "\n").map(String.init) ?? []
         do { try database.execute("PRAGMA main.journal_mode = TRUNCATE") } catch {
             throw MigrationError(.store, "cannot set the store's journal: \(error.message)", file: store.path)
         }
@@ -108,7 +120,7 @@ public final class InPlaceMigration: @unchecked Sendable {
 
     /// Records the job and its steps in the store, in one transaction, with the journal mode the
     /// store had (every batch commits through a rollback journal; the mode comes back at the end).
-    private static func record(_ steps: [String], target: String, in database: Database) throws(SQLiteError) {
+    private static func record(_ steps: [String], target: String, touched: [String], in database: Database) throws(SQLiteError) {
         let mode = try database.scalar("PRAGMA main.journal_mode").text ?? "delete"
         try database.inTransaction(.immediate) { () throws(SQLiteError) in
             try database.execute("""
@@ -116,7 +128,7 @@ public final class InPlaceMigration: @unchecked Sendable {
                 CREATE TABLE main.\(stepTable) (idx INTEGER PRIMARY KEY, step TEXT NOT NULL, cursor INTEGER, done INTEGER NOT NULL);
                 """)
             let state = try database.prepare("INSERT INTO main.\(stateTable) (key, value) VALUES (?1, ?2)")
-            for (key, value) in [("target", target), ("journal_mode", mode)] {
+            for (key, value) in [("target", target), ("journal_mode", mode), ("touched", touched.joined(separator: "\n"))] {
                 try state.bind([.text(key), .text(value)])
                 _ = try state.step()
                 state.reset()

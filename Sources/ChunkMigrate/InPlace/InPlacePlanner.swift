@@ -2,8 +2,18 @@ import Foundation
 
 /// The steps of an in-place migration (``InPlaceMigration``), worked out from the copy path's plan
 /// and the two schemas: the store's (`main`) and the target's (`tgt`).
-struct InPlacePlanner {
+final class InPlacePlanner {
     typealias Step = InPlaceMigration.Step
+
+    init(database: Database, plan: MigrationPlan, storePath: String, targetPath: String) {
+        self.database = database
+        self.plan = plan
+        self.storePath = storePath
+        self.targetPath = targetPath
+    }
+
+    /// Destination tables a step changes or makes.
+    private var touchedTables: [String] = []
 
     let database: Database
     let plan: MigrationPlan
@@ -14,8 +24,13 @@ struct InPlacePlanner {
         MigrationError(.invalidPlan, "this migration needs the copy path (run without --in-place): \(why)", entity: entity, file: storePath)
     }
 
-    func steps() throws -> [Step] {
-        do { return try build() } catch let error as SQLiteError {
+    /// The steps, and the tables of the migrated store they change (for the check at the end).
+    func steps() throws -> (steps: [Step], touched: [String]) {
+        do {
+            let steps = try build()
+            let touched = Set(touchedTables.map { $0.uppercased() })
+            return (steps, touched.sorted())
+        } catch let error as SQLiteError {
             throw MigrationError(.store, "cannot work out the in-place steps: \(error.message)", file: storePath, sql: error.sql)
         }
     }
@@ -54,6 +69,7 @@ struct InPlacePlanner {
         }
         func columns(_ table: String, _ schema: String) throws -> [ColumnInfo] { try database.tableSchema(table, in: schema)?.columns ?? [] }
         let storeTables = try tables("main"), targetTables = try tables("tgt")
+        let storeEntities = try CoreDataEntities.read(database, schema: "main", file: storePath)
         let bookkeeping: Set<String> = ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"]
 
         var pre: [Step] = [], adds: [Step] = [], rows: [(step: Step, reads: Set<String>)] = []
@@ -88,7 +104,9 @@ struct InPlacePlanner {
             for column in targetColumns {
                 let name = column.name.uppercased()
                 let expression = expressions[name]
-                let bare = expression?.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")).uppercased()
+                var bare = expression?.trimmingCharacters(in: CharacterSet(charactersIn: "\"() ")).uppercased()
+                // A system table's entity number written as the number it has already.
+                if name == "Z_ENT", let literal = bare.flatMap(Int64.init), literal == storeEntities.root(ofTable: source)?.number { bare = name }
                 if name == key || (expression == nil && sourceColumn(column.name) != nil && name == key) {
                     if sourceColumn(column.name) == nil { rebuild = true }
                     kept.insert(name)
@@ -138,6 +156,7 @@ struct InPlacePlanner {
                 ]), reads(values.joined(separator: " ") + (condition ?? ""))))
                 drops.append(source)
                 tableRenames.append((temporary, destination))
+                touchedTables.append(destination)
                 continue
             }
             if !added.isEmpty {
@@ -158,8 +177,11 @@ struct InPlacePlanner {
             columnRenames += renames.map { "ALTER TABLE \(from) RENAME COLUMN \(SQL.quote($0.0)) TO \(SQL.quote($0.1))" }
             if source.uppercased() != destination.uppercased() {
                 tableRenames.append((source, destination))
-            } else if added.isEmpty && updates.isEmpty && renames.isEmpty && condition == nil {
+            }
+            if source.uppercased() == destination.uppercased(), added.isEmpty && updates.isEmpty && renames.isEmpty && condition == nil {
                 untouched.insert(source.uppercased())
+            } else {
+                touchedTables.append(destination)
             }
         }
 
@@ -168,7 +190,10 @@ struct InPlacePlanner {
         for (name, _) in storeTables where !consumed.contains(name) && !bookkeeping.contains(name) {
             drops.append(try database.scalar("SELECT name FROM main.sqlite_schema WHERE type = 'table' AND upper(name) = ?1", .text(name)).text ?? name)
         }
-        let created = targetTables.filter { !produced.contains($0.key) && !bookkeeping.contains($0.key) }.map(\.value).sorted()
+        let createdTables = targetTables.filter { !produced.contains($0.key) && !bookkeeping.contains($0.key) }
+        touchedTables += createdTables.keys
+        touchedTables += (plan.coreData?.derived ?? []).map(\.table)
+        let created = createdTables.map(\.value).sorted()
 
         // Rows steps in an order where a step reading another table runs before any step that
         // changes that table.

@@ -261,10 +261,13 @@ struct CoreDataStepComposition {
         let before = try CoreDataLayout(model: from), after = try CoreDataLayout(model: to)
         let label = step.map { "step \($0.from) -> \($0.to): " } ?? ""
         var cases: [String] = []
+        var identity = before.entities.count == after.entities.count
         for (destinationName, sourceName) in (plan.coreData?.entities ?? [:]).sorted(by: { $0.key < $1.key }) {
             guard let a = before.entity(named: sourceName)?.number, let b = after.entity(named: destinationName)?.number else { continue }
             cases.append("WHEN \(a) THEN \(b)")
+            if a != b { identity = false }
         }
+        if cases.count != before.entities.count { identity = false }
         func rewrite(_ sql: String) throws -> String {
             var text = sql
             // Each call, case aside, its argument to its closing parenthesis.
@@ -276,7 +279,8 @@ struct CoreDataStepComposition {
                 }
                 guard depth == 0 else { throw MigrationError(.invalidPlan, "\(label)\(sql): an unclosed coredata_entity(") }
                 let argument = text[start.upperBound..<text.index(before: end)]
-                text.replaceSubrange(start.lowerBound..<end, with: "(CASE \(argument) \(cases.joined(separator: " ")) END)")
+                // Numbers that do not change: the value as it is.
+                text.replaceSubrange(start.lowerBound..<end, with: identity ? "(\(argument))" : "(CASE \(argument) \(cases.joined(separator: " ")) END)")
             }
             while let range = text.range(of: #"\bcoredata_entity_number\s*\(\s*('[^']*'|"[^"]*")\s*\)"#, options: [.regularExpression, .caseInsensitive]) {
                 let call = text[range]
@@ -314,6 +318,10 @@ struct CoreDataStepComposition {
     /// An entity-number mapping of a number written out: `(CASE 2 WHEN 1 THEN 1 WHEN 2 THEN 3 END)`
     /// becomes `3`.
     static func folded(_ sql: String) -> String {
+        // A number or a name in parentheses: as it is.
+        if sql.range(of: #"^\((-?[0-9]+|[A-Za-z_][A-Za-z0-9_]*)\)$"#, options: .regularExpression) != nil {
+            return String(sql.dropFirst().dropLast())
+        }
         guard let match = sql.range(of: #"^\(CASE \(?(-?[0-9]+)\)? ((WHEN -?[0-9]+ THEN -?[0-9]+ ?)+)END\)$"#, options: .regularExpression) else { return sql }
         let parts = sql[match].split(separator: " ").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "()")) }
         let value = parts[1]

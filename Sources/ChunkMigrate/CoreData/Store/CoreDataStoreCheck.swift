@@ -58,7 +58,9 @@ public enum CoreDataStoreCheck {
     /// - Parameter model: the store's model; its own model cache when `nil`.
     /// - Throws: ``MigrationError`` naming the file when it is not a readable Core Data store, or
     ///   its model cache is damaged.
-    public static func run(store: URL, model: CoreDataModel? = nil) throws -> Report {
+    ///   - tables: only the tables a job touched (by name, any case), where the rest was checked
+    ///     before and did not change; every table when `nil`.
+    public static func run(store: URL, model: CoreDataModel? = nil, tables: Set<String>? = nil) throws -> Report {
         guard FileManager.default.fileExists(atPath: store.path) else {
             throw MigrationError(.store, "the store does not exist", file: store.path)
         }
@@ -76,15 +78,15 @@ public enum CoreDataStoreCheck {
         }
         do {
             let model = try model ?? CoreDataModel.read(database, schema: "main", file: store.path)
-            return try check(database, model: model, file: store.path)
+            return try check(database, model: model, file: store.path, tables: tables.map { Set($0.map { $0.uppercased() }) })
         } catch let error as SQLiteError {
             throw MigrationError(.store, "cannot read the store as a Core Data store: \(error.message)", file: store.path, sql: error.sql)
         }
     }
 
     /// Checks the store open as `main` in `database`.
-    static func check(_ database: Database, model: CoreDataModel?, file: String) throws -> Report {
-        var check = Checker(database: database, entities: try CoreDataEntities.read(database, file: file))
+    static func check(_ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil) throws -> Report {
+        var check = Checker(database: database, entities: try CoreDataEntities.read(database, file: file), only: tables)
         try check.metadata(file: file)
         var layout: CoreDataLayout?
         if let model {
@@ -114,7 +116,12 @@ public enum CoreDataStoreCheck {
 private struct Checker {
     let database: Database
     let entities: CoreDataEntities
+    /// The tables to check (in capitals); all when `nil`.
+    let only: Set<String>?
     var report = CoreDataStoreCheck.Report(violations: [], checked: 0, unchecked: [])
+
+    /// Whether `table` is among those checked.
+    func includes(_ table: String) -> Bool { only.map { $0.contains(table.uppercased()) } ?? true }
 
     /// A condition on a table's rows, and what it means when rows meet it.
     struct Condition {
@@ -140,7 +147,7 @@ private struct Checker {
     /// with the model, each column's conditions (``conditions(of:_:)``).
     mutating func tables(_ layout: CoreDataLayout?) throws {
         for root in entities.entities.values.filter({ $0.parent == nil }).sorted(by: { $0.table < $1.table }) {
-            guard try database.tableSchema(root.table, in: "main") != nil else { continue }
+            guard includes(root.table), try database.tableSchema(root.table, in: "main") != nil else { continue }
             let tree = list(entities.descendants(of: root.number))
             var conditions = [Condition(sql: "Z_ENT IS NULL OR Z_ENT NOT IN (\(tree))") { count, first in
                 "\(root.table): \(count) rows have a Z_ENT outside the entity tree of \(root.name) (\(tree))\(first)"
@@ -222,7 +229,8 @@ private struct Checker {
                 default:
                     continue
                 }
-                guard let destination = layout.entity(named: target), let targetTable = layout.tables[destination.root] else { continue }
+                guard let destination = layout.entity(named: target), let targetTable = layout.tables[destination.root],
+                      includes(table.name) || includes(targetTable.name) else { continue }
                 let key = "s." + SQL.quote(column.name)
                 let entityColumn = table.column(for: .toOneEntity(entity: owner, property: property))
                 let allowed = list(layout.descendants(of: destination.number))
@@ -253,7 +261,8 @@ private struct Checker {
     mutating func joinTables(_ layout: CoreDataLayout) throws {
         for join in layout.joinTables.sorted(by: { $0.name < $1.name }) {
             for side in join.sides {
-                guard let entity = layout.entities[side.target], let table = layout.tables[entity.root] else { continue }
+                guard let entity = layout.entities[side.target], let table = layout.tables[entity.root],
+                      includes(join.name) || includes(table.name) else { continue }
                 // Each distinct key once (the join table's primary key and index give them in
                 // order); the rows, only when one points nowhere.
                 let allowed = list(layout.descendants(of: side.target))
@@ -299,6 +308,7 @@ private struct Checker {
                     report.unchecked.append(error.message)
                     continue
                 }
+                guard includes(derivation.table) else { continue }
                 let names = derivation.triggers.compactMap { $0.split(separator: " ").dropFirst(5).first.map(String.init) }
                 report.checked += 1
                 if let missing = names.first(where: { !triggers.contains($0) }) {
@@ -346,7 +356,8 @@ private struct Checker {
         let folder = CoreDataFinishing.externalDataFolder(of: file)
         for entity in layout.model.entities.sorted(by: { $0.name < $1.name }) {
             for property in entity.properties where property.attribute?.allowsExternalStorage == true && !property.isTransient {
-                guard let table = layout.table(of: entity.name), let column = layout.column(of: property.name, entity: entity.name) else { continue }
+                guard let table = layout.table(of: entity.name), includes(table.name),
+                      let column = layout.column(of: property.name, entity: entity.name) else { continue }
                 report.checked += 1
                 let statement = try database.prepare("""
                     SELECT Z_PK, \(SQL.quote(column.name)) FROM \(SQL.quote(table.name))
