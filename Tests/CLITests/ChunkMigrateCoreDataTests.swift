@@ -260,4 +260,56 @@ struct ChunkMigrateCoreDataTests {
             #expect(try SQLiteShell.query(directory + "/killed.sqlite", schema) == (try SQLiteShell.query(directory + "/reference.sqlite", schema)))
         }
     }
+
+    /// Whether this machine lets the tests mount a tmpfs (root, and a kernel that allows it).
+    static let canMountTmpfs: Bool = {
+        (try? withTemporaryDirectory { directory in
+            let mounted = try runExecutable(URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=1m", "tmpfs", directory])
+            guard mounted.exitCode == 0 else { return false }
+            _ = try runExecutable(URL(fileURLWithPath: "/bin/umount"), [directory])
+            return true
+        }) ?? false
+    }()
+
+    @Test("on a file system with room for 1.3 times the store, the copy path refuses before writing, naming the space and that in place fits; in place finishes there, killed three times, with the copy path's store",
+          .enabled(if: canMountTmpfs, "cannot mount a tmpfs here"))
+    func inPlaceWhereTheCopyDoesNotFit() throws {
+        try withTemporaryDirectory { directory in
+            let store = directory + "/store"
+            #expect(try chunkmigrate("generate", "--core-data", "--rows", "20000", store).exitCode == 0)
+            #expect(try chunkmigrate("plan", "--source", store + "/old.sqlite", "--destination", store + "/new.sqlite", "--out", directory + "/plan.json").exitCode == 0)
+            // The copy path's result, on the big file system.
+            try FileManager.default.copyItem(atPath: store + "/new.sqlite", toPath: directory + "/copied.sqlite")
+            #expect(try chunkmigrate("run", "--source", store + "/old.sqlite", "--destination", directory + "/copied.sqlite", "--plan", directory + "/plan.json",
+                                     "--journal", directory + "/copied.journal", "--quiet").exitCode == 0)
+
+            let size = try FileManager.default.attributesOfItem(atPath: store + "/old.sqlite")[.size] as! NSNumber
+            let small = directory + "/small"
+            try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
+            let room = (size.int64Value * 13 / 10 / 4096 + 1) * 4096
+            #expect(try runExecutable(URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=\(room)", "tmpfs", small]).exitCode == 0)
+            defer { _ = try? runExecutable(URL(fileURLWithPath: "/bin/umount"), [small]) }
+            try FileManager.default.copyItem(atPath: store + "/old.sqlite", toPath: small + "/store.sqlite")
+            try FileManager.default.copyItem(atPath: store + "/new.sqlite", toPath: small + "/new.sqlite")
+
+            let copy = try chunkmigrate("run", "--source", small + "/store.sqlite", "--destination", small + "/new.sqlite", "--plan", directory + "/plan.json",
+                                        "--journal", small + "/job.journal", "--quiet")
+            #expect(copy.exitCode == 4 && copy.stderr.contains("not enough free space for the job") && copy.stderr.contains("--in-place) it would need about")
+                    && copy.stderr.contains("which fits"), "\(copy)")
+            #expect(!FileManager.default.fileExists(atPath: small + "/job.journal"))
+
+            let arguments = ["run", "--in-place", "--source", small + "/store.sqlite", "--destination", store + "/new.sqlite", "--plan", directory + "/plan.json",
+                             "--batch-size", "1000", "--quiet"]
+            for point in ["after-step:drop index ZITEM_ZFOLDER_INDEX:1", "after-step:update ZITEM:4", "after-step:index Z_3TAGS_Z_6TAGS_INDEX:1"] {
+                let killed = try chunkmigrate(arguments, environment: ["CHUNKMIGRATE_KILL_AT": point])
+                #expect(killed.killedBySignal && killed.signal == SIGKILL, "\(point): \(killed)")
+            }
+            let finished = try chunkmigrate(arguments)
+            #expect(finished.exitCode == 0, "\(finished)")
+            let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            let compared = try runExecutable(URL(fileURLWithPath: "/usr/bin/python3"),
+                                             [root.appendingPathComponent("Tools/compare-stores.py").path, directory + "/copied.sqlite", small + "/store.sqlite"])
+            #expect(compared.stdout.hasSuffix("differences: 0\n"), "\(compared)")
+        }
+    }
 }

@@ -27,6 +27,10 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
     /// The sorter's temporary file for the largest index the job builds at the end, where it is
     /// on the destination's file system.
     public var indexBuildBytes: Int64
+    /// For a Core Data plan: what an in-place migration of the source would need beyond the store
+    /// (``InPlaceMigration``): the largest index it drops (one a transaction, each journaled) and a
+    /// batch; `nil` for another plan.
+    public var inPlaceBytes: Int64?
     /// Free bytes on the destination's file system (for an app: the capacity available for
     /// important use on Apple platforms).
     public var freeBytes: Int64
@@ -38,6 +42,7 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
 
     public var description: String {
         "needs \(Self.bytes(neededBytes)) (destination \(Self.bytes(destinationBytes)), journal \(Self.bytes(journalBytes)), index builds \(Self.bytes(indexBuildBytes))), \(Self.bytes(freeBytes)) free"
+            + (inPlaceBytes.map { "; in place (--in-place) it would need about \(Self.bytes($0)) beside the store, which \($0 + $0 / 20 <= freeBytes ? "fits" : "does not fit either")" } ?? "")
     }
 
     /// Bytes for a person: `512 MB`, `1.2 GB`.
@@ -86,9 +91,13 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
         let folder = URL(fileURLWithPath: database.path).deletingLastPathComponent().path
         let temporary = ProcessInfo.processInfo.environment["SQLITE_TMPDIR"] ?? ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
         let sameVolume = volume(of: folder) != nil && volume(of: folder) == volume(of: temporary)
+        // In place, on the source's own volume: the largest of its indexes, and a batch.
+        let sourceIndexes = indexes.compactMap { sizes[$0[0].text?.lowercased() ?? ""] }
+        let total = sizes.values.reduce(0, +)
+        let inPlace = plan.coreData == nil ? nil : (sourceIndexes.max() ?? 0) + min(4 * 1_048_576, total / 50)
         return SpaceEstimate(destinationBytes: destination, journalBytes: journal,
                              indexBuildBytes: options.defersIndexes && sameVolume ? largestIndex : 0,
-                             freeBytes: options.freeSpace?(folder) ?? freeBytes(at: folder))
+                             inPlaceBytes: inPlace, freeBytes: options.freeSpace?(folder) ?? freeBytes(at: folder))
     }
 
     /// Bytes per table and index of the source (`src`), by lowercased name: SQLite's `dbstat`

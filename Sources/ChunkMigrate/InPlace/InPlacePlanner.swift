@@ -214,16 +214,18 @@ final class InPlacePlanner {
         let storeIndexes = try database.rows("SELECT name, tbl_name, sql FROM main.sqlite_schema WHERE type = 'index' AND sql IS NOT NULL")
         let targetIndexes = try database.rows("SELECT name, sql FROM tgt.sqlite_schema WHERE type = 'index' AND sql IS NOT NULL")
         var keptIndexes: Set<String> = []
-        var dropIndexes: [String] = []
+        var dropIndexes: [(name: String, sql: String)] = []
         for index in storeIndexes {
             guard let name = index[0].text else { continue }
             if untouched.contains(index[1].text?.uppercased() ?? ""), targetIndexes.contains(where: { $0[0].text == name && $0[1].text == index[2].text }) {
                 keptIndexes.insert(name)
             } else {
-                dropIndexes.append("DROP INDEX main.\(SQL.quote(name))")
+                dropIndexes.append((name, "DROP INDEX main.\(SQL.quote(name))"))
             }
         }
-        if !dropIndexes.isEmpty { pre.append(Step(label: "drop the old model's indexes", statements: dropIndexes)) }
+        // One index a transaction: dropping one journals its pages, so the disk a step needs
+        // beyond the store is the largest index, not all of them.
+        pre += dropIndexes.map { Step(label: "drop index \($0.name)", statements: [$0.sql]) }
 
         var post: [Step] = []
         if !drops.isEmpty || !columnRenames.isEmpty || !tableRenames.isEmpty || !created.isEmpty {
