@@ -58,17 +58,9 @@ struct RunCommand: AsyncParsableCommand {
                 throw MigrationError(.invalidPlan, "cannot read the plan file", file: plan)
             }
             let decoded = try MigrationPlan.decode(json: data, file: plan)
-            let started = ContinuousClock.now
             let job = try InPlaceMigration.startOrResume(plan: decoded, store: URL(fileURLWithPath: source),
                                                          target: URL(fileURLWithPath: destination), options: options.migrationOptions)
-            let outcome = try job.runBlocking(for: options.budgetDuration)
-            let seconds = (ContinuousClock.now - started) / .seconds(1)
-            if !options.quiet {
-                FileHandle.standardError.write(Data(String(format: "in place: %@ in %.2f s\n", outcome == .complete ? "complete" : "paused", seconds).utf8))
-            }
-            if outcome == .complete {
-                try Runner.checkCoreData(URL(fileURLWithPath: source), quiet: options.quiet || options.json, tables: Set(job.touchedTables))
-            }
+            try Runner.runInPlace(job, options: options)
         } catch let error as MigrationError {
             Output.fail(error)
         }

@@ -71,6 +71,52 @@ enum Runner {
         }
     }
 
+    /// Runs an in-place job with progress and signal handling, then checks the tables it touched;
+    /// exits the process on a job error.
+    static func runInPlace(_ job: InPlaceMigration, options: JobOptions) throws {
+        let stopSignal = SignalWatch { job.pause() }
+        defer { stopSignal.cancel() }
+        let started = ContinuousClock.now
+        var shown = ContinuousClock.now
+        let outcome: RunOutcome
+        do {
+            outcome = try job.runBlocking(for: options.budgetDuration) { status in
+                guard !options.quiet, !options.json, ContinuousClock.now - shown >= .seconds(1) else { return }
+                shown = ContinuousClock.now
+                FileHandle.standardError.write(Data("in place: step \(status.stepsDone + 1) of \(status.steps)\(status.currentStep.map { " (\($0))" } ?? "")\n".utf8))
+            }
+        } catch let error as MigrationError {
+            Output.fail(error)
+        }
+        let seconds = (ContinuousClock.now - started) / .seconds(1)
+        if options.json {
+            print(try Output.json(InPlaceReport(store: job.storeURL.path, complete: outcome == .complete, status: job.status,
+                                               seconds: seconds, peakResidentBytes: Output.peakResidentBytes())))
+        } else if !options.quiet {
+            let left = job.status.map { ", step \($0.stepsDone + 1) of \($0.steps) next" } ?? ""
+            FileHandle.standardError.write(Data(String(format: "in place: %@ in %.2f s%@\n", outcome == .complete ? "complete" : "paused", seconds, left).utf8))
+        }
+        guard outcome == .complete else {
+            if let signal = stopSignal.received {
+                FileHandle.standardError.write(Data("chunkmigrate: stopped at a batch boundary by signal \(signal); the store is part-way through: run `chunkmigrate resume \(job.storeURL.path)` to finish it\n".utf8))
+                throw ExitCode(128 + signal)
+            }
+            FileHandle.standardError.write(Data("chunkmigrate: time budget used; the store is part-way through: run `chunkmigrate resume \(job.storeURL.path)` to finish it\n".utf8))
+            return
+        }
+        try checkCoreData(job.storeURL, quiet: options.quiet || options.json, tables: Set(job.touchedTables))
+    }
+
+    /// What `run --in-place --json` prints.
+    struct InPlaceReport: Encodable {
+        var store: String
+        var complete: Bool
+        /// Where the job stands when it paused; absent once it is complete.
+        var status: InPlaceMigration.Status?
+        var seconds: Double
+        var peakResidentBytes: Int64?
+    }
+
     enum Outcome {
         case complete
         case paused(signal: Int32?)
@@ -78,7 +124,7 @@ enum Runner {
 
     /// Runs the job with progress and signal handling; exits the process on a job error.
     static func run(_ job: MigrationJob, options: JobOptions) async throws -> Outcome {
-        let stopSignal = SignalWatch(job: job)
+        let stopSignal = SignalWatch { job.pause() }
         defer { stopSignal.cancel() }
         // The stream is asked for before the run starts, so that no batch goes unreported.
         let updates = options.quiet ? nil : job.progressUpdates()
@@ -102,7 +148,7 @@ enum Runner {
     }
 }
 
-/// Turns SIGINT and SIGTERM into ``MigrationJob/pause()``: the signals are ignored as signals and
+/// Turns SIGINT and SIGTERM into a job's `pause()`: the signals are ignored as signals and
 /// watched by dispatch sources instead, whose handler runs on a queue (not in signal context), so
 /// it may record the signal and pause the job; the job stops at the next batch boundary.
 ///
@@ -117,7 +163,7 @@ final class SignalWatch: @unchecked Sendable {
     private let sources: [any DispatchSourceSignal]
     private let caught = Locked<Int32?>(nil)
 
-    init(job: MigrationJob) {
+    init(pause: @escaping @Sendable () -> Void) {
         let queue = DispatchQueue(label: "chunkmigrate signals")
         let caught = self.caught
         sources = [SIGINT, SIGTERM].map { number in
@@ -125,7 +171,7 @@ final class SignalWatch: @unchecked Sendable {
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
             source.setEventHandler {
                 caught.withLock { $0 = $0 ?? number }
-                job.pause()
+                pause()
             }
             source.activate()
             return source

@@ -233,7 +233,7 @@ struct ChunkMigrateCoreDataTests {
                                     "after-step:drop, rename and create tables:1", "after-step:index ZITEM_ZFOLDER_INDEX:1",
                                     "after-step:derive Tag.itemCount:1"]
 
-    @Test("the demo store migrated in place, killed at a step and run again with the same command: the store an uninterrupted in-place run gives, and the copy path's",
+    @Test("the demo store migrated in place, killed at a step: check-coredata, status and the copy path tell the half-migrated store apart; the same command or resume with the store finishes it, to the store an uninterrupted in-place run gives",
           arguments: inPlaceKillPoints)
     func inPlaceKilled(_ point: String) throws {
         try withTemporaryDirectory { directory in
@@ -250,11 +250,23 @@ struct ChunkMigrateCoreDataTests {
             #expect(try inPlace("reference").exitCode == 0)
             let killed = try inPlace("killed", environment: ["CHUNKMIGRATE_KILL_AT": point])
             #expect(killed.killedBySignal && killed.signal == SIGKILL, "\(killed)")
-            // Half-migrated: check-coredata says so, and what to do.
-            let check = try chunkmigrate("check-coredata", directory + "/killed.sqlite")
-            #expect(check.exitCode == 3 && check.stderr.contains("run the same in-place job again"), "\(check)")
-            let again = try inPlace("killed")
+            // Half-migrated: every entry point tells it apart and says what to do.
+            let killedStore = directory + "/killed.sqlite"
+            let check = try chunkmigrate("check-coredata", killedStore)
+            #expect(check.exitCode == 3 && check.stderr.contains("chunkmigrate resume \(killedStore)"), "\(check)")
+            let status = try chunkmigrate("status", killedStore)
+            #expect(status.exitCode == 0 && status.stdout.contains("in place: part-way") && status.stdout.contains("to finish: chunkmigrate resume \(killedStore)"),
+                    "\(status)")
+            try FileManager.default.copyItem(atPath: store + "/new.sqlite", toPath: directory + "/copy.sqlite")
+            let copy = try chunkmigrate("run", "--source", killedStore, "--destination", directory + "/copy.sqlite", "--plan", directory + "/plan.json",
+                                        "--journal", directory + "/copy.journal", "--quiet")
+            #expect(copy.exitCode != 0 && copy.stderr.contains("part-way through an in-place migration"), "\(copy)")
+            // Finished by the same command, or by `resume` with the store alone.
+            let again = Self.inPlaceKillPoints.firstIndex(of: point)! % 2 == 0
+                ? try inPlace("killed") : try chunkmigrate("resume", killedStore, "--batch-size", "50", "--quiet")
             #expect(again.exitCode == 0, "\(again)")
+            let after = try chunkmigrate("status", killedStore)
+            #expect(after.exitCode != 0 && after.stderr.contains("neither a journal directory nor a store part-way"), "\(after)")
             #expect(try SQLiteShell.dump(directory + "/killed.sqlite") == (try SQLiteShell.dump(directory + "/reference.sqlite")))
             let schema = "SELECT type, name, sql FROM sqlite_schema ORDER BY type, name"
             #expect(try SQLiteShell.query(directory + "/killed.sqlite", schema) == (try SQLiteShell.query(directory + "/reference.sqlite", schema)))

@@ -38,8 +38,24 @@ struct InPlaceMigrationTests {
             let error = #expect(throws: MigrationError.self) { try attempt() }
             #expect(error?.message.contains("part-way through an in-place migration") == true, "\(String(describing: error))")
         }
-        let runs = try Self.migrateInPlace(plan, store: store, target: files.new)
+        let journalError = #expect(throws: MigrationError.self) { try MigrationJob.resume(at: store, logger: quietLogger) }
+        #expect(journalError?.message.contains("this is a store, not a journal") == true, "\(String(describing: journalError))")
+        let status = try #require(try InPlaceMigration.status(of: store))
+        #expect(status.target == files.new.path && status.stepsDone < status.steps && status.currentStep != nil, "\(status)")
+        // Towards another model than the one it started with: refused.
+        let other = #expect(throws: MigrationError.self) { try InPlaceMigration.startOrResume(plan: plan, store: store, target: files.old, options: options) }
+        #expect(other?.code == .mismatch, "\(String(describing: other))")
+        // Paused from its progress, then continued from the store alone, one batch a run.
+        let pausing = try #require(try InPlaceMigration.resume(store: store, options: options))
+        #expect(try pausing.runBlocking { _ in pausing.pause() } == .paused)
+        #expect(try #require(try InPlaceMigration.status(of: store)).stepsDone >= status.stepsDone)
+        var runs = 0
+        while let job = try InPlaceMigration.resume(store: store, options: options) {
+            _ = try job.runBlocking(for: .zero)
+            runs += 1
+        }
         #expect(runs > 100 && !InPlaceMigration.isHalfMigrated(store))
+        #expect(try InPlaceMigration.status(of: store) == nil)
         #expect(CoreDataTesting.difference(try CoreDataTesting.contents(store), try CoreDataTesting.contents(copied)) == nil)
         #expect(try CoreDataStoreCheck.run(store: store).violations == [])
         let indexes = "SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL ORDER BY name"

@@ -504,6 +504,12 @@ public final class MigrationJob: Sendable {
 
     /// Reads a journal, or throws naming what is wrong with it.
     private static func readJournal(at journal: URL) throws -> JournalReader {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: journal.path, isDirectory: &isDirectory), !isDirectory.boolValue,
+           InPlaceMigration.isHalfMigrated(journal) {
+            // A store given where a journal goes: an in-place job keeps its state in the store.
+            throw MigrationError(.journal, "this is a store, not a journal: \(InPlaceMigration.halfMigratedMessage(journal.path))", file: journal.path)
+        }
         do { return try JournalReader(directory: journal.path) } catch {
             throw MigrationError(.journal, "cannot read the journal: \(error.message)", file: error.file ?? journal.path)
         }

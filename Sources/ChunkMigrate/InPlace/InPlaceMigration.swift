@@ -42,6 +42,7 @@ public final class InPlaceMigration: @unchecked Sendable {
 
     private let database: Database
     private let options: MigrationOptions
+    private let pauseRequested = Locked(false)
     static let stateTable = "_chunkmigrate_inplace"
     static let stepTable = "_chunkmigrate_inplace_step"
 
@@ -69,7 +70,70 @@ public final class InPlaceMigration: @unchecked Sendable {
 
     /// The message every entry point gives for a half-migrated store.
     static func halfMigratedMessage(_ store: String) -> String {
-        "the store is part-way through an in-place migration (\(stateTable)): it is neither the old model's nor the new one's; run the same in-place job again to finish it (chunkmigrate run --in-place ...)"
+        "the store is part-way through an in-place migration (\(stateTable)): it is neither the old model's nor the new one's and Core Data must not open it; finish it with `chunkmigrate resume \(store)` (or the same `run --in-place` again; InPlaceMigration.resume(store:) in an app)"
+    }
+
+    /// Where an in-place job stands, read from the store alone.
+    public struct Status: Codable, Sendable, Equatable {
+        /// The store being migrated, and the target it is migrated to (the new model's empty store).
+        public var store: String
+        public var target: String
+        /// The job's steps, and how many are done.
+        public var steps: Int
+        public var stepsDone: Int
+        /// The step under way or next, and the last rowid of its table done when it runs in batches.
+        public var currentStep: String?
+        public var cursor: Int64?
+    }
+
+    /// Where the in-place job `store` is part-way through stands, or `nil` when the store is not
+    /// part-way through one (never started, or finished).
+    ///
+    /// - Throws: ``MigrationError`` when the store cannot be read.
+    public static func status(of store: URL) throws -> Status? {
+        guard isHalfMigrated(store) else { return nil }
+        do {
+            let database = try Database(path: store.path, mode: .source)
+            return try status(in: database, store: store.path)
+        } catch {
+            throw MigrationError(.store, "cannot read the in-place job's state: \(error.message)", file: store.path, sql: error.sql)
+        }
+    }
+
+    private static func status(in database: Database, store: String) throws(SQLiteError) -> Status {
+        let target = try database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'target'").text ?? ""
+        let counts = try database.rows("SELECT count(*), coalesce(sum(done), 0) FROM main.\(stepTable)").first ?? []
+        let current = try database.rows("SELECT step, cursor FROM main.\(stepTable) WHERE done = 0 ORDER BY idx LIMIT 1").first
+        let label = current?[0].text.flatMap { try? JSONDecoder().decode(Step.self, from: Data($0.utf8)).label }
+        return Status(store: store, target: target, steps: Int(counts.first?.integer ?? 0), stepsDone: Int(counts.last?.integer ?? 0),
+                      currentStep: label, cursor: current?[1].integer)
+    }
+
+    /// Where this job stands now, or `nil` once it is done.
+    public var status: Status? {
+        (try? Self.status(in: database, store: storeURL.path))
+    }
+
+    /// Continues the in-place job `store` is part-way through, with the target it started with;
+    /// `nil` when there is none, so that an app's startup path returns at once:
+    ///
+    /// ```swift
+    /// if let job = try InPlaceMigration.resume(store: storeURL) { _ = try job.runBlocking(for: .seconds(5)) }
+    /// ```
+    ///
+    /// - Throws: ``MigrationError`` when the store or the target recorded in it cannot be opened.
+    public static func resume(store: URL, options: MigrationOptions = MigrationOptions()) throws -> InPlaceMigration? {
+        guard let status = try status(of: store) else { return nil }
+        guard FileManager.default.fileExists(atPath: status.target) else {
+            throw MigrationError(.store, "the target this in-place job started with is gone: \(status.target); put the new model's empty store back there", file: store.path)
+        }
+        return try open(store: store, target: URL(fileURLWithPath: status.target), options: options)
+    }
+
+    /// Asks the job to stop at the next batch boundary; ``runBlocking(for:progress:)`` then returns
+    /// ``RunOutcome/paused``. Safe from any thread (a signal handler's queue, a UI action).
+    public func pause() {
+        pauseRequested.withLock { $0 = true }
     }
 
     /// Starts an in-place migration of `store` to the model of `target`, or continues the one the
@@ -77,6 +141,12 @@ public final class InPlaceMigration: @unchecked Sendable {
     ///
     /// - Throws: ``MigrationError`` naming what needs the copy path, or the file that cannot be used.
     public static func startOrResume(plan: MigrationPlan, store: URL, target: URL, options: MigrationOptions = MigrationOptions()) throws -> InPlaceMigration {
+        return try open(store: store, target: target, options: options, plan: plan)
+    }
+
+    /// Opens the store with the target attached, and records the job's steps when it is not
+    /// recorded yet (`plan` given) and the store is not already at the target's model.
+    private static func open(store: URL, target: URL, options: MigrationOptions, plan: MigrationPlan? = nil) throws -> InPlaceMigration {
         let database: Database
         do {
             database = try Database(path: store.path, mode: .readWrite)
@@ -94,18 +164,25 @@ public final class InPlaceMigration: @unchecked Sendable {
         } catch {
             throw MigrationError(.store, error.message, file: store.path)
         }
+        // The target's model, as a text to compare: a job part-way through continues only towards
+        // the model it started with, wherever its target is now.
+        let targetModel = (try? CoreDataModel.read(database, schema: "tgt", file: target.path)).flatMap { $0 }
+            .map { CoreDataModelBundle.signature($0).joined(separator: "\n") }
+        if isHalfMigrated(store) {
+            let recorded = (try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'target_model'").text) ?? nil
+            if let recorded, recorded != targetModel {
+                throw MigrationError(.mismatch, "the store is part-way through an in-place migration to another model than \(target.path)'s (it started with \((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'target'").text) ?? nil ?? "?")); finish that one first with its target", file: store.path)
+            }
+        }
         // A store already at the target's model (a job that finished, run again): nothing to do.
-        let already = !isHalfMigrated(store) && (try? {
-            guard let own = try CoreDataModel.read(database, schema: "main", file: store.path),
-                  let new = try CoreDataModel.read(database, schema: "tgt", file: target.path) else { return false }
-            return CoreDataModelBundle.signature(own) == CoreDataModelBundle.signature(new)
-        }()) == true
-        if !already && !isHalfMigrated(store) {
+        let already = !isHalfMigrated(store) && targetModel != nil && (try? CoreDataModel.read(database, schema: "main", file: store.path))
+            .flatMap { $0 }.map { CoreDataModelBundle.signature($0).joined(separator: "\n") } == targetModel
+        if !already && !isHalfMigrated(store), let plan {
             let (steps, touched) = try InPlacePlanner(database: database, plan: plan, storePath: store.path, targetPath: target.path).steps()
             let encoder = JSONEncoder()
             let encoded = steps.map { step in (try? encoder.encode(step)).map { String(decoding: $0, as: UTF8.self) } ?? "{}" }
             do {
-                try record(encoded, target: target.path, touched: touched, in: database)
+                try record(encoded, target: target.path, targetModel: targetModel ?? "", touched: touched, in: database)
             } catch {
                 throw MigrationError(.store, "cannot record the in-place job in the store: \(error.message)", file: store.path, sql: error.sql)
             }
@@ -120,7 +197,7 @@ public final class InPlaceMigration: @unchecked Sendable {
 
     /// Records the job and its steps in the store, in one transaction, with the journal mode the
     /// store had (every batch commits through a rollback journal; the mode comes back at the end).
-    private static func record(_ steps: [String], target: String, touched: [String], in database: Database) throws(SQLiteError) {
+    private static func record(_ steps: [String], target: String, targetModel: String, touched: [String], in database: Database) throws(SQLiteError) {
         let mode = try database.scalar("PRAGMA main.journal_mode").text ?? "delete"
         try database.inTransaction(.immediate) { () throws(SQLiteError) in
             try database.execute("""
@@ -128,7 +205,7 @@ public final class InPlaceMigration: @unchecked Sendable {
                 CREATE TABLE main.\(stepTable) (idx INTEGER PRIMARY KEY, step TEXT NOT NULL, cursor INTEGER, done INTEGER NOT NULL);
                 """)
             let state = try database.prepare("INSERT INTO main.\(stateTable) (key, value) VALUES (?1, ?2)")
-            for (key, value) in [("target", target), ("journal_mode", mode), ("touched", touched.joined(separator: "\n"))] {
+            for (key, value) in [("target", target), ("target_model", targetModel), ("journal_mode", mode), ("touched", touched.joined(separator: "\n"))] {
                 try state.bind([.text(key), .text(value)])
                 _ = try state.step()
                 state.reset()
@@ -142,8 +219,10 @@ public final class InPlaceMigration: @unchecked Sendable {
         }
     }
 
-    /// Runs the steps left until they are done, or until `budget` passes (between batches).
-    public func runBlocking(for budget: Duration? = nil) throws -> RunOutcome {
+    /// Runs the steps left until they are done, or until `budget` passes or ``pause()`` is called
+    /// (between batches), calling `progress` after each batch.
+    public func runBlocking(for budget: Duration? = nil, progress: ((Status) -> Void)? = nil) throws -> RunOutcome {
+        pauseRequested.withLock { $0 = false }
         let deadline = budget.map { ContinuousClock.now + $0 }
         let decoder = JSONDecoder()
         let mode = (try? database.scalar("SELECT value FROM main.\(Self.stateTable) WHERE key = 'journal_mode'").text) ?? nil
@@ -160,7 +239,9 @@ public final class InPlaceMigration: @unchecked Sendable {
             guard let row, let index = row[0].integer, let text = row[1].text,
                   let step = try? decoder.decode(Step.self, from: Data(text.utf8)) else { break }
             if let deadline, batches > 0, ContinuousClock.now >= deadline { return .paused }
+            if pauseRequested.withLock({ $0 }) { return .paused }
             try run(step, index: index, cursor: row[2].integer)
+            if let progress, let status { progress(status) }
             stepBatches[step.label, default: 0] += 1
             CrashPoint.check(.afterStep, entity: step.label, batch: stepBatches[step.label]!)
             batches += 1
