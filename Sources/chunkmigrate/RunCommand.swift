@@ -10,7 +10,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The source store (opened read-only, never written; with --in-place, the store migrated inside its own file).")
     var source: String
 
-    @Option(name: .long, help: "The destination store (with --in-place, the target: the empty store of the new model, read for its schema).")
+    @Option(name: .long, help: "The destination store (with --in-place, the target: the empty store of the new model or schema, read for its schema; made from --schema when missing).")
     var destination: String
 
     @Option(name: .long, help: "The plan, as JSON.")
@@ -29,7 +29,6 @@ struct RunCommand: AsyncParsableCommand {
 
     func validate() throws {
         if !inPlace, journal == nil { throw ValidationError("--journal is required (or --in-place)") }
-        if inPlace, schema != nil { throw ValidationError("--in-place migrates an existing Core Data store; --schema does not apply") }
     }
 
     func run() async throws {
@@ -58,6 +57,9 @@ struct RunCommand: AsyncParsableCommand {
                 throw MigrationError(.invalidPlan, "cannot read the plan file", file: plan)
             }
             let decoded = try MigrationPlan.decode(json: data, file: plan)
+            if let sql = try readSchema(), !FileManager.default.fileExists(atPath: destination) {
+                try InPlaceMigration.createTarget(at: URL(fileURLWithPath: destination), schema: sql)
+            }
             let job = try InPlaceMigration.startOrResume(plan: decoded, store: URL(fileURLWithPath: source),
                                                          target: URL(fileURLWithPath: destination), options: options.migrationOptions)
             try Runner.runInPlace(job, options: options)

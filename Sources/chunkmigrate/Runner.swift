@@ -104,7 +104,7 @@ enum Runner {
             FileHandle.standardError.write(Data("chunkmigrate: time budget used; the store is part-way through: run `chunkmigrate resume \(job.storeURL.path)` to finish it\n".utf8))
             return
         }
-        try checkCoreData(job.storeURL, quiet: options.quiet || options.json, tables: Set(job.touchedTables))
+        if job.isCoreData { try checkCoreData(job.storeURL, quiet: options.quiet || options.json, tables: Set(job.touchedTables)) }
     }
 
     /// What `run --in-place --json` prints.

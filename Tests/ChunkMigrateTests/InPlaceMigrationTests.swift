@@ -92,3 +92,105 @@ struct InPlaceMigrationTests {
         #expect(try Data(contentsOf: files.old) == before && !InPlaceMigration.isHalfMigrated(files.old))
     }
 }
+
+/// A plain SQLite store migrated inside its own file.
+@Suite("In place, plain SQLite")
+struct PlainInPlaceTests {
+    static let oldSchema = """
+        CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT, email TEXT, age INTEGER);
+        CREATE TABLE note (id INTEGER PRIMARY KEY, person_id INTEGER, body TEXT, archived INTEGER NOT NULL DEFAULT 0);
+        CREATE TABLE tag (id INTEGER PRIMARY KEY, label TEXT NOT NULL);
+        CREATE UNIQUE INDEX tag_label ON tag (label);
+        CREATE TABLE legacy (x);
+        CREATE INDEX note_body ON note (body);
+        CREATE VIEW adults AS SELECT * FROM person WHERE age >= 18;
+        """
+    static let newSchema = """
+        CREATE TABLE people (id INTEGER PRIMARY KEY, full_name TEXT NOT NULL, email TEXT, age INTEGER, nickname TEXT DEFAULT 'n/a');
+        CREATE TABLE note (id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES people (id), body TEXT);
+        CREATE TABLE tag (id INTEGER PRIMARY KEY, label TEXT NOT NULL);
+        CREATE UNIQUE INDEX tag_label ON tag (label);
+        CREATE INDEX note_person ON note (person_id);
+        CREATE VIEW adults AS SELECT * FROM people WHERE age >= 18;
+        CREATE TRIGGER note_touch AFTER UPDATE ON note BEGIN SELECT 1; END;
+        """
+    static let plan = """
+        { "entities": [
+            { "name": "Person", "source": { "table": "person", "key": "id" }, "destination": { "table": "people", "key": "id" },
+              "keys": "preserve", "columns": { "full_name": "ifnull(name, '?')", "email": "lower(email)", "age": "age" } },
+            { "name": "Note", "source": { "table": "note", "key": "id", "where": "archived = 0" }, "destination": { "table": "note", "key": "id" },
+              "keys": "preserve", "columns": { "person_id": "person_id", "body": "body" } },
+            { "name": "Tag", "source": { "table": "tag", "key": "id" }, "destination": { "table": "tag", "key": "id" },
+              "keys": "preserve", "columns": { "label": "label" } } ] }
+        """
+
+    /// Every table's rows, and every table's definition (after its name), index, view and trigger.
+    static func contents(_ store: URL) throws -> [String: [[SQLiteValue]]] {
+        let database = try Database(path: store.path, mode: .source)
+        var result: [String: [[SQLiteValue]]] = [:]
+        for row in try database.rows("SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name") {
+            let type = row[0].text!, name = row[1].text!
+            result["(schema) \(type) \(name)"] = [[.text(type == "table" ? InPlacePlanner.body(of: row[2].text) ?? "" : row[2].text ?? "")]]
+            if type == "table" {
+                let columns = try database.rows("SELECT name FROM pragma_table_info(?1)", .text(name)).compactMap { $0[0].text }
+                result[name] = try database.rows("SELECT rowid, \(columns.map(SQL.quote).joined(separator: ", ")) FROM \(SQL.quote(name)) ORDER BY rowid")
+            }
+        }
+        return result
+    }
+
+    @Test("a plain store in place, paused after every batch: a table renamed with a column renamed, one added and one converted, a filter, a column removed, an unchanged table left as it is, views, indexes and triggers: the copy path's store")
+    func equalsCopyPath() throws {
+        let folder = try TemporaryFolder()
+        let store = folder.path("store.sqlite")
+        let database = try Database(path: store.path, mode: .readWriteCreate)
+        try database.execute(Self.oldSchema)
+        // Sparse keys, NULLs, archived notes.
+        try database.execute("""
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
+            INSERT INTO person (id, name, email, age) SELECT i * 7, CASE WHEN i % 10 = 0 THEN NULL ELSE 'P' || i END, 'P' || i || '@X.ORG', i % 60 FROM n;
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 900)
+            INSERT INTO note (id, person_id, body, archived) SELECT i * 3 + 1, (i % 300 + 1) * 7, 'note ' || i, i % 4 = 0 FROM n;
+            INSERT INTO tag (id, label) VALUES (5, 'red'), (9, 'blue'), (40, 'green');
+            INSERT INTO legacy VALUES (1), (2);
+            """)
+        let before = try Database(path: store.path, mode: .source).rows("SELECT rowid, label FROM tag")
+        let target = folder.path("target.sqlite")
+        try InPlaceMigration.createTarget(at: target, schema: Self.newSchema)
+        let plan = try MigrationPlan.decode(json: Data(Self.plan.utf8), file: "plan.json")
+
+        let copied = folder.path("copied.sqlite")
+        try InPlaceMigration.createTarget(at: copied, schema: Self.newSchema)
+        let job = try MigrationJob.start(plan: plan, source: store, destination: copied, journal: folder.path("journal"), logger: quietLogger)
+        #expect(try job.runBlocking() == .complete)
+
+        let runs = try InPlaceMigrationTests.migrateInPlace(plan, store: store, target: target, batchSize: 50)
+        #expect(runs > 20 && !InPlaceMigration.isHalfMigrated(store))
+        let ours = try Self.contents(store), theirs = try Self.contents(copied)
+        #expect(CoreDataTesting.difference(ours, theirs) == nil)
+        #expect(ours["note"]?.count == 675 && ours["people"]?.count == 300 && ours["legacy"] == nil)
+        #expect(try Database(path: store.path, mode: .source).rows("SELECT rowid, label FROM tag") == before)
+        // Run again: the store is at the target's schema, nothing to do.
+        let again = try InPlaceMigration.startOrResume(plan: plan, store: store, target: target)
+        #expect(try again.runBlocking() == .complete && again.touchedTables.isEmpty && !again.isCoreData)
+    }
+
+    @Test("a plain plan that needs the copy path is refused with the reason")
+    func refusals() throws {
+        let folder = try TemporaryFolder()
+        let store = folder.path("store.sqlite")
+        try Database(path: store.path, mode: .readWriteCreate).execute(Self.oldSchema)
+        let target = folder.path("target.sqlite")
+        try InPlaceMigration.createTarget(at: target, schema: Self.newSchema)
+        for (change, reason) in [(#""keys": "preserve""#, "gives its rows new keys"),
+                                 (#""columns": { "person_id""#, "resolves relationships through the ID map")] {
+            let replacement = change.contains("keys") ? #""keys": "allocate""#
+                : #""relationships": { "person_id": { "from": "person_id", "to": "Person" } }, "columns": { "person_id_unused""#
+            let json = Self.plan.replacingOccurrences(of: change, with: replacement).replacingOccurrences(of: #", "person_id_unused": "person_id""#, with: "")
+            let plan = try MigrationPlan.decode(json: Data(json.utf8), file: "plan.json")
+            let error = #expect(throws: MigrationError.self) { try InPlaceMigration.startOrResume(plan: plan, store: store, target: target) }
+            #expect(error?.message.contains(reason) == true, "\(String(describing: error))")
+            #expect(!InPlaceMigration.isHalfMigrated(store))
+        }
+    }
+}

@@ -40,6 +40,10 @@ public final class InPlaceMigration: @unchecked Sendable {
     /// covers, since the others are as they were.
     public private(set) var touchedTables: [String] = []
 
+    /// Whether the store is a Core Data store (checked with ``CoreDataStoreCheck`` at the end),
+    /// rather than a plain SQLite one.
+    public private(set) var isCoreData = false
+
     private let database: Database
     private let options: MigrationOptions
     private let pauseRequested = Locked(false)
@@ -150,7 +154,9 @@ public final class InPlaceMigration: @unchecked Sendable {
         let database: Database
         do {
             database = try Database(path: store.path, mode: .readWrite)
-            try database.execute("PRAGMA synchronous = FULL; PRAGMA fullfsync = ON; PRAGMA cache_size = -\(options.sqliteCacheKiB);")
+            // Tables renamed leave the references of others as they are: a table whose
+            // definition changes is rebuilt from the target's own statement.
+            try database.execute("PRAGMA synchronous = FULL; PRAGMA fullfsync = ON; PRAGMA legacy_alter_table = ON; PRAGMA cache_size = -\(options.sqliteCacheKiB);")
             let attach = try database.prepare("ATTACH DATABASE ?1 AS tgt")
             try attach.bind([.text(Database.sourceURI(target.path))])
             _ = try attach.step()
@@ -166,8 +172,10 @@ public final class InPlaceMigration: @unchecked Sendable {
         }
         // The target's model, as a text to compare: a job part-way through continues only towards
         // the model it started with, wherever its target is now.
-        let targetModel = (try? CoreDataModel.read(database, schema: "tgt", file: target.path)).flatMap { $0 }
+        let targetCoreDataModel = (try? CoreDataModel.read(database, schema: "tgt", file: target.path)).flatMap { $0 }
             .map { CoreDataModelBundle.signature($0).joined(separator: "\n") }
+        let targetModel = targetCoreDataModel ?? (try? InPlacePlanner.tables("tgt", in: database))
+            .map { $0.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: "\n") }
         if isHalfMigrated(store) {
             let recorded = (try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'target_model'").text) ?? nil
             if let recorded, recorded != targetModel {
@@ -175,8 +183,16 @@ public final class InPlaceMigration: @unchecked Sendable {
             }
         }
         // A store already at the target's model (a job that finished, run again): nothing to do.
-        let already = !isHalfMigrated(store) && targetModel != nil && (try? CoreDataModel.read(database, schema: "main", file: store.path))
-            .flatMap { $0 }.map { CoreDataModelBundle.signature($0).joined(separator: "\n") } == targetModel
+        let already: Bool
+        if isHalfMigrated(store) {
+            already = false
+        } else if targetCoreDataModel == nil {
+            // A plain store: at the target's schema when its tables are the target's.
+            already = (try? InPlacePlanner.tables("main", in: database)) == (try? InPlacePlanner.tables("tgt", in: database))
+        } else {
+            already = (try? CoreDataModel.read(database, schema: "main", file: store.path))
+                .flatMap { $0 }.map { CoreDataModelBundle.signature($0).joined(separator: "\n") } == targetModel
+        }
         if !already && !isHalfMigrated(store), let plan {
             let (steps, touched) = try InPlacePlanner(database: database, plan: plan, storePath: store.path, targetPath: target.path).steps()
             let encoder = JSONEncoder()
@@ -187,12 +203,22 @@ public final class InPlaceMigration: @unchecked Sendable {
                 throw MigrationError(.store, "cannot record the in-place job in the store: \(error.message)", file: store.path, sql: error.sql)
             }
         }
+        migration.isCoreData = (try? database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE name = 'Z_PRIMARYKEY'").integer) == 1
         migration.touchedTables = ((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'touched'").text) ?? nil)?
             .split(separator: "\n").map(String.init) ?? []
         do { try database.execute("PRAGMA main.journal_mode = TRUNCATE") } catch {
             throw MigrationError(.store, "cannot set the store's journal: \(error.message)", file: store.path)
         }
         return migration
+    }
+
+    /// Creates a plain store's target, the empty store of the new schema, from its SQL.
+    ///
+    /// - Throws: ``MigrationError`` naming the file and the statement SQLite rejects.
+    public static func createTarget(at url: URL, schema: String) throws {
+        do { try Database(path: url.path, mode: .readWriteCreate).execute(schema) } catch {
+            throw MigrationError(.store, "cannot create the target from the schema: \(error.message)", file: url.path, sql: error.sql)
+        }
     }
 
     /// Records the job and its steps in the store, in one transaction, with the journal mode the

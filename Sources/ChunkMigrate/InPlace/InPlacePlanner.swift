@@ -36,11 +36,11 @@ final class InPlacePlanner {
     }
 
     private func build() throws -> [Step] {
-        guard plan.coreData != nil else { throw refuse("in place migrates Core Data stores; a plain SQLite store takes the copy path") }
+        let plain = plan.coreData == nil
         var readers: [String: String] = [:]
         for (index, entity) in plan.entities.enumerated() {
             let name = "entities[\(index)] (\(entity.name))"
-            if entity.keys != .preserve, entity.destination.key != nil { throw refuse("\(name) gives its rows new keys", entity: entity.name) }
+            if entity.keys != .preserve, entity.destination.key != nil || plain { throw refuse("\(name) gives its rows new keys", entity: entity.name) }
             if entity.distinct != nil { throw refuse("\(name) is de-duplicated", entity: entity.name) }
             if !entity.relationships.isEmpty { throw refuse("\(name) resolves relationships through the ID map", entity: entity.name) }
             if entity.columns.values.contains(where: { $0.contains("coredata_external_") }) {
@@ -54,11 +54,16 @@ final class InPlacePlanner {
         for schema in ["main", "tgt"] where try database.scalar("SELECT count(*) FROM \(schema).sqlite_schema WHERE sql LIKE 'CREATE VIRTUAL TABLE%'").integer ?? 0 > 0 {
             throw refuse("the \(schema == "main" ? "store" : "target") has R-tree indexes (virtual tables)")
         }
-        guard let sourceModel = try CoreDataModel.read(database, schema: "main", file: storePath),
-              let targetModel = try CoreDataModel.read(database, schema: "tgt", file: targetPath) else {
-            throw refuse("a store without a model cache")
+        let written: MigrationPlan
+        if plain {
+            written = plan
+        } else {
+            guard let sourceModel = try CoreDataModel.read(database, schema: "main", file: storePath),
+                  let targetModel = try CoreDataModel.read(database, schema: "tgt", file: targetPath) else {
+                throw refuse("a store without a model cache")
+            }
+            written = try CoreDataStepComposition.entityNumbersWrittenOut(plan, from: sourceModel, to: targetModel, step: nil)
         }
-        let written = try CoreDataStepComposition.entityNumbersWrittenOut(plan, from: sourceModel, to: targetModel, step: nil)
 
         func tables(_ schema: String) throws -> [String: String] {
             var result: [String: String] = [:]
@@ -69,8 +74,8 @@ final class InPlacePlanner {
         }
         func columns(_ table: String, _ schema: String) throws -> [ColumnInfo] { try database.tableSchema(table, in: schema)?.columns ?? [] }
         let storeTables = try tables("main"), targetTables = try tables("tgt")
-        let storeEntities = try CoreDataEntities.read(database, schema: "main", file: storePath)
-        let bookkeeping: Set<String> = ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"]
+        let storeEntities = plain ? nil : try CoreDataEntities.read(database, schema: "main", file: storePath)
+        let bookkeeping: Set<String> = plain ? [] : ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"]
 
         var pre: [Step] = [], adds: [Step] = [], rows: [(step: Step, reads: Set<String>)] = []
         var drops: [String] = [], columnRenames: [String] = [], tableRenames: [(from: String, to: String)] = []
@@ -78,6 +83,8 @@ final class InPlacePlanner {
 
         let triggers = try database.rows("SELECT name FROM main.sqlite_schema WHERE type = 'trigger'").compactMap { $0[0].text }
         if !triggers.isEmpty { pre.append(Step(label: "drop the old model's triggers", statements: triggers.map { "DROP TRIGGER main.\(SQL.quote($0))" })) }
+        let views = try database.rows("SELECT name FROM main.sqlite_schema WHERE type = 'view'").compactMap { $0[0].text }
+        if !views.isEmpty { pre.append(Step(label: "drop the old schema's views", statements: views.map { "DROP VIEW main.\(SQL.quote($0))" })) }
 
         for entity in written.entities {
             let source = entity.source.table, destination = entity.destination.table
@@ -106,7 +113,7 @@ final class InPlacePlanner {
                 let expression = expressions[name]
                 var bare = expression?.trimmingCharacters(in: CharacterSet(charactersIn: "\"() ")).uppercased()
                 // A system table's entity number written as the number it has already.
-                if name == "Z_ENT", let literal = bare.flatMap(Int64.init), literal == storeEntities.root(ofTable: source)?.number { bare = name }
+                if name == "Z_ENT", let literal = bare.flatMap(Int64.init), literal == storeEntities?.root(ofTable: source)?.number { bare = name }
                 if name == key || (expression == nil && sourceColumn(column.name) != nil && name == key) {
                     if sourceColumn(column.name) == nil { rebuild = true }
                     kept.insert(name)
@@ -115,7 +122,7 @@ final class InPlacePlanner {
                 if let existing = sourceColumn(column.name) {
                     if existing.type.caseInsensitiveCompare(column.type) != .orderedSame { rebuild = true }
                     kept.insert(name)
-                    if bare != name { updates.append((column.name, expression ?? "NULL")) }
+                    if bare != name { updates.append((column.name, expression ?? column.defaultValueSQL ?? "NULL")) }
                 } else if let bare, let from = sourceColumn(bare), !isTarget(bare), !renamedFrom.contains(bare),
                           from.type.caseInsensitiveCompare(column.type) == .orderedSame {
                     renamedFrom.insert(bare)
@@ -136,6 +143,10 @@ final class InPlacePlanner {
             // A column of the store the target does not have: only a rebuild removes it without
             // rewriting the whole table in one statement.
             if sourceColumns.contains(where: { !kept.contains($0.name.uppercased()) && !renamedFrom.contains($0.name.uppercased()) }) { rebuild = true }
+            // A plain store's table whose definition changes in any way (a column, a constraint,
+            // a default, a reference) is rebuilt with the target's own CREATE TABLE, so that the
+            // table is the target's to the letter and its constraints hold for every row.
+            if plain, Self.body(of: storeTables[source.uppercased()]) != Self.body(of: targetTables[destination.uppercased()]) { rebuild = true }
 
             let from = "main.\(SQL.quote(source))"
             if rebuild {
@@ -145,9 +156,18 @@ final class InPlacePlanner {
                     throw refuse("the target's table \(destination) has no CREATE TABLE statement", entity: entity.name)
                 }
                 adds.append(Step(label: "create \(temporary)", statements: ["CREATE TABLE main.\(SQL.quote(temporary))" + sql[range.upperBound...]]))
-                let names = targetColumns.map(\.name)
-                let values = targetColumns.map { column -> String in
-                    column.name.uppercased() == key ? "s.\(SQL.quote(column.name))" : "(\(expressions[column.name.uppercased()] ?? "NULL"))"
+                // The key as it is in the store (a plain store's key may be named anew); a rowid
+                // table without a named key keeps its rowids.
+                let storeKey = "s.\(SQL.quote(entity.source.key ?? entity.destination.key ?? "rowid"))"
+                // Columns the plan does not fill are left to their defaults, as the copy path leaves them.
+                let filled = targetColumns.filter { $0.name.uppercased() == key || expressions[$0.name.uppercased()] != nil }
+                var names = filled.map(\.name)
+                var values = filled.map { column -> String in
+                    column.name.uppercased() == key ? storeKey : "(\(expressions[column.name.uppercased()]!))"
+                }
+                if entity.destination.key == nil, !sql.uppercased().contains("WITHOUT ROWID"), !targetColumns.contains(where: { $0.primaryKeyIndex > 0 && $0.type.uppercased() == "INTEGER" }) {
+                    names.insert("rowid", at: 0)
+                    values.insert(storeKey, at: 0)
                 }
                 rows.append((Step(label: "rebuild \(destination)", table: source, statements: [
                     "INSERT INTO main.\(SQL.quote(temporary)) (\(names.map(SQL.quote).joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) "
@@ -246,7 +266,31 @@ final class InPlacePlanner {
                     + (value.rows.map { " AND (\($0))" } ?? ""),
             ])
         }
-        return pre + adds + ordered + post + indexSteps + derived + [try finish(written)]
+        return pre + adds + ordered + post + indexSteps + derived + [try plain ? finishPlain() : finish(written)]
+    }
+
+    /// A CREATE TABLE statement after the table's name, spaces made one: what two tables are
+    /// declared as, whatever their names.
+    static func body(of sql: String?) -> String? {
+        guard let sql, let range = sql.range(of: #"^CREATE TABLE\s+("[^"]+"|\S+)"#, options: [.regularExpression, .caseInsensitive]) else { return sql }
+        return sql[range.upperBound...].split(whereSeparator: \.isWhitespace).joined(separator: " ")
+    }
+
+    /// A plain store's tables as the target declares them, each by name and definition: a store
+    /// whose tables are these is at the target's schema.
+    static func tables(_ schema: String, in database: Database) throws(SQLiteError) -> [String: String] {
+        var result: [String: String] = [:]
+        for row in try database.rows("SELECT name, sql FROM \(schema).sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'") {
+            if let name = row[0].text { result[name.uppercased()] = body(of: row[1].text) ?? "" }
+        }
+        return result
+    }
+
+    /// The last step of a plain store: the target's triggers; the job's tables gone.
+    private func finishPlain() throws -> Step {
+        var statements = try database.rows("SELECT sql FROM tgt.sqlite_schema WHERE type IN ('trigger', 'view') AND sql IS NOT NULL ORDER BY type, name").compactMap { $0[0].text }
+        statements += ["DROP TABLE main.\(InPlaceMigration.stepTable)", "DROP TABLE main.\(InPlaceMigration.stateTable)"]
+        return Step(label: "the new schema's triggers and views", statements: statements)
     }
 
     /// The one column of the row an expression reads, where it reads exactly one and no other table.
