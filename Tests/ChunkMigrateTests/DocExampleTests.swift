@@ -271,6 +271,30 @@ struct DocExampleTests {
         #expect((0.0...1.0).contains(model.progress))
     }
 
+    @Test("README: in place from the app's startup path, started, then finished launch after launch")
+    func inPlaceStartup() throws {
+        let folder = try TemporaryFolder()
+        let files = try CoreDataDemoStore.generate(in: folder.url, rows: 300)
+        let storeURL = files.old, emptyNewStoreURL = files.new
+        let plan = try MigrationPlan.infer(source: storeURL, destination: emptyNewStoreURL).plan
+        for launch in 0..<3 {
+            let storeNeedsMigration = launch == 0
+            // README, In place
+            // Part-way through (a kill, the watchdog, a pause): finish it first; nil when nothing is under way.
+            if let job = try InPlaceMigration.resume(store: storeURL) {
+                _ = try job.runBlocking(for: .seconds(5))          // .paused: it goes on at the next launch
+            } else if storeNeedsMigration {                       // the store's model is not the app's: start
+                let job = try InPlaceMigration.startOrResume(plan: plan, store: storeURL, target: emptyNewStoreURL)
+                _ = try job.runBlocking(for: .seconds(5))          // job.pause() from another thread stops it at a batch boundary
+            }
+            // end
+        }
+        #expect(!InPlaceMigration.isHalfMigrated(storeURL))
+        #expect(try CoreDataStoreCheck.run(store: storeURL).violations == [])
+        let model = { (url: URL) in try CoreDataModel.read(store: url).map(CoreDataModelBundle.signature) }
+        #expect(try model(storeURL) == (try model(emptyNewStoreURL)))
+    }
+
     @Test("README: a Core Data store, inferred, migrated and checked")
     func readmeCoreData() async throws {
         let folder = try TemporaryFolder()
