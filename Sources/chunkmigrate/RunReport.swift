@@ -10,6 +10,9 @@ struct RunReport: Encodable {
         var seconds: Double
         /// The most memory the process had resident (`getrusage`), in bytes.
         var peakResidentBytes: Int64
+        /// Where the run's time went, phase by phase (copy, fix-up, indexes, finishing,
+        /// completion, the store check); together they are `seconds` but for opening the job.
+        var phases: RunPhases?
     }
 
     var status: JobStatus

@@ -33,16 +33,24 @@ enum Runner {
         let rows = (status?.rowsRead ?? before) - before
         if options.json, let status {
             print(try Output.json(RunReport(status: status, run: .init(
-                sourceRows: rows, seconds: seconds, peakResidentBytes: Output.peakResidentBytes()))))
+                sourceRows: rows, seconds: seconds, peakResidentBytes: Output.peakResidentBytes(), phases: job.lastRunPhases))))
         } else if !options.quiet, let status {
             let rate = seconds > 0 ? " (\(ProgressDisplay.count(Int64(Double(rows) / seconds))) rows/s)" : ""
-            let summary = Output.describe(status)
+            var summary = Output.describe(status)
                 + String(format: "\n  this run: %lld source rows in %.2f s", rows, seconds) + rate
+            if let phases = job.lastRunPhases { summary += "\n  " + Output.describe(phases) }
             FileHandle.standardError.write(Data((summary + "\n").utf8))
         }
         switch outcome {
         case .complete:
-            if job.plan.coreData != nil { try checkCoreData(job.destinationURL, quiet: options.quiet || options.json) }
+            if job.plan.coreData != nil {
+                // The job checked the store as it finished it; a job completed by an earlier run, now.
+                if let report = job.storeCheck {
+                    try show(report, of: job.destinationURL, quiet: options.quiet || options.json)
+                } else {
+                    try checkCoreData(job.destinationURL, quiet: options.quiet || options.json)
+                }
+            }
             return
         case .paused(let signal):
             if let signal {
@@ -58,6 +66,11 @@ enum Runner {
     static func checkCoreData(_ store: URL, quiet: Bool, tables: Set<String>? = nil) throws {
         let report: CoreDataStoreCheck.Report
         do { report = try CoreDataStoreCheck.run(store: store, tables: tables) } catch let error as MigrationError { Output.fail(error) }
+        try show(report, of: store, quiet: quiet)
+    }
+
+    /// A check's report on stderr; exits 1 naming the violations.
+    static func show(_ report: CoreDataStoreCheck.Report, of store: URL, quiet: Bool) throws {
         guard report.isValid else {
             let lines = report.violations.prefix(20).map { "  \($0)" }.joined(separator: "\n")
             FileHandle.standardError.write(Data("chunkmigrate: error: \(store.path): the migrated store breaks invariants Core Data relies on:\n\(lines)\n".utf8))

@@ -63,21 +63,26 @@ struct CopierSQL {
         let destinationTable = "main." + SQL.quote(entity.destination.table)
         let destinationKey = SQL.key(entity.destination.key)
 
-        let filter = Self.filter(entity: entity, index: index, relationshipIndexes: relationshipIndexes, sourceKey: sourceKey)
-        hasSkipRelationships = filter.hasSkipRelationships
-        isBounded = hasSkipRelationships || entity.source.where != nil || entity.distinct != nil
-        let condition = filter.condition
-        maxDestination = mapping == .allocate ? "SELECT max(\(destinationKey)) FROM \(destinationTable)" : nil
-
         // Relationships through the ID map; those to a de-duplicated entity are looked up by value.
         let relationships = entity.sortedRelationships.filter { !byValue.contains($0.column) }
         // A preserved key is copied as it is only from a rowid, which SQLite keeps an integer.
         let takesInRelationship = !relationships.isEmpty && (mapping == .preserve
             ? sourceAccess == .rowid
             : destinationAccess == .rowid && assignsNextRowid)
-        assignsKeys = takesInRelationship && mapping == .allocate
+        // Allocated keys SQLite assigns, with no relationship to record them (a join table): the
+        // filter records each row's source key, and the row goes in without a key, appended
+        // after the largest instead of looked up first.
+        let takesInFilter = !takesInRelationship && mapping == .allocate && destinationAccess == .rowid && assignsNextRowid
+        let filter = Self.filter(entity: entity, index: index, relationshipIndexes: relationshipIndexes, sourceKey: sourceKey,
+                                 takes: takesInFilter)
+        hasSkipRelationships = filter.hasSkipRelationships
+        isBounded = hasSkipRelationships || entity.source.where != nil || entity.distinct != nil
+        let condition = filter.condition
+        maxDestination = mapping == .allocate ? "SELECT max(\(destinationKey)) FROM \(destinationTable)" : nil
+
+        assignsKeys = (takesInRelationship || takesInFilter) && mapping == .allocate
         var row = Self.row(entity: entity, relationships: relationships, relationshipIndexes: relationshipIndexes,
-                           byValue: byValue, takesInRelationship: takesInRelationship, mapping: mapping,
+                           byValue: byValue, takesInRelationship: takesInRelationship, takesInFilter: takesInFilter, mapping: mapping,
                            sourceKey: sourceKey, destinationKey: destinationKey)
         // The checksum, only when asked for: the same values, read back from the destination and
         // mapped again from the source.
@@ -137,7 +142,7 @@ struct CopierSQL {
     /// The batch's filter after its key range (empty, or ` AND ...`), and whether it calls
     /// `cm_keep` for `skip` relationships.
     private static func filter(entity: EntityMapping, index: UInt32, relationshipIndexes: [String: Int],
-                               sourceKey: String) -> (condition: String, hasSkipRelationships: Bool) {
+                               sourceKey: String, takes: Bool) -> (condition: String, hasSkipRelationships: Bool) {
         var keepArguments = ""
         for (column, relationship) in entity.sortedRelationships where relationship.missing == .skip {
             keepArguments += ", \(relationshipIndexes[column]!), s.\(SQL.quote(relationship.from))"
@@ -150,6 +155,8 @@ struct CopierSQL {
         if let filter = entity.source.where { tests.append("(\(filter))") }
         if let distinct = entity.distinct { tests.append("cm_new(\(index), (\(distinct.source)))") }
         if hasSkipRelationships { tests.append("cm_keep(\(sourceKey)\(keepArguments))") }
+        // Last, so that only a row that is written is taken.
+        if takes { tests.append("cm_take(\(sourceKey)) IS NOT NULL") }
         var condition = ""
         if let last = tests.last {
             condition = " AND " + tests.dropLast().reversed().reduce(last) { inner, test in "CASE WHEN \(test) THEN \(inner) ELSE 0 END" }
@@ -158,10 +165,12 @@ struct CopierSQL {
     }
 
     private static func row(entity: EntityMapping, relationships: [(column: String, relationship: EntityMapping.Relationship)],
-                            relationshipIndexes: [String: Int], byValue: Set<String>, takesInRelationship: Bool,
+                            relationshipIndexes: [String: Int], byValue: Set<String>, takesInRelationship: Bool, takesInFilter: Bool,
                             mapping: IDMapSegment.Mapping, sourceKey: String, destinationKey: String) -> Row {
         var row = Row()
-        if !takesInRelationship {
+        if takesInFilter {
+            // No key: SQLite assigns it.
+        } else if !takesInRelationship {
             row.columns.append(destinationKey)
             row.values.append("cm_take(\(sourceKey))")
             row.lookups.append("cm_dest(\(sourceKey))")

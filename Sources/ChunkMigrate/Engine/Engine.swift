@@ -67,6 +67,12 @@ final class Engine {
     /// Whether some relationship refers to the entity, by entity index.
     private var isRelationshipTarget: [Bool] = []
     private let clock = ContinuousClock()
+    /// The check of a Core Data store, started in this run once the rows are in.
+    private var storeCheck: CoreDataStoreCheck.Overlapped?
+    /// The check's report, once a run completed the job with ``MigrationOptions/checksStore`` on.
+    private(set) var checkReport: CoreDataStoreCheck.Report?
+    /// Where this run's time went, phase by phase.
+    private(set) var phases = RunPhases()
 
     init(plan: MigrationPlan, options: MigrationOptions, logger: Logger, stores: Stores,
          journal: JournalWriter, idMap: IDMap, sourcePath: String) throws {
@@ -274,20 +280,55 @@ final class Engine {
         try readKeyRanges()
         var run = RunTally(started: clock.now, deadline: deadline)
         sizeFirstBatchFromLastRun()
+        // A run that stops or fails before the end stops the check it started.
+        defer {
+            storeCheck?.cancel()
+            storeCheck = nil
+        }
         do {
-            guard try copyEntities(&run, shouldStop: shouldStop, report: report) == .complete,
-                  try fixUpDeferredRelationships(&run, shouldStop: shouldStop, report: report) == .complete,
-                  try buildDeferredIndexes(&run, shouldStop: shouldStop, report: report) == .complete,
-                  try finishCoreDataStore(&run, shouldStop: shouldStop, report: report) == .complete
+            guard try timed(\.copy, try copyEntities(&run, shouldStop: shouldStop, report: report)) == .complete,
+                  try timed(\.fixup, try fixUpDeferredRelationships(&run, shouldStop: shouldStop, report: report)) == .complete
             else { return .paused }
+            try startStoreCheck()
+            guard try timed(\.indexes, try buildDeferredIndexes(&run, shouldStop: shouldStop, report: report)) == .complete,
+                  try timed(\.finishing, try finishCoreDataStore(&run, shouldStop: shouldStop, report: report)) == .complete
+            else { return .paused }
+            // The check's part over the rows done (and its connection closed) before the job's
+            // end changes the journal mode back; the rest once the job is complete.
+            let check = storeCheck
+            storeCheck = nil
+            let rows = try check.map { check in try timed(\.check, try check.rows()) }
             try journal.append(.complete(atMillis: Self.nowMillis()))
             CrashPoint.check(.afterComplete, entity: "job", batch: 0)
-            try CheckpointStore.finish(in: database, keepTables: options.keepCheckpointTables)
+            try timed(\.completion, try CheckpointStore.finish(in: database, keepTables: options.keepCheckpointTables))
+            if let check, let rows {
+                checkReport = rows.report.merged(with: try timed(\.check, try check.rest()))
+                phases.checkAlongside = rows.seconds
+            }
             return .complete
         } catch {
             try? journal.append(.failed(atMillis: Self.nowMillis(), message: "\(error)"))
             throw error
         }
+    }
+
+    /// Runs `body`, adding the time it took to a phase of ``phases``.
+    private func timed<T>(_ phase: WritableKeyPath<RunPhases, Double>, _ body: @autoclosure () throws -> T) rethrows -> T {
+        let started = clock.now
+        defer { phases[keyPath: phase] += (clock.now - started) / .seconds(1) }
+        return try body()
+    }
+
+    /// Once the rows are in: the check of a Core Data store started on a connection and thread of
+    /// its own, so that it runs while this thread builds the indexes and finishes the store
+    /// (``CoreDataStoreCheck/Overlapped``). The destination goes to WAL for it, where a reader
+    /// and the writer do not wait for each other; the job's end gives it back its own mode.
+    private func startStoreCheck() throws {
+        guard coreData != nil, options.checksStore, storeCheck == nil else { return }
+        do { try database.execute("PRAGMA main.journal_mode = WAL") } catch {
+            throw MigrationError(.store, "cannot switch the destination to WAL for the check: \(error.message)", file: database.path, cause: error)
+        }
+        storeCheck = try CoreDataStoreCheck.Overlapped(path: database.path, cacheKiB: options.sqliteCacheKiB)
     }
 
     /// What one run has done so far, and when it must stop.
@@ -359,6 +400,9 @@ final class Engine {
     /// run stops first.
     private func buildDeferredIndexes(_ run: inout RunTally, shouldStop: () -> Bool,
                                       report: (MigrationProgress) -> Void) throws -> RunOutcome {
+        // The sorter's worker threads: an index is built by sorting its keys.
+        try database.execute("PRAGMA threads = \(min(2, ProcessInfo.processInfo.activeProcessorCount))")
+        defer { try? database.execute("PRAGMA threads = 0") }
         for index in try CheckpointStore.deferredIndexes(in: database) {
             if run.stops(now: clock.now, shouldStop: shouldStop) { return .paused }
             try CheckpointStore.rebuild(index: index.name, sql: index.sql, in: database)

@@ -54,7 +54,18 @@ public final class MigrationJob: Sendable {
         var complete = false
         var observers: [Int: AsyncStream<MigrationProgress>.Continuation] = [:]
         var nextObserver = 0
+        var phases: RunPhases?
+        var storeCheck: CoreDataStoreCheck.Report?
     }
+
+    /// Where the last run of this object spent its time, phase by phase; `nil` before a run.
+    public var lastRunPhases: RunPhases? { control.withLock { $0.phases } }
+
+    /// The check of the Core Data store the job wrote (``MigrationOptions/checksStore``), made by
+    /// the run that completed the job, partly alongside its index builds; `nil` for a plain
+    /// store, before that run, or with the option off. A store whose report is not
+    /// ``CoreDataStoreCheck/Report/isValid`` must not replace the app's store.
+    public var storeCheck: CoreDataStoreCheck.Report? { control.withLock { $0.storeCheck } }
 
     private init(journalURL: URL, header: JournalHeader, plan: MigrationPlan, source: URL, destination: URL,
                  options: MigrationOptions, logger: Logger, complete: Bool, isNew: Bool = false, spaceEstimate: SpaceEstimate? = nil) {
@@ -363,7 +374,13 @@ public final class MigrationJob: Sendable {
         }
         do {
             let outcome = try withEngine { engine in
-                try engine.run(
+                defer {
+                    control.withLock { control in
+                        control.phases = engine.phases
+                        if let report = engine.checkReport { control.storeCheck = report }
+                    }
+                }
+                return try engine.run(
                     deadline: deadline,
                     shouldStop: { control.withLock { $0.pauseRequested } },
                     report: publish)

@@ -39,6 +39,11 @@ public struct MigrationOptions: Sendable {
     /// writes and builds them again at the end, by sorting, instead of keeping them batch by
     /// batch. On by default; a plan whose expressions read the destination (`main.`) keeps them.
     public var defersIndexes = true
+    /// Whether a Core Data job checks the store it wrote (``CoreDataStoreCheck``) before it
+    /// counts as complete... once the rows are in, on a connection and a thread of its own, while
+    /// the job builds the indexes and finishes the store; the report is
+    /// ``MigrationJob/storeCheck``. On by default.
+    public var checksStore = true
     /// Functions the plan's column expressions call.
     public var functions: [SQLFunction] = []
     /// Whether a new job works out the disk it needs (``SpaceEstimate``) and refuses to start,

@@ -45,10 +45,36 @@ final class Database {
         self.path = path
         sqlite3_extended_result_codes(handle, 1)
         sqlite3_busy_timeout(handle, 5_000)
+        if Database.profiles { Database.profile(handle) }
     }
 
+    /// `CHUNKMIGRATE_PROFILE_SQL=1`: every statement that takes 5 ms or more, with its time, on
+    /// stderr (SQLite's profile callback), for finding where a job's time goes.
+    private static let profiles = ProcessInfo.processInfo.environment["CHUNKMIGRATE_PROFILE_SQL"] == "1"
+
+    private static func profile(_ handle: OpaquePointer) {
+        sqlite3_trace_v2(handle, UInt32(SQLITE_TRACE_PROFILE), { _, _, statement, nanoseconds in
+            guard let statement, let nanoseconds else { return 0 }
+            let elapsed = nanoseconds.assumingMemoryBound(to: Int64.self).pointee
+            guard elapsed >= 5_000_000, let sql = sqlite3_sql(OpaquePointer(statement)) else { return 0 }
+            let text = String(cString: sql).split(whereSeparator: \.isNewline).joined(separator: " ")
+            FileHandle.standardError.write(Data(String(format: "sql %8.1f ms  %@\n", Double(elapsed) / 1e6, String(text.prefix(300))).utf8))
+            return 0
+        }, nil)
+    }
+
+    private var isClosed = false
+
     deinit {
+        if !isClosed { sqlite3_close_v2(handle) }
+    }
+
+    /// Closes the connection now rather than when the object goes (another connection may need
+    /// the file to itself: a change of journal mode).
+    func close() {
+        guard !isClosed else { return }
         sqlite3_close_v2(handle)
+        isClosed = true
     }
 
     /// The URI a migration opens its source with. A store in WAL mode gets `-wal` and `-shm` files

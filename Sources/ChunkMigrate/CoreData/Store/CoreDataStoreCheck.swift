@@ -84,30 +84,56 @@ public enum CoreDataStoreCheck {
         }
     }
 
+    /// Which checks to run: all of them, or one of two parts that a job runs at different
+    /// times (``rows`` as soon as the rows are in, alongside the index builds; ``rest`` at the end).
+    enum Part {
+        case all
+        /// The layout, every table's rows, every to-one and join-table key: what no later step
+        /// of a job changes, and most of the time.
+        case rows
+        /// The metadata, system tables, R-tree fetch indexes, derived values and external files.
+        case rest
+    }
+
     /// Checks the store open as `main` in `database`.
-    static func check(_ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil) throws -> Report {
+    static func check(_ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil, part: Part = .all) throws -> Report {
         var check = Checker(database: database, entities: try CoreDataEntities.read(database, file: file), only: tables)
-        try check.metadata(file: file)
+        let rows = part != .rest, rest = part != .rows
+        if rest { try check.metadata(file: file) }
         var layout: CoreDataLayout?
         if let model {
             do {
                 layout = try CoreDataLayout(model: model).resolved(against: database, schema: "main", file: file).0
             } catch let error as MigrationError {
-                check.report.violations.append(error.message)
+                if rows { check.report.violations.append(error.message) }
             }
-        } else {
+        } else if rows {
             check.report.unchecked.append("the store has no model cache and no model was given: attributes, relationships and join tables were not checked (give the model)")
         }
-        try check.tables(layout)
-        try check.systemTables()
-        try check.fetchIndexes()
+        if rows { try check.tables(layout) }
+        if rest {
+            try check.systemTables()
+            try check.fetchIndexes()
+        }
         if let layout {
-            try check.targets(layout)
-            try check.joinTables(layout)
-            try check.derived(layout)
-            try check.externalData(layout, file: file)
+            if rows {
+                try check.targets(layout)
+                try check.joinTables(layout)
+            }
+            if rest {
+                try check.derived(layout)
+                try check.externalData(layout, file: file)
+            }
         }
         return check.report
+    }
+}
+
+extension CoreDataStoreCheck.Report {
+    /// This report and another, of other checks of the same store, as one.
+    func merged(with other: Self) -> Self {
+        Self(violations: violations + other.violations, checked: checked + other.checked,
+             unchecked: unchecked + other.unchecked, notes: notes + other.notes)
     }
 }
 
