@@ -231,7 +231,7 @@ struct ChunkMigrateCoreDataTests {
 
     static let inPlaceKillPoints = ["after-step:add columns to ZTAG:1", "after-step:update ZITEM:3", "after-step:update ZFOLDER:1",
                                     "after-step:drop, rename and create tables:1", "after-step:index ZITEM_ZFOLDER_INDEX:1",
-                                    "after-step:derive Tag.itemCount:1"]
+                                    "after-step:derive Tag.itemCount:1", "before-commit:update ZITEM:2", "after-step:journal mode:1"]
 
     @Test("the demo store migrated in place, killed at a step: check-coredata, status and the copy path tell the half-migrated store apart; the same command or resume with the store finishes it, to the store an uninterrupted in-place run gives",
           arguments: inPlaceKillPoints)

@@ -133,7 +133,10 @@ struct PlainInPlaceTests {
             result["(schema) \(type) \(name)"] = [[.text(type == "table" ? InPlacePlanner.body(of: row[2].text) ?? "" : row[2].text ?? "")]]
             if type == "table" {
                 let columns = try database.rows("SELECT name FROM pragma_table_info(?1)", .text(name)).compactMap { $0[0].text }
-                result[name] = try database.rows("SELECT rowid, \(columns.map(SQL.quote).joined(separator: ", ")) FROM \(SQL.quote(name)) ORDER BY rowid")
+                let list = columns.map(SQL.quote).joined(separator: ", ")
+                let withoutRowid = (row[2].text ?? "").uppercased().contains("WITHOUT ROWID")
+                result[name] = try database.rows(withoutRowid ? "SELECT \(list) FROM \(SQL.quote(name)) ORDER BY 1"
+                                                              : "SELECT rowid, \(list) FROM \(SQL.quote(name)) ORDER BY rowid")
             }
         }
         return result
@@ -192,5 +195,68 @@ struct PlainInPlaceTests {
             #expect(error?.message.contains(reason) == true, "\(String(describing: error))")
             #expect(!InPlaceMigration.isHalfMigrated(store))
         }
+    }
+
+    /// A store of `schema` with rows, and a target of `target`; the plan decoded.
+    static func stores(_ schema: String, rows: String, target: String, plan: String, in folder: TemporaryFolder) throws -> (store: URL, target: URL, plan: MigrationPlan) {
+        let store = folder.path("store.sqlite")
+        try Database(path: store.path, mode: .readWriteCreate).execute(schema + rows)
+        let targetURL = folder.path("target.sqlite")
+        try InPlaceMigration.createTarget(at: targetURL, schema: target)
+        return (store, targetURL, try MigrationPlan.decode(json: Data(plan.utf8), file: "plan.json"))
+    }
+
+    @Test("refused before anything is written: a plan that changes rows but no table, a row reading its own table, a WITHOUT ROWID table, rows that would break a unique index of the target")
+    func refusedBeforeWriting() throws {
+        let person = "CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT, boss INTEGER, email TEXT); CREATE INDEX person_name ON person (name);"
+        let rows = "INSERT INTO person VALUES (1, 'ann', NULL, 'A@x'), (2, 'bob', 1, 'a@X'), (3, 'cy', 2, 'c@x');"
+        func plan(_ columns: String, where condition: String? = nil, table: String = "person") -> String {
+            #"{ "entities": [ { "name": "Person", "source": { "table": "person", "key": "id""#
+                + (condition.map { #", "where": "\#($0)""# } ?? "")
+                + #" }, "destination": { "table": "\#(table)", "key": "id" }, "keys": "preserve", "columns": { \#(columns) } } ] }"#
+        }
+        let renamed = "CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT, boss INTEGER, email TEXT, boss_name TEXT);"
+        let cases: [(schema: String, target: String, plan: String, reason: String)] = [
+            (person, person, plan(#""name": "upper(name)", "boss": "boss", "email": "email""#, where: "id > 1"), "changes rows of person but no table"),
+            (person, renamed, plan(#""name": "name", "boss": "boss", "email": "email", "boss_name": "(SELECT p.name FROM src.person p WHERE p.id = s.boss)""#, table: "people"),
+             "reads other rows of person, its own table"),
+            (person, renamed, plan(#""name": "name", "boss": "boss", "email": "(SELECT count(*) FROM main.people)""#, table: "people"), "reads the destination (main.)"),
+            ("CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT, boss INTEGER, email TEXT) WITHOUT ROWID;", renamed,
+             plan(#""name": "name", "boss": "boss", "email": "email""#, table: "people"), "WITHOUT ROWID"),
+            (person, renamed + "CREATE UNIQUE INDEX people_email ON people (email COLLATE NOCASE);",
+             plan(#""name": "name", "boss": "boss", "email": "lower(email)""#, table: "people"), "unique index people_email on people: 2 rows would have ('a@x')"),
+        ]
+        for (schema, target, json, reason) in cases {
+            let folder = try TemporaryFolder()
+            let given = try Self.stores(schema, rows: rows, target: target, plan: json, in: folder)
+            let before = try Self.contents(given.store)
+            let error = #expect(throws: MigrationError.self) { try InPlaceMigration.startOrResume(plan: given.plan, store: given.store, target: given.target) }
+            #expect(error?.message.contains(reason) == true, "\(reason): \(String(describing: error))")
+            #expect(try Self.contents(given.store) == before && !InPlaceMigration.isHalfMigrated(given.store), "\(reason)")
+        }
+    }
+
+    @Test("a view with an INSTEAD OF trigger in the target; a WAL store stays WAL, also when the finished job is run again")
+    func viewsTriggersAndJournalMode() throws {
+        let folder = try TemporaryFolder()
+        let target = """
+            CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT);
+            CREATE VIEW names AS SELECT name FROM people;
+            CREATE TRIGGER names_insert INSTEAD OF INSERT ON names BEGIN INSERT INTO people (name) VALUES (NEW.name); END;
+            """
+        let given = try Self.stores("CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT, age INTEGER);",
+                                    rows: "INSERT INTO person VALUES (1, 'ann', 30), (5, 'bob', 40);", target: target,
+                                    plan: #"{ "entities": [ { "name": "Person", "source": { "table": "person", "key": "id" }, "destination": { "table": "people", "key": "id" }, "keys": "preserve", "columns": { "name": "name" } } ] }"#,
+                                    in: folder)
+        _ = try Database(path: given.store.path, mode: .readWrite).scalar("PRAGMA journal_mode = WAL")
+        for _ in 0..<2 {
+            #expect(try InPlaceMigration.startOrResume(plan: given.plan, store: given.store, target: given.target).runBlocking() == .complete)
+            let database = try Database(path: given.store.path, mode: .readWrite)
+            #expect(try database.scalar("PRAGMA journal_mode").text == "wal")
+            #expect(try database.rows("SELECT id, name FROM people ORDER BY id") == [[.integer(1), .text("ann")], [.integer(5), .text("bob")]])
+        }
+        let database = try Database(path: given.store.path, mode: .readWrite)
+        try database.execute("INSERT INTO names (name) VALUES ('cy')")
+        #expect(try database.scalar("SELECT count(*) FROM people").integer == 3)
     }
 }

@@ -77,7 +77,7 @@ final class Stores {
         } catch {
             throw MigrationError(.store, "the source is not a readable SQLite store: \(error.message)", file: source, cause: error)
         }
-        if InPlaceMigration.isHalfMigrated(URL(fileURLWithPath: source)) {
+        if InPlaceMigration.isHalfMigrated(URL(fileURLWithPath: source), recovering: false) {
             throw MigrationError(.store, InPlaceMigration.halfMigratedMessage(source), file: source)
         }
     }

@@ -17,9 +17,11 @@ import Foundation
 ///   same file, batch by batch, each batch's rows deleted from the old table as they are copied,
 ///   so that the pages they free are used again and the file does not grow by a second copy;
 /// - tables renamed, removed tables dropped, new ones created, indexes as the target has them;
+/// - derived attributes the plan computes, in batches;
 /// - at the end, in one transaction: the target's `Z_PRIMARYKEY` (with `Z_MAX` kept ahead of the
 ///   keys), `Z_METADATA` (the target's, with the store's own UUID and the app's metadata keys),
-///   `Z_MODELCACHE` and triggers; then derived attributes the plan computes.
+///   `Z_MODELCACHE` and triggers (a plain store's views and triggers); then the store's journal
+///   mode back, and last the job's state tables dropped.
 ///
 /// The steps are worked out once, at the start, and kept in the store with how far each has come
 /// (`_chunkmigrate_inplace_step`), each batch committed with its cursor: a kill at any instant
@@ -67,9 +69,25 @@ public final class InPlaceMigration: @unchecked Sendable {
 
     /// Whether the store is part-way through an in-place migration: its tables are neither the
     /// old model's nor the new one's until the job finishes.
+    ///
+    /// A job killed in the middle of a batch leaves a rollback journal that a read-only
+    /// connection cannot roll back; then the store is opened for writing, which rolls the batch
+    /// back as any writer of the store would, and asked again.
     public static func isHalfMigrated(_ store: URL) -> Bool {
-        guard let database = try? Database(path: store.path, mode: .source) else { return false }
-        return (try? database.scalar("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1", .text(stateTable)).integer) == 1
+        isHalfMigrated(store, recovering: true)
+    }
+
+    /// ``isHalfMigrated(_:)``; without `recovering`, a store that cannot be read without rolling
+    /// back a journal counts as not part-way through (a source the copy path then refuses itself).
+    static func isHalfMigrated(_ store: URL, recovering: Bool) -> Bool {
+        func ask(_ mode: Database.Mode) -> Bool? {
+            guard let database = try? Database(path: store.path, mode: mode) else { return nil }
+            return (try? database.scalar("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1", .text(stateTable)).integer)
+                .map { $0 == 1 }
+        }
+        if let answer = ask(.source) { return answer }
+        guard recovering, FileManager.default.fileExists(atPath: store.path + "-journal") else { return false }
+        return ask(.readWrite) ?? false
     }
 
     /// The message every entry point gives for a half-migrated store.
@@ -187,8 +205,7 @@ public final class InPlaceMigration: @unchecked Sendable {
         if isHalfMigrated(store) {
             already = false
         } else if targetCoreDataModel == nil {
-            // A plain store: at the target's schema when its tables are the target's.
-            already = (try? InPlacePlanner.tables("main", in: database)) == (try? InPlacePlanner.tables("tgt", in: database))
+            already = try plainStoreIsDone(database, plan: plan, file: store.path)
         } else {
             already = (try? CoreDataModel.read(database, schema: "main", file: store.path))
                 .flatMap { $0 }.map { CoreDataModelBundle.signature($0).joined(separator: "\n") } == targetModel
@@ -196,20 +213,63 @@ public final class InPlaceMigration: @unchecked Sendable {
         if !already && !isHalfMigrated(store), let plan {
             let (steps, touched) = try InPlacePlanner(database: database, plan: plan, storePath: store.path, targetPath: target.path).steps()
             let encoder = JSONEncoder()
-            let encoded = steps.map { step in (try? encoder.encode(step)).map { String(decoding: $0, as: UTF8.self) } ?? "{}" }
+            var encoded: [String] = []
+            for step in steps {
+                do { encoded.append(String(decoding: try encoder.encode(step), as: UTF8.self)) } catch {
+                    throw MigrationError(.store, "cannot encode the in-place step \(step.label): \(error)", file: store.path)
+                }
+            }
+            // The rollback journal first, so that a store the job cannot have to itself is not
+            // marked part-way through; the mode it had is recorded with the steps.
+            let mode = (try? database.scalar("PRAGMA main.journal_mode").text) ?? nil ?? "delete"
+            try useRollbackJournal(database, file: store.path)
             do {
-                try record(encoded, target: target.path, targetModel: targetModel ?? "", touched: touched, in: database)
+                try record(encoded, target: target.path, targetModel: targetModel ?? "", mode: mode, touched: touched, in: database)
             } catch {
+                try? database.execute("PRAGMA main.journal_mode = \(mode)")
                 throw MigrationError(.store, "cannot record the in-place job in the store: \(error.message)", file: store.path, sql: error.sql)
             }
+        } else if isHalfMigrated(store) {
+            try useRollbackJournal(database, file: store.path)
         }
         migration.isCoreData = (try? database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE name = 'Z_PRIMARYKEY'").integer) == 1
         migration.touchedTables = ((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'touched'").text) ?? nil)?
             .split(separator: "\n").map(String.init) ?? []
-        do { try database.execute("PRAGMA main.journal_mode = TRUNCATE") } catch {
-            throw MigrationError(.store, "cannot set the store's journal: \(error.message)", file: store.path)
-        }
         return migration
+    }
+
+    /// Every batch commits through a rollback journal (`TRUNCATE`), which writes each row once.
+    private static func useRollbackJournal(_ database: Database, file: String) throws {
+        do { try database.execute("PRAGMA main.journal_mode = TRUNCATE") } catch {
+            throw MigrationError(.store, "cannot set the store's journal (does another process have it open?): \(error.message)", file: file)
+        }
+    }
+
+    /// Whether a plain store is at the target's schema already, so that a job has nothing to
+    /// do: its tables are the target's, and the plan cannot be read against them (a table or a
+    /// column it reads is gone: the job ran). Where it can, and changes rows (a filter, a value
+    /// rewritten) but no table, a finished job cannot be told from one to do: refused, it takes
+    /// the copy path.
+    private static func plainStoreIsDone(_ database: Database, plan: MigrationPlan?, file: String) throws -> Bool {
+        guard let tables = try? InPlacePlanner.tables("main", in: database), tables == (try? InPlacePlanner.tables("tgt", in: database)) else {
+            return false
+        }
+        guard let plan else { return true }
+        for entity in plan.entities {
+            let values = entity.columns.values.map { "(\($0))" }.joined(separator: ", ")
+            let query = "SELECT \(values.isEmpty ? "1" : values) FROM main.\(SQL.quote(entity.source.table)) AS s WHERE \(entity.source.where ?? "1")"
+            let readable = (try? database.prepare(query.replacingOccurrences(of: #"\bsrc\."#, with: "main.", options: [.regularExpression, .caseInsensitive]))) != nil
+            if !readable { return true }
+        }
+        for entity in plan.entities {
+            let rewrites = entity.columns.contains { column, expression in
+                expression.trimmingCharacters(in: CharacterSet(charactersIn: "\"() ")).caseInsensitiveCompare(column) != .orderedSame
+            }
+            if entity.source.where != nil || rewrites {
+                throw MigrationError(.invalidPlan, "this migration needs the copy path (run without --in-place): the store's tables are the target's already, and \(entity.name) changes rows of \(entity.source.table) but no table, so a run that did it cannot be told from one to do", entity: entity.name, file: file)
+            }
+        }
+        return true
     }
 
     /// Creates a plain store's target, the empty store of the new schema, from its SQL.
@@ -223,8 +283,8 @@ public final class InPlaceMigration: @unchecked Sendable {
 
     /// Records the job and its steps in the store, in one transaction, with the journal mode the
     /// store had (every batch commits through a rollback journal; the mode comes back at the end).
-    private static func record(_ steps: [String], target: String, targetModel: String, touched: [String], in database: Database) throws(SQLiteError) {
-        let mode = try database.scalar("PRAGMA main.journal_mode").text ?? "delete"
+    private static func record(_ steps: [String], target: String, targetModel: String, mode: String, touched: [String],
+                               in database: Database) throws(SQLiteError) {
         try database.inTransaction(.immediate) { () throws(SQLiteError) in
             try database.execute("""
                 CREATE TABLE main.\(stateTable) (key TEXT PRIMARY KEY, value TEXT);
@@ -251,35 +311,51 @@ public final class InPlaceMigration: @unchecked Sendable {
         pauseRequested.withLock { $0 = false }
         let deadline = budget.map { ContinuousClock.now + $0 }
         let decoder = JSONDecoder()
-        let mode = (try? database.scalar("SELECT value FROM main.\(Self.stateTable) WHERE key = 'journal_mode'").text) ?? nil
         var batches = 0
         // Batches of each step in this run, for the crash points (`after-step:update ZITEM:3`).
         var stepBatches: [String: UInt64] = [:]
         while true {
             let row: [SQLiteValue]?
             do { row = try database.rows("SELECT idx, step, cursor FROM main.\(Self.stepTable) WHERE done = 0 ORDER BY idx LIMIT 1").first } catch {
-                // The last step dropped the state tables: the job is done.
-                if error.message.contains("no such table") { break }
+                // No state tables: the job is done.
+                if error.message.contains("no such table") { return .complete }
                 throw MigrationError(.store, error.message, file: storeURL.path, sql: error.sql)
             }
-            guard let row, let index = row[0].integer, let text = row[1].text,
-                  let step = try? decoder.decode(Step.self, from: Data(text.utf8)) else { break }
+            guard let row else { break }
+            guard let index = row[0].integer, let text = row[1].text, let step = try? decoder.decode(Step.self, from: Data(text.utf8)) else {
+                throw MigrationError(.store, "the in-place step \(row[0].integer.map(String.init) ?? "?") recorded in \(Self.stepTable) cannot be read: the job's state is damaged", file: storeURL.path)
+            }
             if let deadline, batches > 0, ContinuousClock.now >= deadline { return .paused }
             if pauseRequested.withLock({ $0 }) { return .paused }
-            try run(step, index: index, cursor: row[2].integer)
-            if let progress, let status { progress(status) }
             stepBatches[step.label, default: 0] += 1
+            try run(step, index: index, cursor: row[2].integer, batch: stepBatches[step.label]!)
+            if let progress, let status { progress(status) }
             CrashPoint.check(.afterStep, entity: step.label, batch: stepBatches[step.label]!)
             batches += 1
         }
-        // The store's own journal mode back.
-        let allowed = ["delete", "truncate", "persist", "memory", "wal", "off"]
-        if let mode, allowed.contains(mode.lowercased()) { try? database.execute("PRAGMA main.journal_mode = \(mode)") }
+        try finish()
         return .complete
     }
 
+    /// Once every step is done: the store's own journal mode back, then the job's tables gone,
+    /// in that order, so that a kill between the two leaves a store that is still part-way
+    /// through, whose next run does both.
+    private func finish() throws {
+        let mode = (try? database.scalar("SELECT value FROM main.\(Self.stateTable) WHERE key = 'journal_mode'").text) ?? nil
+        let allowed = ["delete", "truncate", "persist", "memory", "wal", "off"]
+        do {
+            if let mode, allowed.contains(mode.lowercased()) { try database.execute("PRAGMA main.journal_mode = \(mode)") }
+            CrashPoint.check(.afterStep, entity: "journal mode", batch: 1)
+            try database.inTransaction(.immediate) { () throws(SQLiteError) in
+                try database.execute("DROP TABLE main.\(Self.stepTable); DROP TABLE main.\(Self.stateTable);")
+            }
+        } catch {
+            throw MigrationError(.store, "cannot end the in-place job: \(error.message)", file: storeURL.path, sql: error.sql)
+        }
+    }
+
     /// One batch of a chunked step, or the whole of another, with its progress.
-    private func run(_ step: Step, index: Int64, cursor: Int64?) throws {
+    private func run(_ step: Step, index: Int64, cursor: Int64?, batch: UInt64) throws {
         var sql: String?
         do {
             try database.inTransaction(.immediate) { () throws(SQLiteError) in
@@ -312,6 +388,12 @@ public final class InPlaceMigration: @unchecked Sendable {
                 let progress = try database.prepare("UPDATE main.\(Self.stepTable) SET cursor = ?1, done = ?2 WHERE idx = ?3")
                 try progress.bind([last.map(SQLiteValue.integer) ?? .null, .integer(finished ? 1 : 0), .integer(index)])
                 _ = try progress.step()
+                if CrashPoint.isArmed(.beforeCommit, entity: step.label, batch: batch) {
+                    // The batch's pages written to the file before the kill, as when the cache
+                    // spills: the store is left with a rollback journal to undo.
+                    database.flushCache()
+                    CrashPoint.killNow()
+                }
             }
         } catch {
             throw MigrationError(.batch, "in-place step \(step.label) failed: \(error.message)", file: storeURL.path, sql: sql ?? error.sql, cause: error)

@@ -46,6 +46,15 @@ final class InPlacePlanner {
             if entity.columns.values.contains(where: { $0.contains("coredata_external_") }) {
                 throw refuse("\(name) converts external binary data", entity: entity.name)
             }
+            let expressions = Array(entity.columns.values) + [entity.source.where].compactMap { $0 }
+            if expressions.contains(where: { $0.range(of: #"\bmain\."#, options: [.regularExpression, .caseInsensitive]) != nil }) {
+                throw refuse("\(name) reads the destination (main.), which in place is the store being migrated", entity: entity.name)
+            }
+            if let sql = try database.scalar("SELECT sql FROM main.sqlite_schema WHERE type = 'table' AND name = ?1 COLLATE NOCASE",
+                                             .text(entity.source.table)).text,
+               sql.range(of: #"WITHOUT\s+ROWID"#, options: [.regularExpression, .caseInsensitive]) != nil {
+                throw refuse("\(name) reads \(entity.source.table), a WITHOUT ROWID table, which in place walks by rowid", entity: entity.name)
+            }
             if let other = readers[entity.source.table.uppercased()] {
                 throw refuse("\(other) and \(entity.name) both read table \(entity.source.table)", entity: entity.name)
             }
@@ -54,15 +63,46 @@ final class InPlacePlanner {
         for schema in ["main", "tgt"] where try database.scalar("SELECT count(*) FROM \(schema).sqlite_schema WHERE sql LIKE 'CREATE VIRTUAL TABLE%'").integer ?? 0 > 0 {
             throw refuse("the \(schema == "main" ? "store" : "target") has R-tree indexes (virtual tables)")
         }
-        let written: MigrationPlan
+        let writtenOut: MigrationPlan
         if plain {
-            written = plan
+            writtenOut = plan
         } else {
             guard let sourceModel = try CoreDataModel.read(database, schema: "main", file: storePath),
                   let targetModel = try CoreDataModel.read(database, schema: "tgt", file: targetPath) else {
                 throw refuse("a store without a model cache")
             }
-            written = try CoreDataStepComposition.entityNumbersWrittenOut(plan, from: sourceModel, to: targetModel, step: nil)
+            writtenOut = try CoreDataStepComposition.entityNumbersWrittenOut(plan, from: sourceModel, to: targetModel, step: nil)
+        }
+
+        // The sets of keys of a table's rows of some entities that a step reads from its own
+        // table (`ZPARENT IN (SELECT s.Z_PK FROM src.ZMESSAGE AS s WHERE s.Z_ENT IN (10))`, a
+        // to-one kept where its target is of the right entity): taken once, before anything
+        // changes, as the copy path reads them from the untouched source.
+        var snapshots: [(name: String, match: String, sql: String)] = []
+        var written = writtenOut
+        for index in written.entities.indices {
+            let own = written.entities[index].source.table
+            func snapshotting(_ expression: String) -> String {
+                var result = expression
+                let pattern = #"\(SELECT s\.Z_PK FROM src\.("[^"]+"|[A-Za-z_][A-Za-z0-9_]*) AS s WHERE s\.Z_ENT IN \(([0-9, ]+)\)\)"#
+                while let range = result.range(of: pattern, options: .regularExpression) {
+                    let match = String(result[range])
+                    let table = match.replacingOccurrences(of: #"^\(SELECT s\.Z_PK FROM src\."#, with: "", options: .regularExpression)
+                        .components(separatedBy: " AS s").first!.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                    guard table.caseInsensitiveCompare(own) == .orderedSame else { break }
+                    let name: String
+                    if let existing = snapshots.first(where: { $0.match == match }) {
+                        name = existing.name
+                    } else {
+                        name = "_chunkmigrate_keys_\(snapshots.count + 1)"
+                        snapshots.append((name, match, "INSERT INTO main.\(name) (k) SELECT k FROM \(match.replacingOccurrences(of: "SELECT s.Z_PK FROM src.", with: "SELECT s.Z_PK AS k FROM main."))"))
+                    }
+                    result.replaceSubrange(range, with: "(SELECT k FROM main.\(name))")
+                }
+                return result
+            }
+            written.entities[index].columns = written.entities[index].columns.mapValues(snapshotting)
+            written.entities[index].source.where = written.entities[index].source.where.map(snapshotting)
         }
 
         func tables(_ schema: String) throws -> [String: String] {
@@ -81,6 +121,9 @@ final class InPlacePlanner {
         var drops: [String] = [], columnRenames: [String] = [], tableRenames: [(from: String, to: String)] = []
         var untouched: Set<String> = [], produced: Set<String> = [], consumed: Set<String> = []
 
+        for snapshot in snapshots {
+            pre.append(Step(label: "keys \(snapshot.name)", statements: ["CREATE TABLE main.\(snapshot.name) (k INTEGER PRIMARY KEY)", snapshot.sql]))
+        }
         let triggers = try database.rows("SELECT name FROM main.sqlite_schema WHERE type = 'trigger'").compactMap { $0[0].text }
         if !triggers.isEmpty { pre.append(Step(label: "drop the old model's triggers", statements: triggers.map { "DROP TRIGGER main.\(SQL.quote($0))" })) }
         let views = try database.rows("SELECT name FROM main.sqlite_schema WHERE type = 'view'").compactMap { $0[0].text }
@@ -149,6 +192,11 @@ final class InPlacePlanner {
             if plain, Self.body(of: storeTables[source.uppercased()]) != Self.body(of: targetTables[destination.uppercased()]) { rebuild = true }
 
             let from = "main.\(SQL.quote(source))"
+            if rebuild || !updates.isEmpty || !renames.isEmpty {
+                try checkUniqueness(of: destination, entity: entity.name, from: from, condition: condition, key: key,
+                                    storeKey: "s.\(SQL.quote(entity.source.key ?? entity.destination.key ?? "rowid"))",
+                                    value: { column in expressions[column.uppercased()] ?? sourceColumn(column).map { "s.\(SQL.quote($0.name))" } })
+            }
             if rebuild {
                 let temporary = "_chunkmigrate_new_\(destination)"
                 guard let sql = targetTables[destination.uppercased()],
@@ -217,6 +265,14 @@ final class InPlacePlanner {
 
         // Rows steps in an order where a step reading another table runs before any step that
         // changes that table.
+        // A step reading its own table would see the rows its earlier batches changed (or, in a
+        // rebuild, deleted), where the copy path reads them as they were.
+        for (step, reads) in rows {
+            if let table = step.table, reads.contains(table.uppercased()),
+               let entity = written.entities.first(where: { $0.source.table.caseInsensitiveCompare(table) == .orderedSame }) {
+                throw refuse("\(entity.name) reads other rows of \(table), its own table, which a batch changes as it goes", entity: entity.name)
+            }
+        }
         var ordered: [Step] = []
         var pending = rows
         while !pending.isEmpty {
@@ -248,9 +304,9 @@ final class InPlacePlanner {
         pre += dropIndexes.map { Step(label: "drop index \($0.name)", statements: [$0.sql]) }
 
         var post: [Step] = []
-        if !drops.isEmpty || !columnRenames.isEmpty || !tableRenames.isEmpty || !created.isEmpty {
+        if !drops.isEmpty || !snapshots.isEmpty || !columnRenames.isEmpty || !tableRenames.isEmpty || !created.isEmpty {
             // Through names of the job's own, so that two tables may take each other's names.
-            var statements = drops.map { "DROP TABLE main.\(SQL.quote($0))" } + columnRenames
+            var statements = (drops + snapshots.map(\.name)).map { "DROP TABLE main.\(SQL.quote($0))" } + columnRenames
             statements += tableRenames.map { "ALTER TABLE main.\(SQL.quote($0.from)) RENAME TO \(SQL.quote("_chunkmigrate_mv_" + $0.to))" }
             statements += tableRenames.map { "ALTER TABLE main.\(SQL.quote("_chunkmigrate_mv_" + $0.to)) RENAME TO \(SQL.quote($0.to))" }
             statements += created
@@ -286,11 +342,45 @@ final class InPlacePlanner {
         return result
     }
 
-    /// The last step of a plain store: the target's triggers; the job's tables gone.
+    /// The last step of a plain store: the target's views and triggers.
     private func finishPlain() throws -> Step {
-        var statements = try database.rows("SELECT sql FROM tgt.sqlite_schema WHERE type IN ('trigger', 'view') AND sql IS NOT NULL ORDER BY type, name").compactMap { $0[0].text }
-        statements += ["DROP TABLE main.\(InPlaceMigration.stepTable)", "DROP TABLE main.\(InPlaceMigration.stateTable)"]
+        // Views first (a trigger may be INSTEAD OF one), each kind in the order the target made them.
+        let statements = try database.rows("""
+            SELECT sql FROM tgt.sqlite_schema WHERE type IN ('trigger', 'view') AND sql IS NOT NULL
+            ORDER BY CASE type WHEN 'view' THEN 0 ELSE 1 END, rowid
+            """).compactMap { $0[0].text }
         return Step(label: "the new schema's triggers and views", statements: statements)
+    }
+
+    /// Before anything is written: the rows as the job will leave them meet every unique index
+    /// and constraint the target has on `table` (the copy path finds a duplicate in the batch that
+    /// writes it, with the old store intact; in place would find it at the end). NULLs are
+    /// distinct in SQLite's unique indexes, so a tuple with one is never a duplicate.
+    private func checkUniqueness(of table: String, entity: String, from: String, condition: String?, key: String,
+                                 storeKey: String, value: (String) -> String?) throws {
+        let indexes = try database.rows("SELECT name, partial FROM pragma_index_list(?1, 'tgt') WHERE \"unique\" = 1", .text(table))
+        for index in indexes where index[1].integer == 0 {
+            guard let name = index[0].text else { continue }
+            let columns = try database.rows("SELECT cid, name, coll FROM pragma_index_xinfo(?1, 'tgt') WHERE key = 1 ORDER BY seqno", .text(name))
+            var terms: [String] = []
+            for column in columns {
+                guard (column[0].integer ?? -1) >= 0, let columnName = column[1].text else { terms = []; break }
+                let expression = columnName.uppercased() == key ? storeKey : (value(columnName) ?? "NULL")
+                terms.append("(\(expression)) COLLATE \(SQL.quote(column[2].text ?? "BINARY"))")
+            }
+            // An index on an expression, or on the key alone, is left to SQLite.
+            guard !terms.isEmpty, !(columns.count == 1 && columns[0][1].text?.uppercased() == key) else { continue }
+            let filled = terms.map { "(\($0)) IS NOT NULL" } + [condition.map { "(\($0))" }].compactMap { $0 }
+            let duplicate = try database.rows("""
+                SELECT \(terms.joined(separator: ", ")), count(*) FROM \(from) AS s WHERE \(filled.joined(separator: " AND "))
+                GROUP BY \(terms.indices.map { String($0 + 1) }.joined(separator: ", ")) HAVING count(*) > 1 LIMIT 1
+                """).first
+            if let duplicate {
+                let values = duplicate.dropLast().map { "\($0)" }.joined(separator: ", ")
+                throw MigrationError(.batch, "the migrated rows would break the target's unique index \(name) on \(table): \(duplicate.last?.integer ?? 2) rows would have (\(values)); fix those rows (nothing was written)",
+                                     entity: entity, file: storePath)
+            }
+        }
     }
 
     /// The one column of the row an expression reads, where it reads exactly one and no other table.
@@ -352,7 +442,6 @@ final class InPlacePlanner {
             statements += ["DELETE FROM main.Z_MODELCACHE", "INSERT INTO main.Z_MODELCACHE SELECT * FROM tgt.Z_MODELCACHE"]
         }
         statements += try database.rows("SELECT sql FROM tgt.sqlite_schema WHERE type = 'trigger' ORDER BY name").compactMap { $0[0].text }
-        statements += ["DROP TABLE main.\(InPlaceMigration.stepTable)", "DROP TABLE main.\(InPlaceMigration.stateTable)"]
         return Step(label: "the new model's bookkeeping", statements: statements)
     }
 }

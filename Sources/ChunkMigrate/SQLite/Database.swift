@@ -69,6 +69,11 @@ final class Database {
         if !isClosed { sqlite3_close_v2(handle) }
     }
 
+    /// Writes the dirty pages of the open transaction to the file (`sqlite3_db_cacheflush`).
+    func flushCache() {
+        sqlite3_db_cacheflush(handle)
+    }
+
     /// Closes the connection now rather than when the object goes (another connection may need
     /// the file to itself: a change of journal mode).
     func close() {
