@@ -24,6 +24,9 @@ struct JobOptions: ParsableArguments {
     @Flag(name: .long, help: "Let a new job write into destination tables that already hold rows (allocated keys follow them); refused otherwise. Never for a Core Data plan.")
     var append = false
 
+    @Flag(name: .long, help: "Do not check a migrated Core Data store at the end (check-coredata does it apart).")
+    var noCheck = false
+
     @Flag(name: .long, help: "Print the final status as JSON on stdout.")
     var json = false
 
@@ -45,6 +48,7 @@ struct JobOptions: ParsableArguments {
         }
         options.verifyChecksums = verifyChecksums
         options.appendToExistingRows = append
+        options.checksStore = !noCheck
         options.sqliteCacheKiB = sqliteCacheMib << 10
         return options
     }

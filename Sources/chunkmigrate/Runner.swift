@@ -43,7 +43,7 @@ enum Runner {
         }
         switch outcome {
         case .complete:
-            if job.plan.coreData != nil {
+            if job.plan.coreData != nil, !options.noCheck {
                 // The job checked the store as it finished it; a job completed by an earlier run, now.
                 if let report = job.storeCheck {
                     try show(report, of: job.destinationURL, quiet: options.quiet || options.json)

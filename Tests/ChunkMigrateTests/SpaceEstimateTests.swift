@@ -12,9 +12,16 @@ struct SpaceEstimateTests {
         let plan = try MigrationPlan.infer(source: files.old, destination: files.new).plan
         let estimate = try SpaceEstimate.of(plan: plan, source: files.old, destination: files.new)
         let before = try FileManager.default.attributesOfItem(atPath: files.new.path)[.size] as! NSNumber
+        // Where the file system has room for the bound (2.5 times the source's file), a job starts
+        // on the bound; where it has less, on the estimate.
+        let sourceBytes = try (FileManager.default.attributesOfItem(atPath: files.old.path)[.size] as! NSNumber).int64Value
+        let bound = try #require(SpaceEstimate.upperBound(source: files.old.path, freeBytes: .max))
+        #expect(bound.isUpperBound && bound.neededBytes >= sourceBytes * 5 / 2 && bound.neededBytes >= estimate.neededBytes)
+        var options = MigrationOptions(batchSize: 2_000)
+        options.freeSpace = { _ in estimate.neededBytes * 2 }
         let job = try MigrationJob.start(plan: plan, source: files.old, destination: files.new, journal: folder.path("journal"),
-                                         options: MigrationOptions(batchSize: 2_000), logger: quietLogger)
-        #expect(job.spaceEstimate?.destinationBytes == estimate.destinationBytes)
+                                         options: options, logger: quietLogger)
+        #expect(job.spaceEstimate?.destinationBytes == estimate.destinationBytes && job.spaceEstimate?.isUpperBound == false)
         #expect(try job.runBlocking() == .complete)
         let after = try FileManager.default.attributesOfItem(atPath: files.new.path)[.size] as! NSNumber
         let grown = after.int64Value - before.int64Value
@@ -42,8 +49,9 @@ struct SpaceEstimateTests {
         #expect(!FileManager.default.fileExists(atPath: destination.path))
         // With room, the same job starts.
         options.freeSpace = nil
-        _ = try MigrationJob.start(plan: plan, source: files.source, destination: destination, journal: folder.path("journal"),
-                                   schema: schema, options: options, logger: quietLogger)
+        let started = try MigrationJob.start(plan: plan, source: files.source, destination: destination, journal: folder.path("journal"),
+                                             schema: schema, options: options, logger: quietLogger)
+        #expect(started.spaceEstimate?.isUpperBound == true && started.spaceEstimate?.description.hasPrefix("needs at most ") == true)
         #expect(SpaceEstimate.bytes(1_610_612_736) == "1.5 GB" && SpaceEstimate.bytes(52_428_800) == "50 MB")
     }
 }

@@ -177,7 +177,10 @@ final class Engine {
                                               byValue: Set(entity.sortedRelationships.filter { plan.isDistinct($0.relationship.to) }.map(\.column)),
                                               sourceAccess: access.source,
                                               destinationAccess: access.destination,
-                                              assignsNextRowid: try stores.destination.table(entity.destination.table)?.assignsNextRowid ?? true,
+                                              // Keyed by the rowid itself (a join table), whatever its primary key.
+                                              assignsNextRowid: try stores.destination.table(entity.destination.table).map {
+                                                  entity.destination.key == nil ? !$0.isAutoincrement : $0.assignsNextRowid
+                                              } ?? true,
                                               verifyChecksums: options.verifyChecksums)
                 try copier.prepareFixups(database: database, deferred: order.deferred[index] ?? [],
                                          relationshipIndexes: relationshipIndexes[index],
@@ -290,8 +293,9 @@ final class Engine {
                   try timed(\.fixup, try fixUpDeferredRelationships(&run, shouldStop: shouldStop, report: report)) == .complete
             else { return .paused }
             try startStoreCheck()
-            guard try timed(\.indexes, try buildDeferredIndexes(&run, shouldStop: shouldStop, report: report)) == .complete,
-                  try timed(\.finishing, try finishCoreDataStore(&run, shouldStop: shouldStop, report: report)) == .complete
+            guard try timed(\.indexes, try buildDeferredIndexes(&run, shouldStop: shouldStop, report: report)) == .complete else { return .paused }
+            storeCheck?.indexesBuilt()
+            guard try timed(\.finishing, try finishCoreDataStore(&run, shouldStop: shouldStop, report: report)) == .complete
             else { return .paused }
             // The check's part over the rows done (and its connection closed) before the job's
             // end changes the journal mode back; the rest once the job is complete.
@@ -328,7 +332,8 @@ final class Engine {
         do { try database.execute("PRAGMA main.journal_mode = WAL") } catch {
             throw MigrationError(.store, "cannot switch the destination to WAL for the check: \(error.message)", file: database.path, cause: error)
         }
-        storeCheck = try CoreDataStoreCheck.Overlapped(path: database.path, cacheKiB: options.sqliteCacheKiB)
+        let indexes = try CheckpointStore.deferredIndexes(in: database).map(\.sql)
+        storeCheck = try CoreDataStoreCheck.Overlapped(path: database.path, cacheKiB: options.sqliteCacheKiB, indexes: indexes)
     }
 
     /// What one run has done so far, and when it must stop.
@@ -400,8 +405,11 @@ final class Engine {
     /// run stops first.
     private func buildDeferredIndexes(_ run: inout RunTally, shouldStop: () -> Bool,
                                       report: (MigrationProgress) -> Void) throws -> RunOutcome {
-        // The sorter's worker threads: an index is built by sorting its keys.
-        try database.execute("PRAGMA threads = \(min(2, ProcessInfo.processInfo.activeProcessorCount))")
+        // The sorter's worker threads (an index is built by sorting its keys), where the check
+        // does not have the other core: with it alongside, one thread each is faster, and takes
+        // less memory.
+        let threads = storeCheck == nil ? min(2, ProcessInfo.processInfo.activeProcessorCount) : 0
+        try database.execute("PRAGMA threads = \(threads)")
         defer { try? database.execute("PRAGMA threads = 0") }
         for index in try CheckpointStore.deferredIndexes(in: database) {
             if run.stops(now: clock.now, shouldStop: shouldStop) { return .paused }

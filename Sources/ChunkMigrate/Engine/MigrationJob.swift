@@ -115,7 +115,7 @@ public final class MigrationJob: Sendable {
             try refuseAnotherJob(stores, file: destination.path)
             var space: SpaceEstimate?
             if options.checksFreeSpace {
-                let estimate = try SpaceEstimate.of(plan: plan, stores: stores, options: options)
+                let estimate = try SpaceEstimate.of(plan: plan, stores: stores, options: options, boundWhereItFits: true)
                 space = estimate
                 guard estimate.fits else {
                     throw MigrationError(.diskFull, "not enough free space for the job: it \(estimate); free some space, or put the destination on another volume",

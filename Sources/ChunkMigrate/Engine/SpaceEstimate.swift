@@ -34,6 +34,10 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
     /// Free bytes on the destination's file system (for an app: the capacity available for
     /// important use on Apple platforms).
     public var freeBytes: Int64
+    /// Whether the figures are a bound rather than the estimate: where the file system has room
+    /// for 2.5 times the source's file, a job starts without walking the source's pages
+    /// (``upperBound(source:freeBytes:)``).
+    public var isUpperBound = false
 
     /// The peak extra bytes of the job.
     public var neededBytes: Int64 { destinationBytes + journalBytes + indexBuildBytes }
@@ -41,7 +45,10 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
     public var fits: Bool { neededBytes + neededBytes / 20 <= freeBytes }
 
     public var description: String {
-        "needs \(Self.bytes(neededBytes)) (destination \(Self.bytes(destinationBytes)), journal \(Self.bytes(journalBytes)), index builds \(Self.bytes(indexBuildBytes))), \(Self.bytes(freeBytes)) free"
+        if isUpperBound {
+            return "needs at most \(Self.bytes(neededBytes)) (2.5 times the source's file), \(Self.bytes(freeBytes)) free"
+        }
+        return "needs \(Self.bytes(neededBytes)) (destination \(Self.bytes(destinationBytes)), journal \(Self.bytes(journalBytes)), index builds \(Self.bytes(indexBuildBytes))), \(Self.bytes(freeBytes)) free"
             + (inPlaceBytes.map { "; in place (--in-place) it would need about \(Self.bytes($0)) beside the store, which \($0 + $0 / 20 <= freeBytes ? "fits" : "does not fit either")" } ?? "")
     }
 
@@ -61,8 +68,25 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
         return try of(plan: plan, stores: stores, options: options)
     }
 
-    /// The estimate on a job's two stores.
-    static func of(plan: MigrationPlan, stores: Stores, options: MigrationOptions) throws -> SpaceEstimate {
+    /// A bound that holds whatever the plan: the destination's rows and indexes take no more
+    /// pages than the source's file, the sorter's file no more than that either, and the ID map
+    /// under half of it (two bytes a key, a key per four bytes of the file at most).
+    static func upperBound(source: String, freeBytes: Int64) -> SpaceEstimate? {
+        guard let size = (try? FileManager.default.attributesOfItem(atPath: source)[.size] as? NSNumber)?.int64Value else { return nil }
+        return SpaceEstimate(destinationBytes: size, journalBytes: size / 2 + 64 * 1024, indexBuildBytes: size, inPlaceBytes: nil,
+                             freeBytes: freeBytes, isUpperBound: true)
+    }
+
+    /// The estimate on a job's two stores; with `boundWhereItFits`, the bound instead where the
+    /// file system has room for it (a job about to start: the page walk is a few percent of
+    /// the copy's time, spent only where the space may be short).
+    static func of(plan: MigrationPlan, stores: Stores, options: MigrationOptions, boundWhereItFits: Bool = false) throws -> SpaceEstimate {
+        if boundWhereItFits {
+            let folder = URL(fileURLWithPath: stores.database.path).deletingLastPathComponent().path
+            let free = options.freeSpace?(folder) ?? freeBytes(at: folder)
+            let source = (try? stores.database.scalar("SELECT file FROM pragma_database_list WHERE name = 'src'").text) ?? nil
+            if let source, let bound = upperBound(source: source, freeBytes: free), bound.fits { return bound }
+        }
         let database = stores.database
         let sizes = try sourceSizes(database)
         var destination: Int64 = 0, largestIndex: Int64 = 0, journal: Int64 = 64 * 1024

@@ -4,22 +4,30 @@ import Foundation
 extension CoreDataStoreCheck {
     /// The check of a store a job is writing, run by the job itself on a connection of its own:
     /// the part over the rows (``Part/rows``, most of the time) on another thread as soon as the
-    /// rows are in, while the job builds its indexes and finishes the store on its own; the rest
-    /// (``Part/rest``) when the job is complete.
+    /// rows are in, while the job builds its indexes; on the same thread, once the indexes are
+    /// built (``indexesBuilt()``), the key lookups that wait for them (``Part/postponed``) while
+    /// the job finishes the store; the rest (``Part/rest``) when the job is complete.
     ///
     /// The store must be in WAL mode while both run, so that neither waits for the other's locks.
     final class Overlapped: @unchecked Sendable {
         private let path: String
+        /// Key lookups left to the rest, where the index they read is built by then.
+        private let postponed: Set<String>
         /// The rows part's connection, which ``cancel()`` interrupts from the job's thread until
         /// the part closes it.
         private let handle: OpaquePointer
         private let closed = Locked(false)
         private let done = DispatchGroup()
+        private let indexesReady = DispatchSemaphore(value: 0)
         private let result = Locked<Result<(report: Report, seconds: Double), MigrationError>?>(nil)
 
         /// Opens a read-only connection to `path` and starts the rows part on another thread.
-        init(path: String, cacheKiB: Int) throws {
+        ///
+        /// - Parameter indexes: the `CREATE INDEX` statements the job will build: a key lookup
+        ///   on the first column of one waits for the rest.
+        init(path: String, cacheKiB: Int, indexes: [String]) throws {
             self.path = path
+            postponed = Set(indexes.compactMap(Self.leadingColumn))
             let connection: Database
             do {
                 connection = try Database(path: path, mode: .readOnly)
@@ -33,7 +41,15 @@ extension CoreDataStoreCheck {
             DispatchQueue.global(qos: .utility).async { [self] in
                 let started = ContinuousClock.now
                 let outcome = Result { () throws(MigrationError) -> (report: Report, seconds: Double) in
-                    (try Self.run(box.value, file: path, part: .rows), (ContinuousClock.now - started) / .seconds(1))
+                    var report = try Self.run(box.value, file: path, part: .rows, postponed: postponed)
+                    var seconds = (ContinuousClock.now - started) / .seconds(1)
+                    if !postponed.isEmpty {
+                        indexesReady.wait()
+                        let resumed = ContinuousClock.now
+                        report = report.merged(with: try Self.run(box.value, file: path, part: .postponed, postponed: postponed))
+                        seconds += (ContinuousClock.now - resumed) / .seconds(1)
+                    }
+                    return (report, seconds)
                 }
                 // Closed here, so that the job may change the journal mode once this part is done.
                 closed.withLock { closed in
@@ -43,6 +59,11 @@ extension CoreDataStoreCheck {
                 result.withLock { $0 = outcome }
                 done.leave()
             }
+        }
+
+        /// The job has built its indexes: the lookups that wait for them may run.
+        func indexesBuilt() {
+            indexesReady.signal()
         }
 
         /// Waits for the rows part: its report, and how long it took on its thread.
@@ -57,7 +78,7 @@ extension CoreDataStoreCheck {
             do { database = try Database(path: path, mode: .readOnly) } catch {
                 throw MigrationError(.store, "cannot open the destination to check it: \(error.message)", file: path, cause: error)
             }
-            return try Self.run(database, file: path, part: .rest)
+            return try Self.run(database, file: path, part: .rest, postponed: postponed)
         }
 
         /// Stops the rows part (a run paused or failed before the end) and waits for its thread.
@@ -65,13 +86,25 @@ extension CoreDataStoreCheck {
             closed.withLock { closed in
                 if !closed { sqlite3_interrupt(handle) }
             }
+            indexesReady.signal()
             done.wait()
         }
 
-        private static func run(_ database: Database, file: String, part: Part) throws(MigrationError) -> Report {
+        /// `TABLE.COLUMN` of an index's first column, from `CREATE INDEX name ON table (column, ...)`.
+        static func leadingColumn(_ sql: String) -> String? {
+            guard let range = sql.range(of: #"\bON\s+("[^"]+"|\S+?)\s*\(\s*("[^"]+"|[^\s,)]+)"#, options: [.regularExpression, .caseInsensitive]) else {
+                return nil
+            }
+            let parts = sql[range].dropFirst(2).trimmingCharacters(in: .whitespaces).split(separator: "(", maxSplits: 1)
+            guard parts.count == 2 else { return nil }
+            func name(_ text: Substring) -> String { text.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")).uppercased() }
+            return "\(name(parts[0])).\(name(parts[1]))"
+        }
+
+        private static func run(_ database: Database, file: String, part: Part, postponed: Set<String>) throws(MigrationError) -> Report {
             do {
                 let model = try CoreDataModel.read(database, schema: "main", file: file)
-                return try check(database, model: model, file: file, part: part)
+                return try check(database, model: model, file: file, part: part, postponed: postponed)
             } catch let error as MigrationError {
                 throw error
             } catch let error as SQLiteError {

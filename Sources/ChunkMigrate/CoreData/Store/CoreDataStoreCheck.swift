@@ -91,14 +91,22 @@ public enum CoreDataStoreCheck {
         /// The layout, every table's rows, every to-one and join-table key: what no later step
         /// of a job changes, and most of the time.
         case rows
+        /// The key lookups the rows part left for an index the job builds after it (`postponed`).
+        case postponed
         /// The metadata, system tables, R-tree fetch indexes, derived values and external files.
         case rest
     }
 
     /// Checks the store open as `main` in `database`.
-    static func check(_ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil, part: Part = .all) throws -> Report {
-        var check = Checker(database: database, entities: try CoreDataEntities.read(database, file: file), only: tables)
-        let rows = part != .rest, rest = part != .rows
+    ///
+    /// - Parameter postponed: `TABLE.COLUMN` (in capitals) of the key lookups that wait for an
+    ///   index the job has not built yet: left out of ``Part/rows`` and made in ``Part/rest``,
+    ///   where the index makes them cheap.
+    static func check(_ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil, part: Part = .all,
+                      postponed: Set<String> = []) throws -> Report {
+        var check = Checker(database: database, entities: try CoreDataEntities.read(database, file: file), only: tables,
+                            part: part, postponed: postponed)
+        let rows = part == .all || part == .rows, rest = part == .all || part == .rest
         if rest { try check.metadata(file: file) }
         var layout: CoreDataLayout?
         if let model {
@@ -116,10 +124,9 @@ public enum CoreDataStoreCheck {
             try check.fetchIndexes()
         }
         if let layout {
-            if rows {
-                try check.targets(layout)
-                try check.joinTables(layout)
-            }
+            // Each runs its key lookups in the part they belong to (``Checker/runsNow(_:_:)``).
+            try check.targets(layout)
+            try check.joinTables(layout)
             if rest {
                 try check.derived(layout)
                 try check.externalData(layout, file: file)
@@ -144,10 +151,25 @@ private struct Checker {
     let entities: CoreDataEntities
     /// The tables to check (in capitals); all when `nil`.
     let only: Set<String>?
+    /// The part of the check this is, and the key lookups postponed to its rest.
+    let part: CoreDataStoreCheck.Part
+    let postponed: Set<String>
     var report = CoreDataStoreCheck.Report(violations: [], checked: 0, unchecked: [])
 
     /// Whether `table` is among those checked.
     func includes(_ table: String) -> Bool { only.map { $0.contains(table.uppercased()) } ?? true }
+
+    /// Whether the key lookups of `table.column` run in this part: in the rows part unless
+    /// postponed until the index on them is built, in the rest only then.
+    func runsNow(_ table: String, _ column: String) -> Bool {
+        let isPostponed = postponed.contains("\(table).\(column)".uppercased())
+        switch part {
+        case .all: return true
+        case .rows: return !isPostponed
+        case .postponed: return isPostponed
+        case .rest: return false
+        }
+    }
 
     /// A condition on a table's rows, and what it means when rows meet it.
     struct Condition {
@@ -259,6 +281,8 @@ private struct Checker {
                       includes(table.name) || includes(targetTable.name) else { continue }
                 let key = "s." + SQL.quote(column.name)
                 let entityColumn = table.column(for: .toOneEntity(entity: owner, property: property))
+                // With a polymorphic column every row is read anyway, index or not: never postponed.
+                if entityColumn == nil ? !runsNow(table.name, column.name) : !(part == .all || part == .rows) { continue }
                 let allowed = list(layout.descendants(of: destination.number))
                 if entityColumn == nil {
                     // Each distinct key once, from the to-one's index (Core Data indexes every
@@ -288,7 +312,7 @@ private struct Checker {
         for join in layout.joinTables.sorted(by: { $0.name < $1.name }) {
             for side in join.sides {
                 guard let entity = layout.entities[side.target], let table = layout.tables[entity.root],
-                      includes(join.name) || includes(table.name) else { continue }
+                      includes(join.name) || includes(table.name), runsNow(join.name, side.column) else { continue }
                 // Each distinct key once (the join table's primary key and index give them in
                 // order); the rows, only when one points nowhere.
                 let allowed = list(layout.descendants(of: side.target))
