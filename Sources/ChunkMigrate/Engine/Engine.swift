@@ -405,12 +405,6 @@ final class Engine {
     /// run stops first.
     private func buildDeferredIndexes(_ run: inout RunTally, shouldStop: () -> Bool,
                                       report: (MigrationProgress) -> Void) throws -> RunOutcome {
-        // The sorter's worker threads (an index is built by sorting its keys), where the check
-        // does not have the other core: with it alongside, one thread each is faster, and takes
-        // less memory.
-        let threads = storeCheck == nil ? min(2, ProcessInfo.processInfo.activeProcessorCount) : 0
-        try database.execute("PRAGMA threads = \(threads)")
-        defer { try? database.execute("PRAGMA threads = 0") }
         for index in try CheckpointStore.deferredIndexes(in: database) {
             if run.stops(now: clock.now, shouldStop: shouldStop) { return .paused }
             try CheckpointStore.rebuild(index: index.name, sql: index.sql, in: database)

@@ -31,7 +31,9 @@ extension CoreDataStoreCheck {
             let connection: Database
             do {
                 connection = try Database(path: path, mode: .readOnly)
-                try connection.execute("PRAGMA cache_size = -\(cacheKiB)")
+                // Small caches: the check reads each table in order, from the file system's cache,
+                // and its memory adds to the job's.
+                try connection.execute("PRAGMA cache_size = -\(max(256, cacheKiB / 4)); PRAGMA temp.cache_size = -\(max(256, cacheKiB / 4))")
             } catch {
                 throw MigrationError(.store, "cannot open the destination to check it: \(error.message)", file: path, cause: error)
             }
