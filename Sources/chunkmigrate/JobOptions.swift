@@ -24,6 +24,9 @@ struct JobOptions: ParsableArguments {
     @Flag(name: .long, help: "Let a new job write into destination tables that already hold rows (allocated keys follow them); refused otherwise. Never for a Core Data plan.")
     var append = false
 
+    @Flag(name: .long, help: "Estimate the disk a new job needs from the source's pages even where the volume has room for 3.5 times the source's file.")
+    var exactSpaceEstimate = false
+
     @Flag(name: .long, help: "Do not check a migrated Core Data store at the end (check-coredata does it apart).")
     var noCheck = false
 
@@ -49,6 +52,7 @@ struct JobOptions: ParsableArguments {
         options.verifyChecksums = verifyChecksums
         options.appendToExistingRows = append
         options.checksStore = !noCheck
+        options.estimatesSpaceExactly = exactSpaceEstimate
         options.sqliteCacheKiB = sqliteCacheMib << 10
         return options
     }

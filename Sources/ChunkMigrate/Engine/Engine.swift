@@ -301,13 +301,26 @@ final class Engine {
             // end changes the journal mode back; the rest once the job is complete.
             let check = storeCheck
             storeCheck = nil
-            let rows = try check.map { check in try timed(\.check, try check.rows()) }
+            // A check that cannot run does not fail the job, whose rows are all in: the report
+            // says so, as a violation, so that the store is not taken for checked.
+            func failure(_ error: (any Error)?) -> CoreDataStoreCheck.Report {
+                .init(violations: ["the store check could not run (\(error.map { "\($0)" } ?? "?")); check the store with check-coredata"], checked: 0, unchecked: [])
+            }
+            let rows = check.map { check in
+                timed(\.check, Result { try check.rows() })
+            }
             try journal.append(.complete(atMillis: Self.nowMillis()))
             CrashPoint.check(.afterComplete, entity: "job", batch: 0)
             try timed(\.completion, try CheckpointStore.finish(in: database, keepTables: options.keepCheckpointTables))
             if let check, let rows {
-                checkReport = rows.report.merged(with: try timed(\.check, try check.rest()))
-                phases.checkAlongside = rows.seconds
+                switch rows {
+                case let .success(part):
+                    let rest = timed(\.check, Result { try check.rest() })
+                    checkReport = part.report.merged(with: (try? rest.get()) ?? failure(rest.error))
+                    phases.checkAlongside = part.seconds
+                case let .failure(error):
+                    checkReport = failure(error)
+                }
             }
             return .complete
         } catch {
@@ -698,4 +711,12 @@ final class Engine {
     }
 
     static func nowMillis() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+}
+
+private extension Result {
+    /// The failure, if it is one.
+    var error: Failure? {
+        if case let .failure(error) = self { return error }
+        return nil
+    }
 }

@@ -115,7 +115,7 @@ public final class MigrationJob: Sendable {
             try refuseAnotherJob(stores, file: destination.path)
             var space: SpaceEstimate?
             if options.checksFreeSpace {
-                let estimate = try SpaceEstimate.of(plan: plan, stores: stores, options: options, boundWhereItFits: true)
+                let estimate = try SpaceEstimate.of(plan: plan, stores: stores, options: options, boundWhereItFits: !options.estimatesSpaceExactly)
                 space = estimate
                 guard estimate.fits else {
                     throw MigrationError(.diskFull, "not enough free space for the job: it \(estimate); free some space, or put the destination on another volume",
@@ -396,12 +396,14 @@ public final class MigrationJob: Sendable {
     /// When the job completed but was stopped before it removed its checkpoint tables from the
     /// destination (or gave the destination back its journal mode), does it now. A destination that
     /// is gone or belongs to no job is left alone.
+    /// With ``MigrationOptions/keepCheckpointTables``, the tables stay but the journal mode comes
+    /// back all the same.
     private func finishDestination() {
-        guard !options.keepCheckpointTables, FileManager.default.fileExists(atPath: destinationURL.path) else { return }
+        guard FileManager.default.fileExists(atPath: destinationURL.path) else { return }
         do {
             let database = try Database(path: destinationURL.path, mode: .readWrite)
             guard try CheckpointStore.jobIDs(in: database).contains(jobID) else { return }
-            try CheckpointStore.finish(in: database, keepTables: false)
+            try CheckpointStore.finish(in: database, keepTables: options.keepCheckpointTables)
         } catch {
             logger.warning("cannot remove the checkpoint tables of a completed job", metadata: [
                 "destination": "\(destinationURL.path)", "error": "\(error)",

@@ -49,6 +49,10 @@ public struct MigrationOptions: Sendable {
     /// Whether a new job works out the disk it needs (``SpaceEstimate``) and refuses to start,
     /// before writing anything, where the destination's file system has too little free.
     public var checksFreeSpace = true
+    /// Whether a new job walks the source's pages for its estimate even where the volume has
+    /// room for the bound (``SpaceEstimate/isUpperBound``); off by default, the walk being a few
+    /// percent of the copy's time.
+    public var estimatesSpaceExactly = false
     /// The free bytes of the file system holding a folder, where a test stands in for the real
     /// file system.
     var freeSpace: (@Sendable (String) -> Int64)?

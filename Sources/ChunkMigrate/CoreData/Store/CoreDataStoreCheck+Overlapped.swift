@@ -17,6 +17,9 @@ extension CoreDataStoreCheck {
         /// the part closes it.
         private let handle: OpaquePointer
         private let closed = Locked(false)
+        /// Set by ``cancel()``: SQLite's progress handler stops any statement of the part at
+        /// once, and the part runs no other (an interrupt between two statements would be lost).
+        private let cancelled = CancelFlag()
         private let done = DispatchGroup()
         private let indexesReady = DispatchSemaphore(value: 0)
         private let result = Locked<Result<(report: Report, seconds: Double), MigrationError>?>(nil)
@@ -38,6 +41,10 @@ extension CoreDataStoreCheck {
                 throw MigrationError(.store, "cannot open the destination to check it: \(error.message)", file: path, cause: error)
             }
             handle = connection.handle
+            sqlite3_progress_handler(handle, 1_000, { context in
+                guard let context else { return 0 }
+                return Unmanaged<CancelFlag>.fromOpaque(context).takeUnretainedValue().isSet ? 1 : 0
+            }, Unmanaged.passUnretained(cancelled).toOpaque())
             done.enter()
             let box = UncheckedBox(connection)
             DispatchQueue.global(qos: .utility).async { [self] in
@@ -47,6 +54,7 @@ extension CoreDataStoreCheck {
                     var seconds = (ContinuousClock.now - started) / .seconds(1)
                     if !postponed.isEmpty {
                         indexesReady.wait()
+                        guard !cancelled.isSet else { return (report, seconds) }
                         let resumed = ContinuousClock.now
                         report = report.merged(with: try Self.run(box.value, file: path, part: .postponed, postponed: postponed))
                         seconds += (ContinuousClock.now - resumed) / .seconds(1)
@@ -85,6 +93,7 @@ extension CoreDataStoreCheck {
 
         /// Stops the rows part (a run paused or failed before the end) and waits for its thread.
         func cancel() {
+            cancelled.set()
             closed.withLock { closed in
                 if !closed { sqlite3_interrupt(handle) }
             }
@@ -122,4 +131,11 @@ extension CoreDataStoreCheck {
 private final class UncheckedBox<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
+}
+
+/// A flag one thread sets and another reads, through SQLite's progress handler too.
+private final class CancelFlag: @unchecked Sendable {
+    private let value = Locked(false)
+    var isSet: Bool { value.withLock { $0 } }
+    func set() { value.withLock { $0 = true } }
 }
