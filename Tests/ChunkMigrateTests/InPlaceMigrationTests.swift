@@ -62,6 +62,36 @@ struct InPlaceMigrationTests {
         #expect(try Database(path: store.path, mode: .source).rows(indexes) == (try Database(path: files.new.path, mode: .source).rows(indexes)))
     }
 
+    @Test("a small change (an optional attribute on Folder) in place: a column added, a derived count that stays right left as it is, the copy path's store")
+    func smallChange() throws {
+        let folder = try TemporaryFolder()
+        let files = try CoreDataDemoStore.generate(in: folder.url, rows: 600)
+        let xml = CoreDataDemoStore.sourceModelXML.replacingOccurrences(of: "<entity name=\"Folder\">", with: """
+            <entity name="Folder">
+                    <attribute name="color" optional="YES" attributeType="String"/>
+            """)
+        #expect(xml != CoreDataDemoStore.sourceModelXML)
+        let target = folder.path("target.sqlite")
+        try CoreDataEmptyStore.create(at: target, model: try CoreDataModel(xml: Data(xml.utf8), file: "small"), persistentHistory: true)
+        let plan = try MigrationPlan.infer(source: files.old, destination: target).plan
+        #expect(plan.coreData?.derived.map(\.attribute).contains("Folder.itemCount") == true)
+        let copied = folder.path("copied.sqlite")
+        try FileManager.default.copyItem(at: target, to: copied)
+        #expect(try MigrationJob.start(plan: plan, source: files.old, destination: copied, journal: folder.path("journal"),
+                                       logger: quietLogger).runBlocking() == .complete)
+        let store = folder.path("store.sqlite")
+        try FileManager.default.copyItem(at: files.old, to: store)
+        var options = MigrationOptions(batchSize: 50)
+        options.checksFreeSpace = false
+        let job = try InPlaceMigration.startOrResume(plan: plan, store: store, target: target, options: options)
+        let steps = try Database(path: store.path, mode: .readOnly).rows("SELECT step FROM _chunkmigrate_inplace_step").compactMap(\.first?.text)
+        #expect(!steps.contains { $0.contains("derive Folder.itemCount") } && steps.contains { $0.contains("add columns to ZFOLDER") }, "\(steps)")
+        #expect(job.touchedTables == ["ACHANGE", "ZFOLDER"])
+        #expect(try job.runBlocking() == .complete)
+        #expect(CoreDataTesting.difference(try CoreDataTesting.contents(store), try CoreDataTesting.contents(copied)) == nil)
+        #expect(try CoreDataStoreCheck.run(store: store).violations == [])
+    }
+
     @Test("the Messenger stores migrated in place equal Core Data's own migration of them, table by table",
           .enabled(if: CoreDataOracleTests.present, "shared/fixtures/coredata is absent"), arguments: CoreDataOracleTests.pairs.map { "\($0.old) -> \($0.new)" })
     func sameAsCoreData(_ pair: String) throws {

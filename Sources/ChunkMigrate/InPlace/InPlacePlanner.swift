@@ -120,6 +120,10 @@ final class InPlacePlanner {
         var pre: [Step] = [], adds: [Step] = [], rows: [(step: Step, reads: Set<String>)] = []
         var drops: [String] = [], columnRenames: [String] = [], tableRenames: [(from: String, to: String)] = []
         var untouched: Set<String> = [], produced: Set<String> = [], consumed: Set<String> = []
+        let derivedColumns = Set((plan.coreData?.derived ?? []).map { "\($0.table).\($0.column)".uppercased() })
+        // Tables whose rows and values stay as they are (columns may be added), and the columns added.
+        var rowsKept: Set<String> = []
+        var addedColumns: [String: Set<String>] = [:]
 
         for snapshot in snapshots {
             pre.append(Step(label: "keys \(snapshot.name)", statements: ["CREATE TABLE main.\(snapshot.name) (k INTEGER PRIMARY KEY)", snapshot.sql]))
@@ -165,6 +169,9 @@ final class InPlacePlanner {
                 if let existing = sourceColumn(column.name) {
                     if existing.type.caseInsensitiveCompare(column.type) != .orderedSame { rebuild = true }
                     kept.insert(name)
+                    // A derived attribute's column, which the copy path leaves NULL for its step to
+                    // fill: decided below, with the step.
+                    if derivedColumns.contains("\(destination).\(column.name)".uppercased()), bare == nil || bare == "NULL" { continue }
                     if bare != name { updates.append((column.name, expression ?? column.defaultValueSQL ?? "NULL")) }
                 } else if let bare, let from = sourceColumn(bare), !isTarget(bare), !renamedFrom.contains(bare),
                           from.type.caseInsensitiveCompare(column.type) == .orderedSame {
@@ -246,6 +253,10 @@ final class InPlacePlanner {
             if source.uppercased() != destination.uppercased() {
                 tableRenames.append((source, destination))
             }
+            if source.uppercased() == destination.uppercased(), updates.isEmpty && renames.isEmpty && condition == nil {
+                rowsKept.insert(destination.uppercased())
+                addedColumns[destination.uppercased()] = Set(added.map { $0.name.uppercased() })
+            }
             if source.uppercased() == destination.uppercased(), added.isEmpty && updates.isEmpty && renames.isEmpty && condition == nil {
                 untouched.insert(source.uppercased())
             } else {
@@ -260,7 +271,25 @@ final class InPlacePlanner {
         }
         let createdTables = targetTables.filter { !produced.contains($0.key) && !bookkeeping.contains($0.key) }
         touchedTables += createdTables.keys
-        touchedTables += (plan.coreData?.derived ?? []).map(\.table)
+        // A derived value is computed but where it stays right: its column was in the store
+        // already, and no table it reads (its own included) has rows or values that change.
+        let derivedValues = (plan.coreData?.derived ?? []).filter { value in
+            let table = value.table.uppercased()
+            guard rowsKept.contains(table), addedColumns[table]?.contains(value.column.uppercased()) == false else { return true }
+            let read = targetTables.keys.filter { name in
+                value.value.range(of: "\\b\(NSRegularExpression.escapedPattern(for: name))\\b", options: [.regularExpression, .caseInsensitive]) != nil
+            }
+            return !read.allSatisfy { rowsKept.contains($0) }
+        }
+        touchedTables += derivedValues.map(\.table)
+        // Where a computed one fills only some rows of its table (an entity of a tree), the
+        // others are NULL, as the copy path leaves them.
+        for value in derivedValues where value.rows != nil && addedColumns[value.table.uppercased()]?.contains(value.column.uppercased()) != true {
+            let table = "main.\(SQL.quote(value.table))"
+            rows.append((Step(label: "clear \(value.attribute)", table: value.table, statements: [
+                "UPDATE \(table) SET \(SQL.quote(value.column)) = NULL WHERE rowid > ?1 AND rowid <= ?2",
+            ]), []))
+        }
         let created = createdTables.map(\.value).sorted()
 
         // Rows steps in an order where a step reading another table runs before any step that
@@ -316,7 +345,7 @@ final class InPlacePlanner {
             guard let name = row[0].text, let sql = row[1].text, !keptIndexes.contains(name) else { return nil }
             return Step(label: "index \(name)", statements: [sql])
         }
-        let derived = (plan.coreData?.derived ?? []).map { value in
+        let derived = derivedValues.map { value in
             Step(label: "derive \(value.attribute)", table: value.table, statements: [
                 "UPDATE main.\(SQL.quote(value.table)) SET \(SQL.quote(value.column)) = \(value.value) WHERE rowid > ?1 AND rowid <= ?2"
                     + (value.rows.map { " AND (\($0))" } ?? ""),
