@@ -69,6 +69,24 @@ final class Database {
         if !isClosed { sqlite3_close_v2(handle) }
     }
 
+    /// Stops the connection's statements once `stopped` answers true, the running one within a
+    /// thousand of SQLite's steps and every later one at its first (SQLite's progress handler):
+    /// for a connection another thread must be able to halt. Unlike `sqlite3_interrupt`, a stop
+    /// asked for between two statements is not lost. `stopped` is called on the connection's
+    /// thread.
+    func stopStatements(when stopped: @escaping @Sendable () -> Bool) {
+        final class Check {
+            let stopped: @Sendable () -> Bool
+            init(_ stopped: @escaping @Sendable () -> Bool) { self.stopped = stopped }
+        }
+        let check = Check(stopped)
+        retain(check)
+        sqlite3_progress_handler(handle, 1_000, { context in
+            guard let context else { return 0 }
+            return Unmanaged<Check>.fromOpaque(context).takeUnretainedValue().stopped() ? 1 : 0
+        }, Unmanaged.passUnretained(check).toOpaque())
+    }
+
     /// Writes the dirty pages of the open transaction to the file (`sqlite3_db_cacheflush`).
     func flushCache() {
         sqlite3_db_cacheflush(handle)

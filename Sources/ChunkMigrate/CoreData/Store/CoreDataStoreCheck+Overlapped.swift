@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 
 extension CoreDataStoreCheck {
@@ -13,13 +12,9 @@ extension CoreDataStoreCheck {
         private let path: String
         /// Key lookups left to the rest, where the index they read is built by then.
         private let postponed: Set<String>
-        /// The rows part's connection, which ``cancel()`` interrupts from the job's thread until
-        /// the part closes it.
-        private let handle: OpaquePointer
-        private let closed = Locked(false)
-        /// Set by ``cancel()``: SQLite's progress handler stops any statement of the part at
-        /// once, and the part runs no other (an interrupt between two statements would be lost).
-        private let cancelled = CancelFlag()
+        /// Set by ``cancel()``: the part's statements stop (``Database/stopStatements(when:)``),
+        /// and it runs no other.
+        private let cancelled = Locked(false)
         private let done = DispatchGroup()
         private let indexesReady = DispatchSemaphore(value: 0)
         private let result = Locked<Result<(report: Report, seconds: Double), MigrationError>?>(nil)
@@ -40,11 +35,8 @@ extension CoreDataStoreCheck {
             } catch {
                 throw MigrationError(.store, "cannot open the destination to check it: \(error.message)", file: path, cause: error)
             }
-            handle = connection.handle
-            sqlite3_progress_handler(handle, 1_000, { context in
-                guard let context else { return 0 }
-                return Unmanaged<CancelFlag>.fromOpaque(context).takeUnretainedValue().isSet ? 1 : 0
-            }, Unmanaged.passUnretained(cancelled).toOpaque())
+            let cancelled = self.cancelled
+            connection.stopStatements { cancelled.withLock { $0 } }
             done.enter()
             let box = UncheckedBox(connection)
             DispatchQueue.global(qos: .utility).async { [self] in
@@ -54,7 +46,7 @@ extension CoreDataStoreCheck {
                     var seconds = (ContinuousClock.now - started) / .seconds(1)
                     if !postponed.isEmpty {
                         indexesReady.wait()
-                        guard !cancelled.isSet else { return (report, seconds) }
+                        guard !cancelled.withLock({ $0 }) else { return (report, seconds) }
                         let resumed = ContinuousClock.now
                         report = report.merged(with: try Self.run(box.value, file: path, part: .postponed, postponed: postponed))
                         seconds += (ContinuousClock.now - resumed) / .seconds(1)
@@ -62,10 +54,7 @@ extension CoreDataStoreCheck {
                     return (report, seconds)
                 }
                 // Closed here, so that the job may change the journal mode once this part is done.
-                closed.withLock { closed in
-                    box.value.close()
-                    closed = true
-                }
+                box.value.close()
                 result.withLock { $0 = outcome }
                 done.leave()
             }
@@ -93,10 +82,7 @@ extension CoreDataStoreCheck {
 
         /// Stops the rows part (a run paused or failed before the end) and waits for its thread.
         func cancel() {
-            cancelled.set()
-            closed.withLock { closed in
-                if !closed { sqlite3_interrupt(handle) }
-            }
+            cancelled.withLock { $0 = true }
             indexesReady.signal()
             done.wait()
         }
@@ -131,11 +117,4 @@ extension CoreDataStoreCheck {
 private final class UncheckedBox<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
-}
-
-/// A flag one thread sets and another reads, through SQLite's progress handler too.
-private final class CancelFlag: @unchecked Sendable {
-    private let value = Locked(false)
-    var isSet: Bool { value.withLock { $0 } }
-    func set() { value.withLock { $0 = true } }
 }
