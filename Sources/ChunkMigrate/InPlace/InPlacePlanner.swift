@@ -26,6 +26,10 @@ final class InPlacePlanner {
 
     /// The steps, and the tables of the migrated store they change (for the check at the end).
     func steps() throws -> (steps: [Step], touched: [String]) {
+        defer {
+            for table in temporaryTables { try? database.execute("DROP TABLE temp.\(SQL.quote(table))") }
+            temporaryTables = []
+        }
         do {
             let steps = try build()
             let touched = Set(touchedTables.map { $0.uppercased() })
@@ -177,7 +181,7 @@ final class InPlacePlanner {
                           from.type.caseInsensitiveCompare(column.type) == .orderedSame {
                     renamedFrom.insert(bare)
                     renames.append((from.name, column.name))
-                } else if let expression, let read = onlyColumnRead(expression, sourceColumns),
+                } else if let expression, let read = try onlyColumnRead(expression, sourceColumns, rowOf: source),
                           !isTarget(read.name), !renamedFrom.contains(read.name.uppercased()), !kept.contains(read.name.uppercased()),
                           read.type.caseInsensitiveCompare(column.type) == .orderedSame {
                     // A value of one column the target does not keep (`Z2_LINKED` renumbered into
@@ -228,7 +232,7 @@ final class InPlacePlanner {
                     "INSERT INTO main.\(SQL.quote(temporary)) (\(names.map(SQL.quote).joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) "
                         + "FROM \(from) AS s WHERE s.rowid > ?1 AND s.rowid <= ?2" + (condition.map { " AND (\($0))" } ?? ""),
                     "DELETE FROM \(from) WHERE rowid > ?1 AND rowid <= ?2",
-                ]), reads(values.joined(separator: " ") + (condition ?? ""))))
+                ]), try reads(values, where: condition, rowOf: source)))
                 drops.append(source)
                 tableRenames.append((temporary, destination))
                 touchedTables.append(destination)
@@ -241,13 +245,13 @@ final class InPlacePlanner {
             if let condition {
                 rows.append((Step(label: "leave out rows of \(source)", table: source, statements: [
                     "DELETE FROM \(from) AS s WHERE s.rowid > ?1 AND s.rowid <= ?2 AND NOT ifnull((\(condition)), 0)",
-                ]), reads(condition)))
+                ]), try reads([], where: condition, rowOf: source)))
             }
             if !updates.isEmpty {
                 let assignments = updates.map { "\(SQL.quote($0.0)) = (\($0.1))" }
                 rows.append((Step(label: "update \(source)", table: source, statements: [
                     "UPDATE \(from) AS s SET \(assignments.joined(separator: ", ")) WHERE s.rowid > ?1 AND s.rowid <= ?2",
-                ]), reads(updates.map(\.1).joined(separator: " "))))
+                ]), try reads(updates.map(\.1), where: nil, rowOf: source)))
             }
             columnRenames += renames.map { "ALTER TABLE \(from) RENAME COLUMN \(SQL.quote($0.0)) TO \(SQL.quote($0.1))" }
             if source.uppercased() != destination.uppercased() {
@@ -276,10 +280,12 @@ final class InPlacePlanner {
         let derivedValues = (plan.coreData?.derived ?? []).filter { value in
             let table = value.table.uppercased()
             guard rowsKept.contains(table), addedColumns[table]?.contains(value.column.uppercased()) == false else { return true }
-            let read = targetTables.keys.filter { name in
-                value.value.range(of: "\\b\(NSRegularExpression.escapedPattern(for: name))\\b", options: [.regularExpression, .caseInsensitive]) != nil
+            // The tables it reads as SQLite resolves them; where the store cannot answer yet (a
+            // table or column the change makes), it is computed.
+            guard let read = try? database.tablesRead(in: "main", preparing: "SELECT (\(value.value)) FROM main.\(SQL.quote(value.table))") else {
+                return true
             }
-            return !read.allSatisfy { rowsKept.contains($0) }
+            return !read.allSatisfy { rowsKept.contains($0.uppercased()) }
         }
         touchedTables += derivedValues.map(\.table)
         // Where a computed one fills only some rows of its table (an entity of a tree), the
@@ -413,8 +419,8 @@ final class InPlacePlanner {
     }
 
     /// The one column of the row an expression reads, where it reads exactly one and no other table.
-    private func onlyColumnRead(_ expression: String, _ columns: [ColumnInfo]) -> ColumnInfo? {
-        guard reads(expression).isEmpty else { return nil }
+    private func onlyColumnRead(_ expression: String, _ columns: [ColumnInfo], rowOf table: String) throws -> ColumnInfo? {
+        guard try reads([expression], where: nil, rowOf: table).isEmpty else { return nil }
         var found: Set<String> = []
         _ = try? SQLIdentifiers.replacing(in: expression) { name, qualifier in
             if qualifier == nil || qualifier?.lowercased() == "s",
@@ -425,16 +431,44 @@ final class InPlacePlanner {
         return columns.first { $0.name.uppercased() == found.first! }
     }
 
-    /// The tables an expression reads besides its row's (`main.X`).
-    private func reads(_ sql: String) -> Set<String> {
-        var result: Set<String> = []
-        var rest = sql[...]
-        while let range = rest.range(of: #"\bmain\.("[^"]+"|[A-Za-z_][A-Za-z0-9_]*)"#, options: [.regularExpression, .caseInsensitive]) {
-            result.insert(String(rest[range].dropFirst(5)).trimmingCharacters(in: CharacterSet(charactersIn: "\"")).uppercased())
-            rest = rest[range.upperBound...]
+    /// The store's tables (in capitals) that expressions over a row of `table` read besides
+    /// the row itself, as SQLite resolves them (``Database/tablesRead(in:preparing:)``): the
+    /// row is given by an empty temporary table of the same columns, so that a read of `table`
+    /// in the result is a read of its other rows. The job's own key sets count as no table.
+    private func reads(_ expressions: [String], where condition: String?, rowOf table: String) throws -> Set<String> {
+        let row = "_chunkmigrate_row_\(table)"
+        if !temporaryTables.contains(row) {
+            try database.execute("CREATE TEMP TABLE \(SQL.quote(row)) AS SELECT * FROM main.\(SQL.quote(table)) WHERE 0")
+            temporaryTables.insert(row)
         }
-        return result
+        let keySets = #"\bmain\.(_chunkmigrate_keys_[0-9]+)\b"#
+        var keyTables: Set<String> = []
+        for text in expressions + [condition ?? ""] {
+            var rest = text[...]
+            while let range = rest.range(of: keySets, options: .regularExpression) {
+                keyTables.insert(String(rest[range].dropFirst("main.".count)))
+                rest = rest[range.upperBound...]
+            }
+        }
+        for name in keyTables where !temporaryTables.contains(name) {
+            try database.execute("CREATE TEMP TABLE \(SQL.quote(name)) (k INTEGER PRIMARY KEY)")
+            temporaryTables.insert(name)
+        }
+        func prepared(_ text: String) -> String {
+            text.replacingOccurrences(of: keySets, with: "temp.$1", options: .regularExpression)
+        }
+        let values = expressions.isEmpty ? "1" : expressions.map { "(\(prepared($0)))" }.joined(separator: ", ")
+        let sql = "SELECT \(values) FROM temp.\(SQL.quote(row)) AS s" + (condition.map { " WHERE (\(prepared($0)))" } ?? "")
+        do {
+            return Set(try database.tablesRead(in: "main", preparing: sql).map { $0.uppercased() })
+        } catch {
+            throw MigrationError(.invalidPlan, "SQLite rejects an expression over \(table): \(error.message)", file: storePath, sql: sql)
+        }
     }
+
+    /// Temporary tables made to read expressions by (``reads(_:where:rowOf:)``), dropped once the
+    /// steps are worked out: the job's statements must find the store's tables by their names.
+    private var temporaryTables: Set<String> = []
 
     /// The last step, one transaction: the target's bookkeeping with the store's identity, its
     /// model cache and triggers; the job's tables gone.
