@@ -90,12 +90,10 @@ enum Runner {
         let stopSignal = SignalWatch { job.pause() }
         defer { stopSignal.cancel() }
         let started = ContinuousClock.now
-        var shown = ContinuousClock.now
         let outcome: RunOutcome
         do {
             outcome = try job.runBlocking(for: options.budgetDuration) { status in
-                guard !options.quiet, !options.json, ContinuousClock.now - shown >= .seconds(1) else { return }
-                shown = ContinuousClock.now
+                guard !options.quiet, !options.json else { return }
                 FileHandle.standardError.write(Data("in place: step \(status.stepsDone + 1) of \(status.steps)\(status.currentStep.map { " (\($0))" } ?? "")\n".utf8))
             }
         } catch let error as MigrationError {

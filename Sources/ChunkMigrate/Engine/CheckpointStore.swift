@@ -50,8 +50,7 @@ struct CheckpointStore {
     static func finish(in database: Database, keepTables: Bool) throws(SQLiteError) {
         guard try !jobIDs(in: database).isEmpty else { return }
         let mode = try database.scalar("SELECT journal_mode FROM main.\(jobTable) LIMIT 1").text ?? "delete"
-        let allowed = ["delete", "truncate", "persist", "memory", "wal", "off"]
-        try database.execute("PRAGMA main.journal_mode = \(allowed.contains(mode.lowercased()) ? mode : "delete")")
+        try database.restoreJournalMode(mode)
         guard !keepTables else { return }
         try database.inTransaction(.immediate) { () throws(SQLiteError) in
             try database.execute("""

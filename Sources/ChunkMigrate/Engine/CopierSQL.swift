@@ -69,10 +69,11 @@ struct CopierSQL {
         let takesInRelationship = !relationships.isEmpty && (mapping == .preserve
             ? sourceAccess == .rowid
             : destinationAccess == .rowid && assignsNextRowid)
-        // Allocated keys SQLite assigns, with no relationship to record them (a join table): the
-        // filter records each row's source key, and the row goes in without a key, appended
-        // after the largest instead of looked up first.
-        let takesInFilter = !takesInRelationship && mapping == .allocate && destinationAccess == .rowid && assignsNextRowid
+        // Allocated keys SQLite can assign: every row goes in without its key, appended after the
+        // largest instead of looked up first; where no relationship records the row's source key
+        // (a join table), the filter does.
+        assignsKeys = mapping == .allocate && destinationAccess == .rowid && assignsNextRowid
+        let takesInFilter = assignsKeys && !takesInRelationship
         let filter = Self.filter(entity: entity, index: index, relationshipIndexes: relationshipIndexes, sourceKey: sourceKey,
                                  takes: takesInFilter)
         hasSkipRelationships = filter.hasSkipRelationships
@@ -80,7 +81,6 @@ struct CopierSQL {
         let condition = filter.condition
         maxDestination = mapping == .allocate ? "SELECT max(\(destinationKey)) FROM \(destinationTable)" : nil
 
-        assignsKeys = (takesInRelationship || takesInFilter) && mapping == .allocate
         var row = Self.row(entity: entity, relationships: relationships, relationshipIndexes: relationshipIndexes,
                            byValue: byValue, takesInRelationship: takesInRelationship, takesInFilter: takesInFilter, mapping: mapping,
                            sourceKey: sourceKey, destinationKey: destinationKey)

@@ -177,10 +177,8 @@ final class Engine {
                                               byValue: Set(entity.sortedRelationships.filter { plan.isDistinct($0.relationship.to) }.map(\.column)),
                                               sourceAccess: access.source,
                                               destinationAccess: access.destination,
-                                              // Keyed by the rowid itself (a join table), whatever its primary key.
-                                              assignsNextRowid: try stores.destination.table(entity.destination.table).map {
-                                                  entity.destination.key == nil ? !$0.isAutoincrement : $0.assignsNextRowid
-                                              } ?? true,
+                                              assignsNextRowid: try stores.destination.table(entity.destination.table)?
+                                                  .assignsNextRowid(forKey: entity.destination.key) ?? true,
                                               verifyChecksums: options.verifyChecksums)
                 try copier.prepareFixups(database: database, deferred: order.deferred[index] ?? [],
                                          relationshipIndexes: relationshipIndexes[index],
@@ -301,26 +299,13 @@ final class Engine {
             // end changes the journal mode back; the rest once the job is complete.
             let check = storeCheck
             storeCheck = nil
-            // A check that cannot run does not fail the job, whose rows are all in: the report
-            // says so, as a violation, so that the store is not taken for checked.
-            func failure(_ error: (any Error)?) -> CoreDataStoreCheck.Report {
-                .init(violations: ["the store check could not run (\(error.map { "\($0)" } ?? "?")); check the store with check-coredata"], checked: 0, unchecked: [])
-            }
-            let rows = check.map { check in
-                timed(\.check, Result { try check.rows() })
-            }
+            let rows = check.map { check in timed(\.check, check.rows()) }
             try journal.append(.complete(atMillis: Self.nowMillis()))
             CrashPoint.check(.afterComplete, entity: "job", batch: 0)
             try timed(\.completion, try CheckpointStore.finish(in: database, keepTables: options.keepCheckpointTables))
             if let check, let rows {
-                switch rows {
-                case let .success(part):
-                    let rest = timed(\.check, Result { try check.rest() })
-                    checkReport = part.report.merged(with: (try? rest.get()) ?? failure(rest.error))
-                    phases.checkAlongside = part.seconds
-                case let .failure(error):
-                    checkReport = failure(error)
-                }
+                checkReport = rows.report.merged(with: timed(\.check, check.rest()))
+                phases.checkAlongside = rows.seconds
             }
             return .complete
         } catch {
@@ -711,12 +696,4 @@ final class Engine {
     }
 
     static func nowMillis() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
-}
-
-private extension Result {
-    /// The failure, if it is one.
-    var error: Failure? {
-        if case let .failure(error) = self { return error }
-        return nil
-    }
 }

@@ -194,7 +194,10 @@ public final class InPlaceMigration: @unchecked Sendable {
             .map { CoreDataModelBundle.signature($0).joined(separator: "\n") }
         let targetModel = targetCoreDataModel ?? (try? InPlacePlanner.tables("tgt", in: database))
             .map { $0.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: "\n") }
-        if isHalfMigrated(store) {
+        // Asked of the connection already open (the read-write one rolled back a batch a kill left).
+        let halfMigrated = (try? database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1",
+                                                 .text(stateTable)).integer) == 1
+        if halfMigrated {
             let recorded = (try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'target_model'").text) ?? nil
             if let recorded, recorded != targetModel {
                 throw MigrationError(.mismatch, "the store is part-way through an in-place migration to another model than \(target.path)'s (it started with \((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'target'").text) ?? nil ?? "?")); finish that one first with its target", file: store.path)
@@ -202,7 +205,7 @@ public final class InPlaceMigration: @unchecked Sendable {
         }
         // A store already at the target's model (a job that finished, run again): nothing to do.
         let already: Bool
-        if isHalfMigrated(store) {
+        if halfMigrated {
             already = false
         } else if targetCoreDataModel == nil {
             already = try plainStoreIsDone(database, plan: plan, file: store.path)
@@ -210,7 +213,7 @@ public final class InPlaceMigration: @unchecked Sendable {
             already = (try? CoreDataModel.read(database, schema: "main", file: store.path))
                 .flatMap { $0 }.map { CoreDataModelBundle.signature($0).joined(separator: "\n") } == targetModel
         }
-        if !already && !isHalfMigrated(store), let plan {
+        if !already && !halfMigrated, let plan {
             let (steps, touched) = try InPlacePlanner(database: database, plan: plan, storePath: store.path, targetPath: target.path).steps()
             let encoder = JSONEncoder()
             var encoded: [String] = []
@@ -229,7 +232,7 @@ public final class InPlaceMigration: @unchecked Sendable {
                 try? database.execute("PRAGMA main.journal_mode = \(mode)")
                 throw MigrationError(.store, "cannot record the in-place job in the store: \(error.message)", file: store.path, sql: error.sql)
             }
-        } else if isHalfMigrated(store) {
+        } else if halfMigrated {
             try useRollbackJournal(database, file: store.path)
         }
         migration.isCoreData = (try? database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE name = 'Z_PRIMARYKEY'").integer) == 1
@@ -306,12 +309,15 @@ public final class InPlaceMigration: @unchecked Sendable {
     }
 
     /// Runs the steps left until they are done, or until `budget` passes or ``pause()`` is called
-    /// (between batches), calling `progress` after each batch.
+    /// (between batches), calling `progress` after the first batch, then at most once a second
+    /// (where the job stands costs a few queries, which a batch of a few rows should not pay
+    /// every time).
     public func runBlocking(for budget: Duration? = nil, progress: ((Status) -> Void)? = nil) throws -> RunOutcome {
         pauseRequested.withLock { $0 = false }
         let deadline = budget.map { ContinuousClock.now + $0 }
         let decoder = JSONDecoder()
         var batches = 0
+        var reported = ContinuousClock.now - .seconds(1)
         // Batches of each step in this run, for the crash points (`after-step:update ZITEM:3`).
         var stepBatches: [String: UInt64] = [:]
         while true {
@@ -329,7 +335,10 @@ public final class InPlaceMigration: @unchecked Sendable {
             if pauseRequested.withLock({ $0 }) { return .paused }
             stepBatches[step.label, default: 0] += 1
             try run(step, index: index, cursor: row[2].integer, batch: stepBatches[step.label]!)
-            if let progress, let status { progress(status) }
+            if let progress, ContinuousClock.now - reported >= .seconds(1), let status {
+                reported = ContinuousClock.now
+                progress(status)
+            }
             CrashPoint.check(.afterStep, entity: step.label, batch: stepBatches[step.label]!)
             batches += 1
         }
@@ -342,9 +351,8 @@ public final class InPlaceMigration: @unchecked Sendable {
     /// through, whose next run does both.
     private func finish() throws {
         let mode = (try? database.scalar("SELECT value FROM main.\(Self.stateTable) WHERE key = 'journal_mode'").text) ?? nil
-        let allowed = ["delete", "truncate", "persist", "memory", "wal", "off"]
         do {
-            if let mode, allowed.contains(mode.lowercased()) { try database.execute("PRAGMA main.journal_mode = \(mode)") }
+            if let mode { try database.restoreJournalMode(mode) }
             CrashPoint.check(.afterStep, entity: "journal mode", batch: 1)
             try database.inTransaction(.immediate) { () throws(SQLiteError) in
                 try database.execute("DROP TABLE main.\(Self.stepTable); DROP TABLE main.\(Self.stateTable);")

@@ -54,9 +54,7 @@ final class InPlacePlanner {
             if expressions.contains(where: { $0.range(of: #"\bmain\."#, options: [.regularExpression, .caseInsensitive]) != nil }) {
                 throw refuse("\(name) reads the destination (main.), which in place is the store being migrated", entity: entity.name)
             }
-            if let sql = try database.scalar("SELECT sql FROM main.sqlite_schema WHERE type = 'table' AND name = ?1 COLLATE NOCASE",
-                                             .text(entity.source.table)).text,
-               sql.range(of: #"WITHOUT\s+ROWID"#, options: [.regularExpression, .caseInsensitive]) != nil {
+            if try database.tableSchema(entity.source.table, in: "main")?.isWithoutRowid == true {
                 throw refuse("\(name) reads \(entity.source.table), a WITHOUT ROWID table, which in place walks by rowid", entity: entity.name)
             }
             if let other = readers[entity.source.table.uppercased()] {
@@ -224,7 +222,7 @@ final class InPlacePlanner {
                 var values = filled.map { column -> String in
                     column.name.uppercased() == key ? storeKey : "(\(expressions[column.name.uppercased()]!))"
                 }
-                if entity.destination.key == nil, !sql.uppercased().contains("WITHOUT ROWID"), !targetColumns.contains(where: { $0.primaryKeyIndex > 0 && $0.type.uppercased() == "INTEGER" }) {
+                if entity.destination.key == nil, let shape = try database.tableSchema(destination, in: "tgt"), !shape.isWithoutRowid, shape.rowidAlias == nil {
                     names.insert("rowid", at: 0)
                     values.insert(storeKey, at: 0)
                 }

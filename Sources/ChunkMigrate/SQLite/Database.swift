@@ -87,6 +87,13 @@ final class Database {
         }, Unmanaged.passUnretained(check).toOpaque())
     }
 
+    /// Gives `main` back a journal mode recorded before a job changed it; a recorded text that
+    /// is none of SQLite's modes gives DELETE, SQLite's default.
+    func restoreJournalMode(_ mode: String) throws(SQLiteError) {
+        let modes = ["delete", "truncate", "persist", "memory", "wal", "off"]
+        try execute("PRAGMA main.journal_mode = \(modes.contains(mode.lowercased()) ? mode : "delete")")
+    }
+
     /// Writes the dirty pages of the open transaction to the file (`sqlite3_db_cacheflush`).
     func flushCache() {
         sqlite3_db_cacheflush(handle)

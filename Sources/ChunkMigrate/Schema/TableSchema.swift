@@ -78,6 +78,18 @@ struct TableSchema: Equatable, Sendable {
         !indexes.contains { $0.origin == .primaryKeyConstraint } && !isAutoincrement
     }
 
+    /// ``assignsNextRowid`` for a plan's key column: with no key the key is the rowid itself,
+    /// whatever the primary key (a join table's), so SQLite assigns it unless the table is
+    /// AUTOINCREMENT or has no rowid.
+    func assignsNextRowid(forKey key: String?) -> Bool {
+        key == nil ? !isAutoincrement && !isWithoutRowid : assignsNextRowid
+    }
+
+    /// Whether the table is declared WITHOUT ROWID (looked for in its `CREATE` statement).
+    var isWithoutRowid: Bool {
+        sql.range(of: #"\bWITHOUT\s+ROWID\b"#, options: [.regularExpression, .caseInsensitive]) != nil
+    }
+
     /// The first UNIQUE, non-partial index on `column` alone.
     func uniqueIndex(on column: String) -> IndexInfo? {
         indexes.first { $0.isUnique && !$0.isPartial && $0.covers(only: column) }

@@ -65,19 +65,30 @@ extension CoreDataStoreCheck {
             indexesReady.signal()
         }
 
-        /// Waits for the rows part: its report, and how long it took on its thread.
-        func rows() throws -> (report: Report, seconds: Double) {
+        /// Waits for the rows part: its report, and how long it took on its thread. A check that
+        /// cannot run does not fail the job, whose rows are all in: its report says so, as a
+        /// violation, so that the store is not taken for checked (``failed(_:)``).
+        func rows() -> (report: Report, seconds: Double) {
             done.wait()
-            return try result.withLock { $0! }.get()
+            switch result.withLock({ $0! }) {
+            case let .success(part): return part
+            case let .failure(error): return (Self.failed(error), 0)
+            }
         }
 
         /// The rest of the check, on a new connection, after the job is complete.
-        func rest() throws -> Report {
-            let database: Database
-            do { database = try Database(path: path, mode: .readOnly) } catch {
-                throw MigrationError(.store, "cannot open the destination to check it: \(error.message)", file: path, cause: error)
+        func rest() -> Report {
+            do {
+                let database = try Database(path: path, mode: .readOnly)
+                return try Self.run(database, file: path, part: .rest, postponed: postponed)
+            } catch {
+                return Self.failed(error)
             }
-            return try Self.run(database, file: path, part: .rest, postponed: postponed)
+        }
+
+        /// The report of a check that could not run.
+        static func failed(_ error: any Error) -> Report {
+            Report(violations: ["the store check could not run (\(error)); check the store with check-coredata"], checked: 0, unchecked: [])
         }
 
         /// Stops the rows part (a run paused or failed before the end) and waits for its thread.
