@@ -1,8 +1,8 @@
 # What a user would write by hand to migrate the demo store in place, one transaction each, in
 # Python with sqlite3 and plistlib (for the metadata's property list):
 #   small  model N with one optional attribute added to Folder: ALTER TABLE ... ADD COLUMN, then
-#          the target's model cache, metadata (its hashes, the store's UUID and the app's keys) and
-#          Z_PRIMARYKEY rows with Z_MAX kept;
+#          the target's model cache, metadata (its hashes, the store's UUID and the app's keys),
+#          persistent history's columns of Folder's changes cleared;
 #   drop   the one step the large change cannot do without: ALTER TABLE ZITEM DROP COLUMN ZSIZE
 #          (SQLite 3.35+), which rewrites the table in one transaction (no batches, no resume).
 # Usage: python3 Tools/inplace-by-hand.py small STORE TARGET | drop STORE
@@ -25,7 +25,8 @@ if change == "small":
     new["NSStoreUUID"] = uuid
     db.execute("UPDATE Z_METADATA SET Z_VERSION = (SELECT Z_VERSION FROM t.Z_METADATA), Z_PLIST = ?",
                (plistlib.dumps(new, fmt=plistlib.FMT_BINARY),))
-    db.execute("""UPDATE Z_PRIMARYKEY SET Z_SUPER = (SELECT n.Z_SUPER FROM t.Z_PRIMARYKEY n WHERE n.Z_NAME = Z_PRIMARYKEY.Z_NAME)""")
+    # Persistent history: which columns a change touched means nothing once Folder's change.
+    db.execute("UPDATE ACHANGE SET ZCOLUMNS = NULL WHERE ZENTITY = 1")
 elif change == "drop":
     db.execute("ALTER TABLE ZITEM DROP COLUMN ZSIZE")
 db.execute("COMMIT")
