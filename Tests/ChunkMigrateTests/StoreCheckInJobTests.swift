@@ -15,6 +15,12 @@ struct StoreCheckInJobTests {
         // has a polymorphic column, so its rows are read alongside the index builds.
         plan.entities[item].columns["ZFOLDER"] = "CASE WHEN Z_PK % 7 = 0 THEN ZFOLDER + 1000000 ELSE ZFOLDER END"
         plan.entities[item].columns["ZLINKED"] = "CASE WHEN ZLINKED IS NOT NULL AND Z_PK % 5 = 0 THEN ZLINKED + 1000000 ELSE ZLINKED END"
+        // Tag.itemCount copied as a wrong number instead of derived: the values the check computes
+        // while the job builds its indexes differ from those the job wrote.
+        let tag = try #require(plan.entities.firstIndex { $0.name == "Tag" })
+        #expect(plan.coreData?.derived.contains { $0.attribute == "Tag.itemCount" } == true)
+        plan.coreData?.derived.removeAll { $0.attribute == "Tag.itemCount" }
+        plan.entities[tag].columns["ZITEMCOUNT"] = "CASE WHEN Z_PK % 4 = 0 THEN -1 ELSE (SELECT count(*) FROM src.Z_2TAGS WHERE Z_5TAGS = s.Z_PK) END"
         let job = try MigrationJob.start(plan: plan, source: files.old, destination: files.new, journal: folder.path("journal"),
                                          options: MigrationOptions(batchSize: 500), logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
@@ -22,6 +28,8 @@ struct StoreCheckInJobTests {
         #expect(!report.isValid)
         #expect(report.violations.contains { $0.hasPrefix("ZITEM.ZFOLDER: ") && $0.contains("point at no row of Folder") }, "\(report.violations)")
         #expect(report.violations.contains { $0.hasPrefix("ZITEM.ZLINKED: ") }, "\(report.violations)")
+        #expect(report.violations.contains { $0.hasPrefix("ZTAG.ZITEMCOUNT: ") && $0.contains("another value than the derived attribute Tag.itemCount") },
+                "\(report.violations)")
         // The same as check-coredata's, made apart on the finished store.
         let apart = try CoreDataStoreCheck.run(store: files.new)
         #expect(Set(apart.violations) == Set(report.violations) && apart.checked == report.checked)

@@ -295,6 +295,7 @@ final class Engine {
             storeCheck?.indexesBuilt()
             guard try timed(\.finishing, try finishCoreDataStore(&run, shouldStop: shouldStop, report: report)) == .complete
             else { return .paused }
+            storeCheck?.storeFinished()
             // The check's part over the rows done (and its connection closed) before the job's
             // end changes the journal mode back; the rest once the job is complete.
             let check = storeCheck
@@ -330,7 +331,7 @@ final class Engine {
         do { try database.execute("PRAGMA main.journal_mode = WAL") } catch {
             throw MigrationError(.store, "cannot switch the destination to WAL for the check: \(error.message)", file: database.path, cause: error)
         }
-        let indexes = try CheckpointStore.deferredIndexes(in: database).map(\.sql)
+        let indexes = try CheckpointStore.deferredIndexes(in: database)
         storeCheck = try CoreDataStoreCheck.Overlapped(path: database.path, cacheKiB: options.sqliteCacheKiB, indexes: indexes)
     }
 
@@ -406,6 +407,7 @@ final class Engine {
         for index in try CheckpointStore.deferredIndexes(in: database) {
             if run.stops(now: clock.now, shouldStop: shouldStop) { return .paused }
             try CheckpointStore.rebuild(index: index.name, sql: index.sql, in: database)
+            storeCheck?.indexBuilt(index.name)
             CrashPoint.check(.afterIndex, entity: index.name, batch: 0)
             run.batches += 1
             if let last = order.entities.last { report(progress(run, entity: last, phase: .index(name: index.name), batch: 0)) }

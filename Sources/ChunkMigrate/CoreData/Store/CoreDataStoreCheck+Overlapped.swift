@@ -1,31 +1,58 @@
 import Foundation
 
 extension CoreDataStoreCheck {
-    /// The check of a store a job is writing, run by the job itself on a connection of its own:
-    /// the part over the rows (``Part/rows``, most of the time) on another thread as soon as the
-    /// rows are in, while the job builds its indexes; on the same thread, once the indexes are
-    /// built (``indexesBuilt()``), the key lookups that wait for them (``Part/postponed``) while
-    /// the job finishes the store; the rest (``Part/rest``) when the job is complete.
+    /// The check of a store a job is writing, run by the job itself on a connection of its own
+    /// and another thread:
+    ///
+    /// 1. the part over the rows (``Part/rows``, most of the time) as soon as the rows are in,
+    ///    while the job builds its indexes;
+    /// 2. each key lookup that reads an index the job builds (``Part/postponed``) once that index
+    ///    is built (``indexBuilt(_:)``), and each derived attribute's values
+    ///    (``ExpectedValues``) once the indexes of the tables its derivation reads are: while the
+    ///    job builds the other indexes and computes the same values;
+    /// 3. once the job has finished the store (``storeFinished()``), the values it wrote
+    ///    compared with those, which is cheap;
+    ///
+    /// and the rest (``Part/rest``) on the job's thread when the job is complete.
     ///
     /// The store must be in WAL mode while both run, so that neither waits for the other's locks.
     final class Overlapped: @unchecked Sendable {
         private let path: String
-        /// Key lookups left to the rest, where the index they read is built by then.
+        /// The indexes the job builds: by name, the table and `TABLE.COLUMN` of the first column.
+        private let indexes: [String: (table: String, leading: String?)]
+        /// Key lookups that wait for an index the job builds.
         private let postponed: Set<String>
-        /// Set by ``cancel()``: the part's statements stop (``Database/stopStatements(when:)``),
-        /// and it runs no other.
-        private let cancelled = Locked(false)
+        /// What the job has done that the check waits for, and whether it stopped the check.
+        private struct Signals {
+            var built: Set<String> = []
+            var allBuilt = false
+            var finished = false
+            var cancelled = false
+            /// Whether the check is waiting for the job (its rows part done), not working.
+            var waiting = false
+        }
+        private let signals = Locked(Signals())
+        /// Signalled with each change of ``signals``.
+        private let wake = DispatchSemaphore(value: 0)
         private let done = DispatchGroup()
-        private let indexesReady = DispatchSemaphore(value: 0)
-        private let result = Locked<Result<(report: Report, seconds: Double), MigrationError>?>(nil)
+        private let result = Locked<Result<(report: Report, seconds: Double, derivedDone: Set<String>), MigrationError>?>(nil)
+        /// The derived attributes whose values were compared, which the rest leaves out.
+        private var derivedDone: Set<String> = []
 
-        /// Opens a read-only connection to `path` and starts the rows part on another thread.
+        /// Opens a read-only connection to `path` and starts the check on another thread.
         ///
-        /// - Parameter indexes: the `CREATE INDEX` statements the job will build: a key lookup
-        ///   on the first column of one waits for the rest.
-        init(path: String, cacheKiB: Int, indexes: [String]) throws {
+        /// - Parameter indexes: the indexes the job will build: a key lookup on the first column
+        ///   of one, or a derivation reading its table, waits for it.
+        init(path: String, cacheKiB: Int, indexes: [(name: String, sql: String)]) throws {
             self.path = path
-            postponed = Set(indexes.compactMap(Self.leadingColumn))
+            var byName: [String: (table: String, leading: String?)] = [:]
+            for index in indexes {
+                let leading = Self.leadingColumn(index.sql)
+                guard let table = leading.map({ String($0.prefix { $0 != "." }) }) else { continue }
+                byName[index.name] = (table, leading)
+            }
+            self.indexes = byName
+            postponed = Set(byName.values.compactMap(\.leading))
             let connection: Database
             do {
                 connection = try Database(path: path, mode: .readOnly)
@@ -35,24 +62,12 @@ extension CoreDataStoreCheck {
             } catch {
                 throw MigrationError(.store, "cannot open the destination to check it: \(error.message)", file: path, cause: error)
             }
-            let cancelled = self.cancelled
-            connection.stopStatements { cancelled.withLock { $0 } }
+            let signals = self.signals
+            connection.stopStatements { signals.withLock { $0.cancelled } }
             done.enter()
             let box = UncheckedBox(connection)
             DispatchQueue.global(qos: .utility).async { [self] in
-                let started = ContinuousClock.now
-                let outcome = Result { () throws(MigrationError) -> (report: Report, seconds: Double) in
-                    var report = try Self.run(box.value, file: path, part: .rows, postponed: postponed)
-                    var seconds = (ContinuousClock.now - started) / .seconds(1)
-                    if !postponed.isEmpty {
-                        indexesReady.wait()
-                        guard !cancelled.withLock({ $0 }) else { return (report, seconds) }
-                        let resumed = ContinuousClock.now
-                        report = report.merged(with: try Self.run(box.value, file: path, part: .postponed, postponed: postponed))
-                        seconds += (ContinuousClock.now - resumed) / .seconds(1)
-                    }
-                    return (report, seconds)
-                }
+                let outcome = Result { () throws(MigrationError) in try work(box.value) }
                 // Closed here, so that the job may change the journal mode once this part is done.
                 box.value.close()
                 result.withLock { $0 = outcome }
@@ -60,9 +75,80 @@ extension CoreDataStoreCheck {
             }
         }
 
+        /// The check's thread: the rows part, then each lookup and derived value as the indexes
+        /// they read are built, then the comparison of the values once the job has written its own.
+        private func work(_ database: Database) throws(MigrationError) -> (report: Report, seconds: Double, derivedDone: Set<String>) {
+            var seconds = 0.0
+            func timed<T>(_ body: () throws(MigrationError) -> T) throws(MigrationError) -> T {
+                let started = ContinuousClock.now
+                defer { seconds += (ContinuousClock.now - started) / .seconds(1) }
+                return try body()
+            }
+            var report = try timed { () throws(MigrationError) in try Self.run(database, file: path, part: .rows, postponed: postponed) }
+            var lookups = postponed
+            var expected = try timed { () throws(MigrationError) -> [ExpectedValues] in try Self.sqlite(file: path) { () throws -> [ExpectedValues] in
+                guard let model = try CoreDataModel.read(database, schema: "main", file: path) else { return [] }
+                let layout = try CoreDataLayout(model: model).resolved(against: database, schema: "main", file: path).0
+                return try ExpectedValues.all(in: database, layout: layout)
+            } }
+            var computed: [ExpectedValues] = []
+            while true {
+                let now = signals.withLock { $0 }
+                if now.cancelled { return (report, seconds, []) }
+                // An index is waited for while the job has yet to build it.
+                let unbuilt: [(table: String, leading: String?)] = now.allBuilt ? [] : indexes.filter { !now.built.contains($0.key) }.map(\.value)
+                let readyLookups = lookups.filter { column in !unbuilt.contains { $0.leading == column } }
+                let readyValues = expected.filter { values in !unbuilt.contains { values.reads.contains($0.table) } }
+                if readyLookups.isEmpty && readyValues.isEmpty {
+                    if lookups.isEmpty && expected.isEmpty && now.finished { break }
+                    signals.withLock { $0.waiting = true }
+                    wake.wait()
+                    signals.withLock { $0.waiting = false }
+                    continue
+                }
+                try timed { () throws(MigrationError) in
+                    if !readyLookups.isEmpty {
+                        report = report.merged(with: try Self.run(database, file: path, part: .postponed, postponed: readyLookups))
+                        lookups.subtract(readyLookups)
+                    }
+                    try Self.sqlite(file: path) {
+                        for values in readyValues { try values.compute(in: database) }
+                    }
+                    computed += readyValues
+                    expected.removeAll { values in readyValues.contains { $0.key == values.key } }
+                }
+            }
+            try timed { () throws(MigrationError) in
+                try Self.sqlite(file: path) {
+                    for values in computed {
+                        report.checked += 1
+                        if let line = try values.compare(in: database) { report.violations.append(line) }
+                    }
+                }
+            }
+            return (report, seconds, Set(computed.map(\.key)))
+        }
+
+        /// The job has built the index `name`: the lookups and values waiting for it may run.
+        func indexBuilt(_ name: String) {
+            signals.withLock { _ = $0.built.insert(name) }
+            wake.signal()
+        }
+
+        /// Whether the check's thread is waiting for the job rather than working: the job's
+        /// next index build may use the second core.
+        var isWaiting: Bool { signals.withLock { $0.waiting } }
+
         /// The job has built its indexes: the lookups that wait for them may run.
         func indexesBuilt() {
-            indexesReady.signal()
+            signals.withLock { $0.allBuilt = true }
+            wake.signal()
+        }
+
+        /// The job has written its derived values (and finished the store): they may be compared.
+        func storeFinished() {
+            signals.withLock { $0.finished = true }
+            wake.signal()
         }
 
         /// Waits for the rows part: its report, and how long it took on its thread. A check that
@@ -71,7 +157,9 @@ extension CoreDataStoreCheck {
         func rows() -> (report: Report, seconds: Double) {
             done.wait()
             switch result.withLock({ $0! }) {
-            case let .success(part): return part
+            case let .success(part):
+                derivedDone = part.derivedDone
+                return (part.report, part.seconds)
             case let .failure(error): return (Self.failed(error), 0)
             }
         }
@@ -80,7 +168,7 @@ extension CoreDataStoreCheck {
         func rest() -> Report {
             do {
                 let database = try Database(path: path, mode: .readOnly)
-                return try Self.run(database, file: path, part: .rest, postponed: postponed)
+                return try Self.run(database, file: path, part: .rest, postponed: postponed, derivedDone: derivedDone)
             } catch {
                 return Self.failed(error)
             }
@@ -93,8 +181,8 @@ extension CoreDataStoreCheck {
 
         /// Stops the rows part (a run paused or failed before the end) and waits for its thread.
         func cancel() {
-            cancelled.withLock { $0 = true }
-            indexesReady.signal()
+            signals.withLock { $0.cancelled = true }
+            wake.signal()
             done.wait()
         }
 
@@ -109,10 +197,18 @@ extension CoreDataStoreCheck {
             return "\(name(parts[0])).\(name(parts[1]))"
         }
 
-        private static func run(_ database: Database, file: String, part: Part, postponed: Set<String>) throws(MigrationError) -> Report {
-            do {
+        private static func run(_ database: Database, file: String, part: Part, postponed: Set<String>,
+                                derivedDone: Set<String> = []) throws(MigrationError) -> Report {
+            try sqlite(file: file) {
                 let model = try CoreDataModel.read(database, schema: "main", file: file)
-                return try check(database, model: model, file: file, part: part, postponed: postponed)
+                return try check(database, model: model, file: file, part: part, postponed: postponed, derivedDone: derivedDone)
+            }
+        }
+
+        /// `body`'s errors as the check's.
+        private static func sqlite<T>(file: String, _ body: () throws -> T) throws(MigrationError) -> T {
+            do {
+                return try body()
             } catch let error as MigrationError {
                 throw error
             } catch let error as SQLiteError {

@@ -102,10 +102,12 @@ public enum CoreDataStoreCheck {
     /// - Parameter postponed: `TABLE.COLUMN` (in capitals) of the key lookups that wait for an
     ///   index the job has not built yet: left out of ``Part/rows`` and made in ``Part/rest``,
     ///   where the index makes them cheap.
+    ///   - derivedDone: `Entity.attribute` of the derived attributes whose values were compared
+    ///     already (``ExpectedValues``): ``Part/rest`` checks only their triggers.
     static func check(_ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil, part: Part = .all,
-                      postponed: Set<String> = []) throws -> Report {
+                      postponed: Set<String> = [], derivedDone: Set<String> = []) throws -> Report {
         var check = Checker(database: database, entities: try CoreDataEntities.read(database, file: file), only: tables,
-                            part: part, postponed: postponed)
+                            part: part, postponed: postponed, derivedDone: derivedDone)
         let rows = part == .all || part == .rows, rest = part == .all || part == .rest
         if rest { try check.metadata(file: file) }
         var layout: CoreDataLayout?
@@ -136,6 +138,79 @@ public enum CoreDataStoreCheck {
     }
 }
 
+extension CoreDataStoreCheck {
+    /// The report's line for `count` rows holding another value than `derivation` gives, or nil.
+    static func wrongDerivedValues(_ count: Int64, first key: Int64?, derivation: CoreDataDerivation, entity: String) -> String? {
+        guard count > 0 else { return nil }
+        return "\(derivation.table).\(derivation.column): \(count) rows hold another value than the derived attribute \(entity).\(derivation.attribute) gives (\(derivation.expression))\(key.map { ", the first with Z_PK \($0)" } ?? "")"
+    }
+
+    /// A derived attribute's values as its derivation gives them, computed by the check of a
+    /// job while the job computes the same values, and compared with what the job wrote once
+    /// it is done. The two read the same rows: the job writes nothing the derivation reads from
+    /// the moment the indexes it reads are built, which ``all(in:layout:)`` makes sure of.
+    struct ExpectedValues {
+        /// `Entity.attribute`, as ``CoreDataStoreCheck/check(_:model:file:tables:part:postponed:derivedDone:)`` names it.
+        let key: String
+        let entity: String
+        let derivation: CoreDataDerivation
+        /// The tables the derivation reads (in capitals): its values are computed once their
+        /// indexes are built.
+        let reads: Set<String>
+        /// The temporary table holding the values (`cm_k`, the row's key; `cm_v`, its value).
+        let table: String
+
+        /// The derived attributes whose values can be computed before the job writes them: every
+        /// one but `now()` and those reading a column the job's last steps write (another derived
+        /// value, a value kept in a file).
+        static func all(in database: Database, layout: CoreDataLayout) throws -> [ExpectedValues] {
+            var written: Set<String> = []
+            var candidates: [(String, CoreDataDerivation)] = []
+            for entity in layout.model.entities.sorted(by: { $0.name < $1.name }) {
+                for property in entity.properties where !property.isTransient {
+                    guard let attribute = property.attribute, attribute.derivation != nil || attribute.allowsExternalStorage,
+                          let table = layout.table(of: entity.name), let column = layout.column(of: property.name, entity: entity.name) else { continue }
+                    written.insert("\(table.name).\(column.name)".uppercased())
+                    guard attribute.derivation != nil,
+                          let derivation = try? CoreDataDerivation(entity: entity.name, attribute: property.name, layout: layout),
+                          derivation.value != "NSCoreDataNow()" else { continue }
+                    candidates.append(("\(entity.name).\(property.name)", derivation))
+                }
+            }
+            try CoreDataBookkeeping.registerDerivationFunctions(on: database)
+            var all: [ExpectedValues] = []
+            for (key, derivation) in candidates {
+                guard let read = try? database.columnsRead(in: "main", preparing: "SELECT (\(derivation.value)) FROM main.\(SQL.quote(derivation.table))"),
+                      !read.contains(where: { table, columns in columns.contains { written.contains("\(table).\($0)".uppercased()) } })
+                else { continue }
+                all.append(ExpectedValues(key: key, entity: String(key.prefix { $0 != "." }), derivation: derivation,
+                                          reads: Set(read.keys.map { $0.uppercased() }), table: "cm_expected_\(all.count)"))
+            }
+            return all
+        }
+
+        /// Computes the values into a temporary table of `database`.
+        func compute(in database: Database) throws {
+            let name = SQL.quote(table)
+            try database.execute("""
+                DROP TABLE IF EXISTS temp.\(name);
+                CREATE TEMP TABLE \(name) (cm_k INTEGER PRIMARY KEY, cm_v);
+                INSERT INTO temp.\(name) SELECT Z_PK, \(derivation.value) FROM main.\(SQL.quote(derivation.table))\(derivation.rows.map { " WHERE \($0)" } ?? "");
+                """)
+        }
+
+        /// The report's line when the job wrote other values (or a row it has no value for), or nil.
+        func compare(in database: Database) throws -> String? {
+            let rows = derivation.rows.map { "(\($0)) AND " } ?? ""
+            let row = try database.rows("""
+                SELECT count(*), min(t.Z_PK) FROM main.\(SQL.quote(derivation.table)) AS t LEFT JOIN temp.\(SQL.quote(table)) AS e ON e.cm_k = t.Z_PK
+                WHERE \(rows)(e.cm_k IS NULL OR t.\(SQL.quote(derivation.column)) IS NOT e.cm_v)
+                """)[0]
+            return CoreDataStoreCheck.wrongDerivedValues(row[0].integer ?? 0, first: row[1].integer, derivation: derivation, entity: entity)
+        }
+    }
+}
+
 extension CoreDataStoreCheck.Report {
     /// This report and another, of other checks of the same store, as one.
     func merged(with other: Self) -> Self {
@@ -154,6 +229,8 @@ private struct Checker {
     /// The part of the check this is, and the key lookups postponed to its rest.
     let part: CoreDataStoreCheck.Part
     let postponed: Set<String>
+    /// The derived attributes (`Entity.attribute`) whose values were compared already.
+    let derivedDone: Set<String>
     var report = CoreDataStoreCheck.Report(violations: [], checked: 0, unchecked: [])
 
     /// Whether `table` is among those checked.
@@ -364,14 +441,14 @@ private struct Checker {
                 if let missing = names.first(where: { !triggers.contains($0) }) {
                     report.violations.append("\(derivation.table).\(derivation.column): trigger \(missing) of the derived attribute \(entity.name).\(property.name) is missing; the value would no longer follow changes")
                 }
-                guard derivation.value != "NSCoreDataNow()" else { continue }
+                guard derivation.value != "NSCoreDataNow()", !derivedDone.contains("\(entity.name).\(property.name)") else { continue }
                 let rows = derivation.rows.map { " AND (\($0))" } ?? ""
                 let (wrong, key) = try count("""
                     SELECT count(*), min(Z_PK) FROM \(SQL.quote(derivation.table))
                     WHERE \(SQL.quote(derivation.column)) IS NOT \(derivation.value)\(rows)
                     """)
-                if wrong > 0 {
-                    report.violations.append("\(derivation.table).\(derivation.column): \(wrong) rows hold another value than the derived attribute \(entity.name).\(property.name) gives (\(derivation.expression))\(first(key))")
+                if let line = CoreDataStoreCheck.wrongDerivedValues(wrong, first: key, derivation: derivation, entity: entity.name) {
+                    report.violations.append(line)
                 }
             }
         }
