@@ -53,6 +53,12 @@ let package = Package(
             providers: [.apt(["zlib1g-dev"])]
         ),
 
+        // Linux only: sync_file_range(2), which Glibc's module leaves out (Database+Writeback.swift).
+        .systemLibrary(
+            name: "CLinuxFile",
+            path: "Sources/CLinuxFile"
+        ),
+
         // The journal: on-disk format, ID-map codec, reader and writer.
         .target(
             name: "MigrationJournal",
@@ -67,6 +73,7 @@ let package = Package(
             dependencies: [
                 "CSQLite",
                 .target(name: "CZlib", condition: .when(platforms: [.linux])),
+                .target(name: "CLinuxFile", condition: .when(platforms: [.linux])),
                 "MigrationJournal",
                 .product(name: "Logging", package: "swift-log"),
             ],

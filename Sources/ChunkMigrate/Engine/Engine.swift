@@ -281,8 +281,11 @@ final class Engine {
         try readKeyRanges()
         var run = RunTally(started: clock.now, deadline: deadline)
         sizeFirstBatchFromLastRun()
+        // Each batch's commit waits for its pages to reach the disk: most are on their way by then.
+        let writeback = database.startWriteback()
         // A run that stops or fails before the end stops the check it started.
         defer {
+            writeback?.stop()
             storeCheck?.cancel()
             storeCheck = nil
         }

@@ -64,9 +64,12 @@ final class Database {
     }
 
     private var isClosed = false
+    /// The descriptor ``startWriteback(every:)`` opened, closed after the connection.
+    var writebackDescriptor: Int32?
 
     deinit {
         if !isClosed { sqlite3_close_v2(handle) }
+        if let writebackDescriptor { _ = Foundation.close(writebackDescriptor) }
     }
 
     /// Stops the connection's statements once `stopped` answers true, the running one within a
@@ -105,6 +108,8 @@ final class Database {
         guard !isClosed else { return }
         sqlite3_close_v2(handle)
         isClosed = true
+        if let writebackDescriptor { _ = Foundation.close(writebackDescriptor) }
+        writebackDescriptor = nil
     }
 
     /// The URI a migration opens its source with. A store in WAL mode gets `-wal` and `-shm` files
