@@ -30,6 +30,8 @@ extension CoreDataStoreCheck {
             var cancelled = false
             /// Whether the check is waiting for the job (its rows part done), not working.
             var waiting = false
+            /// Whether the part over the rows, most of the check, is done.
+            var rowsDone = false
         }
         private let signals = Locked(Signals())
         /// Signalled with each change of ``signals``.
@@ -85,6 +87,7 @@ extension CoreDataStoreCheck {
                 return try body()
             }
             var report = try timed { () throws(MigrationError) in try Self.run(database, file: path, part: .rows, postponed: postponed) }
+            signals.withLock { $0.rowsDone = true }
             var lookups = postponed
             var expected = try timed { () throws(MigrationError) -> [ExpectedValues] in try Self.sqlite(file: path) { () throws -> [ExpectedValues] in
                 guard let model = try CoreDataModel.read(database, schema: "main", file: path) else { return [] }
@@ -138,6 +141,10 @@ extension CoreDataStoreCheck {
         /// Whether the check's thread is waiting for the job rather than working: the job's
         /// next index build may use the second core.
         var isWaiting: Bool { signals.withLock { $0.waiting } }
+
+        /// Whether the part over the rows, most of the check's work, is done: what is left is
+        /// short, and the job's index builds may use the second core.
+        var isPastRows: Bool { signals.withLock { $0.rowsDone } }
 
         /// The job has built its indexes: the lookups that wait for them may run.
         func indexesBuilt() {
