@@ -1,9 +1,9 @@
-#include <sys/types.h>
+#include <stdint.h>
 
-// sync_file_range(2) is a glibc extension that Swift's Glibc module leaves out (it is declared
-// only under _GNU_SOURCE): the declaration glibc's <fcntl.h> has, and the one flag used.
+// sync_file_range(2) is a Linux call that Swift's Glibc module leaves out (glibc declares it only
+// under _GNU_SOURCE): declared here as the man page gives it, with the one flag used.
 // https://man7.org/linux/man-pages/man2/sync_file_range.2.html
-extern int sync_file_range(int fd, __off64_t offset, __off64_t nbytes, unsigned int flags);
+extern int sync_file_range(int fd, int64_t offset, int64_t nbytes, unsigned int flags);
 
 // Starts writing back the file's dirty pages, without waiting for them.
 static inline int clinuxfile_start_writeback(int fd) {

@@ -65,4 +65,50 @@ struct StoreCheckInJobTests {
                                          destination: second.new, journal: other.path("journal"), options: options, logger: quietLogger)
         #expect(try job.runBlocking() == .complete && job.storeCheck == nil && job.lastRunPhases?.check == 0)
     }
+
+    @Test("the derived values the check computes alongside: every derivation but now() and those reading a value the job writes last; typed as their column; a changed value found")
+    func expectedValues() throws {
+        let folder = try TemporaryFolder()
+        // Book.shelfNumber: a number into a text column. Book.shelfCanonical reads a derived value.
+        let entities = CoreDataDerivedMigrationTests.derivedEntities
+            .replacingOccurrences(of: "<attribute name=\"name\" optional=\"YES\" attributeType=\"String\"/>", with: """
+                <attribute name="name" optional="YES" attributeType="String"/>
+                <attribute name="number" optional="YES" attributeType="Integer 64"/>
+                """)
+            .replacingOccurrences(of: "<attribute name=\"shelfName\"", with: """
+                <attribute name="shelfNumber" optional="YES" attributeType="String" derived="YES" derivationExpression="shelf.number"/>
+                <attribute name="shelfCanonical" optional="YES" attributeType="String" derived="YES" derivationExpression="shelf.canonicalName"/>
+                <attribute name="shelfName"
+                """)
+        let model = try CoreDataTesting.model(entities)
+        // Book 1, Novel 2, Shelf 3.
+        let store = try CoreDataTesting.store(model, at: folder.path("store.sqlite"), uuid: "B0000000-0000-0000-0000-000000000003", rows: """
+            INSERT INTO ZSHELF (Z_PK, Z_ENT, Z_OPT, ZNAME, ZNUMBER, ZPARENT) VALUES (1, 3, 1, 'Café', 5, NULL), (2, 3, 1, 'Ñandú', NULL, 1), (4, 3, 1, NULL, 12, 1);
+            INSERT INTO ZBOOK (Z_PK, Z_ENT, Z_OPT, ZTITLE, ZSHELF, ZGENRE) VALUES (1, 1, 1, 'a', 1, NULL), (2, 2, 1, 'b', 4, 'sci-fi'), (3, 2, 1, 'c', 2, 'crime'), (5, 1, 1, 'd', NULL, NULL);
+            """)
+        let layout = try CoreDataLayout(model: model)
+        let writer = try Database(path: store.path, mode: .readWrite)
+        try CoreDataBookkeeping.registerDerivationFunctions(on: writer)
+        // Core Data's triggers call functions only its connections have: out of the way.
+        for trigger in try writer.rows("SELECT name FROM sqlite_schema WHERE type = 'trigger'").compactMap({ $0[0].text }) {
+            try writer.execute("DROP TRIGGER \(SQL.quote(trigger))")
+        }
+        for entity in model.entities {
+            for property in entity.properties where property.attribute?.derivation != nil {
+                try writer.execute(try CoreDataDerivation(entity: entity.name, attribute: property.name, layout: layout).dataStatement)
+            }
+        }
+        #expect(try writer.scalar("SELECT typeof(ZSHELFNUMBER) || ZSHELFNUMBER FROM ZBOOK WHERE Z_PK = 1") == .text("text5"))
+
+        let database = try Database(path: store.path, mode: .readOnly)
+        let all = try CoreDataStoreCheck.ExpectedValues.all(in: database, layout: layout.resolved(against: database, schema: "main", file: store.path).0)
+        #expect(Set(all.map(\.key)) == ["Book.shelfName", "Book.shelfNumber", "Novel.loudGenre", "Shelf.bookCount", "Shelf.canonicalName",
+                                       "Shelf.childCount", "Shelf.parentName"])
+        for values in all { try values.compute(in: database) }
+        #expect(try all.compactMap { try $0.compare(in: database) } == [])
+        // A value changed after the check computed its own: named, with the row.
+        try writer.execute("UPDATE ZSHELF SET ZBOOKCOUNT = 7 WHERE Z_PK = 2")
+        let count = try #require(all.first { $0.key == "Shelf.bookCount" })
+        #expect(try count.compare(in: database)?.hasPrefix("ZSHELF.ZBOOKCOUNT: 1 rows hold another value than the derived attribute Shelf.bookCount") == true)
+    }
 }

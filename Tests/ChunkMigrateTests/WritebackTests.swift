@@ -34,6 +34,10 @@ struct WritebackTests {
         #expect(try descriptors(on: path) == 1)
         let writeback = try #require(database.startWriteback(every: .milliseconds(1)))
         #expect(try descriptors(on: path) == 2)
+        // The timer's first call, however busy the machine.
+        let started = Date()
+        while writeback.lastResult.withLock({ $0 }) == nil && Date().timeIntervalSince(started) < 10 { Thread.sleep(forTimeInterval: 0.005) }
+        #expect(writeback.lastResult.withLock { $0 } == 0)
         try database.inTransaction(.immediate) {
             try database.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) INSERT INTO t SELECT randomblob(100) FROM n")
             Thread.sleep(forTimeInterval: 0.02)
@@ -46,6 +50,24 @@ struct WritebackTests {
         #expect(try descriptors(on: path) == 2)
         database.close()
         #expect(try descriptors(on: path) == 0)
+        #expect(try locks(on: path) == 0)
+    }
+
+    @Test("a connection closed with a statement still alive stays open inside SQLite, with its locks: the descriptor is left open")
+    func lingeringConnection() throws {
+        let folder = try TemporaryFolder()
+        let path = folder.path("store.sqlite")
+        var database: Database? = try Database(path: path.path, mode: .readWriteCreate)
+        // In WAL mode an open connection holds a lock on the file at all times.
+        try database?.execute("PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1)")
+        database?.startWriteback(every: .milliseconds(1))?.stop()
+        var statement: Statement? = try database?.prepare("SELECT x FROM t")
+        #expect(try statement?.step() == true)
+        #expect(try locks(on: path) > 0)
+        database = nil
+        // SQLite keeps the connection until the statement goes, and so its lock.
+        #expect(try locks(on: path) > 0)
+        statement = nil
         #expect(try locks(on: path) == 0)
     }
 }

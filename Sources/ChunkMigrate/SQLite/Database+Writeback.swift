@@ -11,19 +11,27 @@ import CLinuxFile
 /// its pages batch after batch. What a commit guarantees does not change: it still syncs.
 final class Writeback: @unchecked Sendable {
     private let timer: DispatchSourceTimer
+    private let stopped = DispatchSemaphore(value: 0)
+    /// What the OS answered the last time (0, or -1 with `errno` set); nil before the first.
+    let lastResult = Locked<Int32?>(nil)
 
     fileprivate init(descriptor: Int32, every interval: DispatchTimeInterval) {
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global(qos: .utility))
         #if os(Linux)
-        timer.setEventHandler { _ = clinuxfile_start_writeback(descriptor) }
+        timer.setEventHandler { [lastResult] in
+            let result = clinuxfile_start_writeback(descriptor)
+            lastResult.withLock { $0 = result }
+        }
         #endif
+        timer.setCancelHandler { [stopped] in stopped.signal() }
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(5))
         timer.resume()
     }
 
-    /// Stops asking.
+    /// Stops asking, once a call under way has returned.
     func stop() {
         timer.cancel()
+        stopped.wait()
     }
 }
 
@@ -35,7 +43,10 @@ extension Database {
     ///
     /// The descriptor it uses is the connection's own, opened once and closed only after the
     /// connection is (``close()``): closing any descriptor of a file drops every POSIX lock the
-    /// process holds on it, SQLite's among them.
+    /// process holds on it, SQLite's among them. A connection closed with statements still
+    /// alive stays open inside SQLite until they go (`sqlite3_close_v2`): its descriptor is then
+    /// left open rather than taking the locks with it. Nothing else in the process may have the
+    /// file open meanwhile, which a job's destination does not.
     func startWriteback(every interval: DispatchTimeInterval = .milliseconds(20)) -> Writeback? {
         #if os(Linux)
         if writebackDescriptor == nil {

@@ -68,8 +68,16 @@ final class Database {
     var writebackDescriptor: Int32?
 
     deinit {
-        if !isClosed { sqlite3_close_v2(handle) }
-        if let writebackDescriptor { _ = Foundation.close(writebackDescriptor) }
+        if !isClosed { closeConnection() }
+    }
+
+    /// Closes the connection, then the writeback's descriptor, unless statements still alive
+    /// keep the connection open inside SQLite (``startWriteback(every:)``).
+    private func closeConnection() {
+        let lingers = sqlite3_next_stmt(handle, nil) != nil
+        sqlite3_close_v2(handle)
+        if let writebackDescriptor, !lingers { _ = Foundation.close(writebackDescriptor) }
+        writebackDescriptor = nil
     }
 
     /// Stops the connection's statements once `stopped` answers true, the running one within a
@@ -106,10 +114,8 @@ final class Database {
     /// the file to itself: a change of journal mode).
     func close() {
         guard !isClosed else { return }
-        sqlite3_close_v2(handle)
+        closeConnection()
         isClosed = true
-        if let writebackDescriptor { _ = Foundation.close(writebackDescriptor) }
-        writebackDescriptor = nil
     }
 
     /// The URI a migration opens its source with. A store in WAL mode gets `-wal` and `-shm` files

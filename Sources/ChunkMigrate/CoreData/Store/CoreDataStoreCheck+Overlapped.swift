@@ -28,8 +28,6 @@ extension CoreDataStoreCheck {
             var allBuilt = false
             var finished = false
             var cancelled = false
-            /// Whether the check is waiting for the job (its rows part done), not working.
-            var waiting = false
             /// Whether the part over the rows, most of the check, is done.
             var rowsDone = false
         }
@@ -81,7 +79,7 @@ extension CoreDataStoreCheck {
         /// they read are built, then the comparison of the values once the job has written its own.
         private func work(_ database: Database) throws(MigrationError) -> (report: Report, seconds: Double, derivedDone: Set<String>) {
             var seconds = 0.0
-            func timed<T>(_ body: () throws(MigrationError) -> T) throws(MigrationError) -> T {
+            func timed<T, Failure: Error>(_ body: () throws(Failure) -> T) throws(Failure) -> T {
                 let started = ContinuousClock.now
                 defer { seconds += (ContinuousClock.now - started) / .seconds(1) }
                 return try body()
@@ -89,11 +87,18 @@ extension CoreDataStoreCheck {
             var report = try timed { () throws(MigrationError) in try Self.run(database, file: path, part: .rows, postponed: postponed) }
             signals.withLock { $0.rowsDone = true }
             var lookups = postponed
-            var expected = try timed { () throws(MigrationError) -> [ExpectedValues] in try Self.sqlite(file: path) { () throws -> [ExpectedValues] in
-                guard let model = try CoreDataModel.read(database, schema: "main", file: path) else { return [] }
-                let layout = try CoreDataLayout(model: model).resolved(against: database, schema: "main", file: path).0
-                return try ExpectedValues.all(in: database, layout: layout)
-            } }
+            // Computing the derived values here is a head start, never a condition: a value this
+            // thread cannot compute (a store whose layout the rows part found wrong, a full
+            // temporary folder) is left to the rest of the check, which checks it as before.
+            var expected = timed { () -> [ExpectedValues] in
+                do {
+                    guard let model = try CoreDataModel.read(database, schema: "main", file: path) else { return [] }
+                    let layout = try CoreDataLayout(model: model).resolved(against: database, schema: "main", file: path).0
+                    return try ExpectedValues.all(in: database, layout: layout)
+                } catch {
+                    return []
+                }
+            }
             var computed: [ExpectedValues] = []
             while true {
                 let now = signals.withLock { $0 }
@@ -104,9 +109,7 @@ extension CoreDataStoreCheck {
                 let readyValues = expected.filter { values in !unbuilt.contains { values.reads.contains($0.table) } }
                 if readyLookups.isEmpty && readyValues.isEmpty {
                     if lookups.isEmpty && expected.isEmpty && now.finished { break }
-                    signals.withLock { $0.waiting = true }
                     wake.wait()
-                    signals.withLock { $0.waiting = false }
                     continue
                 }
                 try timed { () throws(MigrationError) in
@@ -114,22 +117,27 @@ extension CoreDataStoreCheck {
                         report = report.merged(with: try Self.run(database, file: path, part: .postponed, postponed: readyLookups))
                         lookups.subtract(readyLookups)
                     }
-                    try Self.sqlite(file: path) {
-                        for values in readyValues { try values.compute(in: database) }
+                    for values in readyValues {
+                        do {
+                            try values.compute(in: database)
+                            computed.append(values)
+                        } catch {}
                     }
-                    computed += readyValues
                     expected.removeAll { values in readyValues.contains { $0.key == values.key } }
                 }
             }
-            try timed { () throws(MigrationError) in
-                try Self.sqlite(file: path) {
-                    for values in computed {
-                        report.checked += 1
-                        if let line = try values.compare(in: database) { report.violations.append(line) }
-                    }
+            var compared: Set<String> = []
+            timed {
+                for values in computed {
+                    let line: String?
+                    do { line = try values.compare(in: database) } catch { continue }
+                    report.checked += 1
+                    if let line { report.violations.append(line) }
+                    compared.insert(values.key)
                 }
             }
-            return (report, seconds, Set(computed.map(\.key)))
+            if signals.withLock({ $0.cancelled }) { return (report, seconds, []) }
+            return (report, seconds, compared)
         }
 
         /// The job has built the index `name`: the lookups and values waiting for it may run.
@@ -138,12 +146,9 @@ extension CoreDataStoreCheck {
             wake.signal()
         }
 
-        /// Whether the check's thread is waiting for the job rather than working: the job's
-        /// next index build may use the second core.
-        var isWaiting: Bool { signals.withLock { $0.waiting } }
-
-        /// Whether the part over the rows, most of the check's work, is done: what is left is
-        /// short, and the job's index builds may use the second core.
+        /// Whether the part over the rows, most of the check's work, is done: what is left (the
+        /// lookups and derived values) mostly waits for indexes, and the job's index builds may
+        /// use the second core.
         var isPastRows: Bool { signals.withLock { $0.rowsDone } }
 
         /// The job has built its indexes: the lookups that wait for them may run.

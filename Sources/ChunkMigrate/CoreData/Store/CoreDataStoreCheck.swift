@@ -189,12 +189,16 @@ extension CoreDataStoreCheck {
             return all
         }
 
-        /// Computes the values into a temporary table of `database`.
+        /// Computes the values into a temporary table of `database`, whose value column has the
+        /// derived column's declared type: the values convert as the job's `UPDATE` converts
+        /// them (a number derived into a text column is stored as text), and the comparison
+        /// is the one the check makes at the end.
         func compute(in database: Database) throws {
             let name = SQL.quote(table)
+            let type = try database.tableSchema(derivation.table, in: "main")?.column(named: derivation.column)?.type ?? ""
             try database.execute("""
                 DROP TABLE IF EXISTS temp.\(name);
-                CREATE TEMP TABLE \(name) (cm_k INTEGER PRIMARY KEY, cm_v);
+                CREATE TEMP TABLE \(name) (cm_k INTEGER PRIMARY KEY, cm_v \(type));
                 INSERT INTO temp.\(name) SELECT Z_PK, \(derivation.value) FROM main.\(SQL.quote(derivation.table))\(derivation.rows.map { " WHERE \($0)" } ?? "");
                 """)
         }
