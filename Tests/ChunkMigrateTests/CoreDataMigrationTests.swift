@@ -32,6 +32,11 @@ struct CoreDataMigrationTests {
                                          journal: folder.path(journal), options: MigrationOptions(batchSize: batchSize),
                                          logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
+        // The check the job made while it wrote the store (derived values computed alongside,
+        // lookups as their indexes come) finds what the check made apart finds.
+        let own = try #require(job.storeCheck)
+        let apart = try CoreDataStoreCheck.run(store: destination)
+        #expect(Set(own.violations) == Set(apart.violations) && own.checked == apart.checked, "\(own) against \(apart)")
         return inferred
     }
 

@@ -422,9 +422,9 @@ final class Engine {
     }
 
     /// Whether an index build sorts with a helper thread (`PRAGMA threads = 1`), which on two
-    /// cores shortens the largest builds by a fifth or more (Tools/BENCHMARKS.md). The helper sorts one run of keys while the
-    /// job's thread fills the next, so each run gets half the page cache: the sorter sizes its
-    /// runs by it, and the peak memory stays where it was.
+    /// cores shortens the largest builds by a fifth or more (Tools/BENCHMARKS.md). The helper
+    /// sorts one run of keys while the job's thread fills the next, so each run gets half the
+    /// page cache: the sorter sizes its runs by it, and peak memory stays about where it was.
     private func useSorterHelper(_ helper: Bool) throws(SQLiteError) {
         let cacheKiB = helper ? max(256, options.sqliteCacheKiB / 2) : options.sqliteCacheKiB
         try database.execute("PRAGMA threads = \(helper ? 1 : 0); PRAGMA main.cache_size = -\(cacheKiB)")

@@ -84,7 +84,9 @@ extension CoreDataStoreCheck {
                 defer { seconds += (ContinuousClock.now - started) / .seconds(1) }
                 return try body()
             }
-            var report = try timed { () throws(MigrationError) in try Self.run(database, file: path, part: .rows, postponed: postponed) }
+            // The store's model, read once for every part this thread runs.
+            let model = try timed { () throws(MigrationError) in try Self.sqlite(file: path) { try CoreDataModel.read(database, schema: "main", file: path) } }
+            var report = try timed { () throws(MigrationError) in try Self.run(database, model: model, file: path, part: .rows, postponed: postponed) }
             signals.withLock { $0.rowsDone = true }
             var lookups = postponed
             // Computing the derived values here is a head start, never a condition: a value this
@@ -92,7 +94,7 @@ extension CoreDataStoreCheck {
             // temporary folder) is left to the rest of the check, which checks it as before.
             var expected = timed { () -> [ExpectedValues] in
                 do {
-                    guard let model = try CoreDataModel.read(database, schema: "main", file: path) else { return [] }
+                    guard let model else { return [] }
                     let layout = try CoreDataLayout(model: model).resolved(against: database, schema: "main", file: path).0
                     return try ExpectedValues.all(in: database, layout: layout)
                 } catch {
@@ -114,7 +116,7 @@ extension CoreDataStoreCheck {
                 }
                 try timed { () throws(MigrationError) in
                     if !readyLookups.isEmpty {
-                        report = report.merged(with: try Self.run(database, file: path, part: .postponed, postponed: readyLookups))
+                        report = report.merged(with: try Self.run(database, model: model, file: path, part: .postponed, postponed: readyLookups))
                         lookups.subtract(readyLookups)
                     }
                     for values in readyValues {
@@ -180,7 +182,8 @@ extension CoreDataStoreCheck {
         func rest() -> Report {
             do {
                 let database = try Database(path: path, mode: .readOnly)
-                return try Self.run(database, file: path, part: .rest, postponed: postponed, derivedDone: derivedDone)
+                let model = try Self.sqlite(file: path) { try CoreDataModel.read(database, schema: "main", file: path) }
+                return try Self.run(database, model: model, file: path, part: .rest, postponed: postponed, derivedDone: derivedDone)
             } catch {
                 return Self.failed(error)
             }
@@ -209,11 +212,21 @@ extension CoreDataStoreCheck {
             return "\(name(parts[0])).\(name(parts[1]))"
         }
 
-        private static func run(_ database: Database, file: String, part: Part, postponed: Set<String>,
+        /// One part of the check. The job changes the schema with each index it builds; where it
+        /// builds many small ones one after another, a statement of the check can find the
+        /// schema changed at each of SQLite's tries to prepare it again. The part, which only
+        /// reads, then runs again.
+        private static func run(_ database: Database, model: CoreDataModel?, file: String, part: Part, postponed: Set<String>,
                                 derivedDone: Set<String> = []) throws(MigrationError) -> Report {
             try sqlite(file: file) {
-                let model = try CoreDataModel.read(database, schema: "main", file: file)
-                return try check(database, model: model, file: file, part: part, postponed: postponed, derivedDone: derivedDone)
+                var attempt = 1
+                while true {
+                    do {
+                        return try check(database, model: model, file: file, part: part, postponed: postponed, derivedDone: derivedDone)
+                    } catch let error as SQLiteError where error.isSchemaChanged && attempt < 5 {
+                        attempt += 1
+                    }
+                }
             }
         }
 

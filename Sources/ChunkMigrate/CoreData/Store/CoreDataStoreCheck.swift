@@ -106,16 +106,27 @@ public enum CoreDataStoreCheck {
     ///     already (``ExpectedValues``): ``Part/rest`` checks only their triggers.
     static func check(_ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil, part: Part = .all,
                       postponed: Set<String> = [], derivedDone: Set<String> = []) throws -> Report {
-        var check = Checker(database: database, entities: try CoreDataEntities.read(database, file: file), only: tables,
+        // What the check reads of the schema, read in one snapshot: a job that checks the store
+        // it writes builds indexes meanwhile, and a schema read across its commits can fail.
+        let (entities, tablesPresent, resolved) = try database.inTransaction { () throws -> (CoreDataEntities, Set<String>, Result<CoreDataLayout, MigrationError>?) in
+            let entities = try CoreDataEntities.read(database, file: file)
+            let tables = Set(try database.rows("SELECT upper(name) FROM main.sqlite_schema WHERE type = 'table'").compactMap { $0[0].text })
+            guard let model else { return (entities, tables, nil) }
+            do {
+                return (entities, tables, .success(try CoreDataLayout(model: model).resolved(against: database, schema: "main", file: file).0))
+            } catch let error as MigrationError {
+                return (entities, tables, .failure(error))
+            }
+        }
+        var check = Checker(database: database, entities: entities, only: tables, tablesPresent: tablesPresent,
                             part: part, postponed: postponed, derivedDone: derivedDone)
         let rows = part == .all || part == .rows, rest = part == .all || part == .rest
         if rest { try check.metadata(file: file) }
         var layout: CoreDataLayout?
-        if let model {
-            do {
-                layout = try CoreDataLayout(model: model).resolved(against: database, schema: "main", file: file).0
-            } catch let error as MigrationError {
-                if rows { check.report.violations.append(error.message) }
+        if let resolved {
+            switch resolved {
+            case let .success(resolved): layout = resolved
+            case let .failure(error): if rows { check.report.violations.append(error.message) }
             }
         } else if rows {
             check.report.unchecked.append("the store has no model cache and no model was given: attributes, relationships and join tables were not checked (give the model)")
@@ -230,6 +241,8 @@ private struct Checker {
     let entities: CoreDataEntities
     /// The tables to check (in capitals); all when `nil`.
     let only: Set<String>?
+    /// The store's tables (in capitals).
+    let tablesPresent: Set<String>
     /// The part of the check this is, and the key lookups postponed to its rest.
     let part: CoreDataStoreCheck.Part
     let postponed: Set<String>
@@ -276,7 +289,7 @@ private struct Checker {
     /// with the model, each column's conditions (``conditions(of:_:)``).
     mutating func tables(_ layout: CoreDataLayout?) throws {
         for root in entities.entities.values.filter({ $0.parent == nil }).sorted(by: { $0.table < $1.table }) {
-            guard includes(root.table), try database.tableSchema(root.table, in: "main") != nil else { continue }
+            guard includes(root.table), tablesPresent.contains(root.table.uppercased()) else { continue }
             let tree = list(entities.descendants(of: root.number))
             var conditions = [Condition(sql: "Z_ENT IS NULL OR Z_ENT NOT IN (\(tree))") { count, first in
                 "\(root.table): \(count) rows have a Z_ENT outside the entity tree of \(root.name) (\(tree))\(first)"
@@ -420,7 +433,7 @@ private struct Checker {
     /// `Z_MAX` of each system entity (history, CloudKit mirroring) ahead of its table's keys.
     mutating func systemTables() throws {
         for entity in entities.system.values.sorted(by: { $0.number < $1.number }) {
-            guard try database.tableSchema(entity.table, in: "main") != nil else { continue }
+            guard tablesPresent.contains(entity.table.uppercased()) else { continue }
             report.checked += 1
             if let largest = try database.scalar("SELECT max(Z_PK) FROM \(SQL.quote(entity.table))").integer, entity.max < largest {
                 report.violations.append("Z_PRIMARYKEY: Z_MAX of \(entity.name) is \(entity.max) but \(entity.table) holds key \(largest); the next \(entity.name.lowercased()) would reuse a number a history token may name")
