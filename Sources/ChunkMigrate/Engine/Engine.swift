@@ -290,6 +290,7 @@ final class Engine {
             storeCheck = nil
         }
         do {
+            try startStoreCheckDuringCopy()
             guard try timed(\.copy, try copyEntities(&run, shouldStop: shouldStop, report: report)) == .complete,
                   try timed(\.fixup, try fixUpDeferredRelationships(&run, shouldStop: shouldStop, report: report)) == .complete
             else { return .paused }
@@ -310,6 +311,7 @@ final class Engine {
             if let check, let rows {
                 checkReport = rows.report.merged(with: timed(\.check, check.rest()))
                 phases.checkAlongside = rows.seconds
+                phases.checkDuringCopy = rows.duringCopy
             }
             return .complete
         } catch {
@@ -330,12 +332,41 @@ final class Engine {
     /// (``CoreDataStoreCheck/Overlapped``). The destination goes to WAL for it, where a reader
     /// and the writer do not wait for each other; the job's end gives it back its own mode.
     private func startStoreCheck() throws {
-        guard coreData != nil, options.checksStore, storeCheck == nil else { return }
+        guard coreData != nil, options.checksStore else { return }
+        if storeCheck == nil {
+            storeCheck = CoreDataStoreCheck.Overlapped(path: database.path, cacheKiB: options.sqliteCacheKiB,
+                                                       indexes: try CheckpointStore.deferredIndexes(in: database), entities: nil)
+        }
+        // Nothing reads the store without locks from here on.
+        storeCheck?.copyOver()
         do { try database.execute("PRAGMA main.journal_mode = WAL") } catch {
             throw MigrationError(.store, "cannot switch the destination to WAL for the check: \(error.message)", file: database.path, cause: error)
         }
-        let indexes = try CheckpointStore.deferredIndexes(in: database)
-        storeCheck = try CoreDataStoreCheck.Overlapped(path: database.path, cacheKiB: options.sqliteCacheKiB, indexes: indexes)
+        try storeCheck?.rowsIn()
+    }
+
+    /// While rows are still to be copied: the check started already, to check each table the
+    /// job finishes while it copies the others (``CoreDataStoreCheck/Overlapped``). It reads
+    /// those tables without locks, which holds because nothing writes them again before the
+    /// copy is over: a table is finished once every entity writing it is complete and none has
+    /// a relationship the fix-up pass sets.
+    private func startStoreCheckDuringCopy() throws {
+        guard coreData != nil, options.checksStore, storeCheck == nil, states.contains(where: { !$0.complete }) else { return }
+        let entities = try? CoreDataEntities.read(database, file: database.path)
+        storeCheck = CoreDataStoreCheck.Overlapped(path: database.path, cacheKiB: options.sqliteCacheKiB,
+                                                   indexes: try CheckpointStore.deferredIndexes(in: database), entities: entities)
+        storeCheck?.tablesFinished(finishedTables())
+    }
+
+    /// The destination tables (in capitals) whose every writing entity is complete with no
+    /// relationship left to the fix-up pass.
+    private func finishedTables() -> Set<String> {
+        var finished: [String: Bool] = [:]
+        for (index, entity) in plan.entities.enumerated() {
+            let table = entity.destination.table.uppercased()
+            finished[table] = (finished[table] ?? true) && states[index].complete && (order.deferred[index] ?? []).isEmpty
+        }
+        return Set(finished.filter(\.value).keys)
     }
 
     /// What one run has done so far, and when it must stop.
@@ -381,6 +412,7 @@ final class Engine {
             try journal.append(.entityComplete(
                 entity: UInt32(entity), batches: states[entity].batch, rowsWritten: UInt64(states[entity].rowsWritten)))
             states[entity].complete = true
+            storeCheck?.tablesFinished(finishedTables())
         }
         return .complete
     }
@@ -408,10 +440,13 @@ final class Engine {
     private func buildDeferredIndexes(_ run: inout RunTally, shouldStop: () -> Bool,
                                       report: (MigrationProgress) -> Void) throws -> RunOutcome {
         defer { try? useSorterHelper(false) }
-        for index in try CheckpointStore.deferredIndexes(in: database) {
+        // Those that sort without the helper first, while the check's part over the rows, if
+        // any, still takes the second core.
+        let indexes = try CheckpointStore.deferredIndexes(in: database)
+        for index in indexes.filter({ !Self.sortsWithHelper($0.sql) }) + indexes.filter({ Self.sortsWithHelper($0.sql) }) {
             if run.stops(now: clock.now, shouldStop: shouldStop) { return .paused }
             // The second core sorts too once the check, if any, has done most of its work.
-            try useSorterHelper(storeCheck?.isPastRows ?? true)
+            try useSorterHelper(Self.sortsWithHelper(index.sql) && storeCheck?.isPastRows ?? true)
             try CheckpointStore.rebuild(index: index.name, sql: index.sql, in: database)
             storeCheck?.indexBuilt(index.name)
             CrashPoint.check(.afterIndex, entity: index.name, batch: 0)
@@ -419,6 +454,13 @@ final class Engine {
             if let last = order.entities.last { report(progress(run, entity: last, phase: .index(name: index.name), batch: 0)) }
         }
         return .complete
+    }
+
+    /// Whether an index sorts faster with a helper thread: all but Core Data's index on `Z_ENT`,
+    /// whose keys take a handful of values and come mostly in order, and which took a third
+    /// longer with it (Tools/BENCHMARKS.md).
+    static func sortsWithHelper(_ sql: String) -> Bool {
+        CoreDataStoreCheck.Overlapped.leadingColumn(sql)?.hasSuffix(".Z_ENT") != true
     }
 
     /// Whether an index build sorts with a helper thread (`PRAGMA threads = 1`), which on two

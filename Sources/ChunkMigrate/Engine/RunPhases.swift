@@ -18,6 +18,9 @@ public struct RunPhases: Sendable, Codable, Equatable {
     /// The store check's part over the rows, on its own thread, alongside the indexes and the
     /// finishing steps (not counted in the run's time).
     public var checkAlongside: Double = 0
+    /// The store check's part over the tables the job had finished, on its own thread while the
+    /// job copied the others (not counted in the run's time).
+    public var checkDuringCopy: Double = 0
 
     public init() {}
 }

@@ -17,6 +17,12 @@ extension Database {
     /// authorizer (`sqlite3_set_authorizer`) that records every read. The statement is not run.
     /// A table read for its rows alone (`count(*)`) is there with no column.
     func columnsRead(in schema: String, preparing sql: String) throws(SQLiteError) -> [String: Set<String>] {
+        try recordingReads(in: schema) { () throws(SQLiteError) in _ = try prepare(sql) }.columns
+    }
+
+    /// Runs `body`, recording the columns of `schema` that every statement prepared meanwhile
+    /// reads, by table (an authorizer, `sqlite3_set_authorizer`, that records every read).
+    func recordingReads<T, Failure: Error>(in schema: String, _ body: () throws(Failure) -> T) throws(Failure) -> (value: T, columns: [String: Set<String>]) {
         let log = ReadLog(schema: schema)
         let pointer = Unmanaged.passRetained(log).toOpaque()
         defer {
@@ -35,7 +41,7 @@ extension Database {
             }
             return SQLITE_OK
         }, pointer)
-        _ = try prepare(sql)
-        return log.columns
+        let value = try body()
+        return (value, log.columns)
     }
 }

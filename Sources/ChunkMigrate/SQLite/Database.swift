@@ -15,6 +15,11 @@ final class Database {
         case readOnly
         /// A migration's source: read only, and ``sourceURI(_:)``'s rule for WAL stores.
         case source
+        /// Read only without locks (`immutable=1`), beside a connection that writes the file:
+        /// only for tables whose pages the writer no longer changes, which read as they are.
+        /// The file's header is read without a lock too, so a read that meets one of the
+        /// writer's commits can fail (a page count past the file's end reads as a damaged file).
+        case unlocked
     }
 
     let handle: OpaquePointer
@@ -27,12 +32,13 @@ final class Database {
         switch mode {
         case .readWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         case .readWrite: flags |= SQLITE_OPEN_READWRITE
-        case .readOnly, .source: flags |= SQLITE_OPEN_READONLY
+        case .readOnly, .source, .unlocked: flags |= SQLITE_OPEN_READONLY
         }
         var connection: OpaquePointer?
         let uri = switch mode {
         case .readOnly: Database.readOnlyURI(path)
         case .source: Database.sourceURI(path)
+        case .unlocked: Database.readOnlyURI(path) + "&immutable=1"
         default: path
         }
         let result = sqlite3_open_v2(uri, &connection, flags, nil)

@@ -20,11 +20,13 @@ extension CoreDataLayout {
     /// type, and no column of an entity or join table is left unexplained. Where the model leaves
     /// a join table's name open (both sides of one entity tree), the store's name is taken.
     ///
+    /// - Parameter known: the store's entities where the caller read them already, instead of
+    ///   its `Z_PRIMARYKEY` (which a job writes while its check reads the tables it finished).
     /// - Returns: the layout, and the store's other tables.
     /// - Throws: ``MigrationError`` naming `file`, the entity, the property and the column where the
     ///   store does not fit its model (a model edited after the store was written, or the wrong
     ///   model given).
-    func resolved(against database: Database, schema: String, file: String) throws -> (CoreDataLayout, OtherTables) {
+    func resolved(against database: Database, schema: String, file: String, entities known: CoreDataEntities? = nil) throws -> (CoreDataLayout, OtherTables) {
         var resolved = self
         let tableNames: [String]
         var primaryKeys: [[SQLiteValue]] = []
@@ -32,7 +34,9 @@ extension CoreDataLayout {
             tableNames = try database.rows(
                 "SELECT name FROM \(schema).sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
             ).compactMap { $0[0].text }
-            if tableNames.contains("Z_PRIMARYKEY") {
+            if let known {
+                primaryKeys = known.entities.values.sorted { $0.number < $1.number }.map { [.integer($0.number), .text($0.name), .integer($0.parent ?? 0)] }
+            } else if tableNames.contains("Z_PRIMARYKEY") {
                 primaryKeys = try database.rows("SELECT Z_ENT, Z_NAME, Z_SUPER FROM \(schema).Z_PRIMARYKEY WHERE Z_ENT < 16000 ORDER BY Z_ENT")
             }
         } catch {

@@ -4,8 +4,12 @@ extension CoreDataStoreCheck {
     /// The check of a store a job is writing, run by the job itself on a connection of its own
     /// and another thread:
     ///
-    /// 1. the part over the rows (``Part/rows``, most of the time) as soon as the rows are in,
-    ///    while the job builds its indexes;
+    /// 0. while the job copies, what of the part over the rows reads only the tables it has
+    ///    finished (``Part/early``): their pages no longer change until its last steps, so they
+    ///    are read without locks (``Database/Mode/unlocked``), which the job's rollback journal
+    ///    needs (a reader's lock would hold up every commit);
+    /// 1. the rest of the part over the rows (``Part/rows``) as soon as the rows are in, while
+    ///    the job builds its indexes;
     /// 2. each key lookup that reads an index the job builds (``Part/postponed``) once that index
     ///    is built (``indexBuilt(_:)``), and each derived attribute's values
     ///    (``ExpectedValues``) once the indexes of the tables its derivation reads are: while the
@@ -18,6 +22,10 @@ extension CoreDataStoreCheck {
     /// The store must be in WAL mode while both run, so that neither waits for the other's locks.
     final class Overlapped: @unchecked Sendable {
         private let path: String
+        private let cacheKiB: Int
+        /// The store's entities, read by the job before its copy: `Z_PRIMARYKEY` is a table it
+        /// writes meanwhile. Only their numbers and tree serve the early part.
+        private let entities: CoreDataEntities?
         /// The indexes the job builds: by name, the table and `TABLE.COLUMN` of the first column.
         private let indexes: [String: (table: String, leading: String?)]
         /// Key lookups that wait for an index the job builds.
@@ -30,21 +38,45 @@ extension CoreDataStoreCheck {
             var cancelled = false
             /// Whether the part over the rows, most of the check, is done.
             var rowsDone = false
+            /// The tables (in capitals) the job has finished writing while it copies the others.
+            var finishedTables: Set<String> = []
+            /// Whether the copy is over: the early part stops, its statement under way too.
+            var copyOver = false
+            /// Whether ``connection`` is open for the rows part.
+            var rowsIn = false
         }
         private let signals = Locked(Signals())
         /// Signalled with each change of ``signals``.
         private let wake = DispatchSemaphore(value: 0)
         private let done = DispatchGroup()
-        private let result = Locked<Result<(report: Report, seconds: Double, derivedDone: Set<String>), MigrationError>?>(nil)
+        /// Left by the check's thread once it reads no more without locks.
+        private let pastEarly = DispatchGroup()
+        /// The connection of the rows part and after, set by ``rowsIn()`` before it signals.
+        private var connection: Database?
+        /// What the check's thread found, and the time it took: `seconds` after the copy, `duringCopy`
+        /// while the job copied.
+        private struct Outcome {
+            var report: Report
+            var seconds: Double
+            var duringCopy: Double
+            var derivedDone: Set<String>
+        }
+        private let result = Locked<Result<Outcome, MigrationError>?>(nil)
         /// The derived attributes whose values were compared, which the rest leaves out.
         private var derivedDone: Set<String> = []
 
-        /// Opens a read-only connection to `path` and starts the check on another thread.
+        /// Starts the check on another thread. It waits for the job: ``tablesFinished(_:)`` while
+        /// it copies, then ``rowsIn()``.
         ///
-        /// - Parameter indexes: the indexes the job will build: a key lookup on the first column
-        ///   of one, or a derivation reading its table, waits for it.
-        init(path: String, cacheKiB: Int, indexes: [(name: String, sql: String)]) throws {
+        /// - Parameters:
+        ///   - indexes: the indexes the job will build: a key lookup on the first column of one,
+        ///     or a derivation reading its table, waits for it.
+        ///   - entities: the store's entities, read before the copy; without them, nothing is
+        ///     checked while the job copies.
+        init(path: String, cacheKiB: Int, indexes: [(name: String, sql: String)], entities: CoreDataEntities?) {
             self.path = path
+            self.cacheKiB = cacheKiB
+            self.entities = entities
             var byName: [String: (table: String, leading: String?)] = [:]
             for index in indexes {
                 let leading = Self.leadingColumn(index.sql)
@@ -53,40 +85,86 @@ extension CoreDataStoreCheck {
             }
             self.indexes = byName
             postponed = Set(byName.values.compactMap(\.leading))
-            let connection: Database
-            do {
-                connection = try Database(path: path, mode: .readOnly)
-                // Small caches: the check reads each table in order, from the file system's cache,
-                // and its memory adds to the job's.
-                try connection.execute("PRAGMA cache_size = -\(max(256, cacheKiB / 4)); PRAGMA temp.cache_size = -\(max(256, cacheKiB / 4))")
-            } catch {
-                throw MigrationError(.store, "cannot open the destination to check it: \(error.message)", file: path, cause: error)
-            }
-            let signals = self.signals
-            connection.stopStatements { signals.withLock { $0.cancelled } }
             done.enter()
-            let box = UncheckedBox(connection)
+            pastEarly.enter()
             DispatchQueue.global(qos: .utility).async { [self] in
-                let outcome = Result { () throws(MigrationError) in try work(box.value) }
+                let outcome = Result { () throws(MigrationError) in try work() }
                 // Closed here, so that the job may change the journal mode once this part is done.
-                box.value.close()
+                connection?.close()
                 result.withLock { $0 = outcome }
                 done.leave()
             }
         }
 
+        /// Opens a read-only connection with small caches: the check reads each table in order,
+        /// from the file system's cache, and its memory adds to the job's.
+        private func open(_ mode: Database.Mode) throws(SQLiteError) -> Database {
+            let connection = try Database(path: path, mode: mode)
+            try connection.execute("PRAGMA cache_size = -\(max(256, cacheKiB / 4)); PRAGMA temp.cache_size = -\(max(256, cacheKiB / 4))")
+            return connection
+        }
+
+        /// While the job copies: the early part each time the job has finished more tables, until
+        /// the copy is over. What it could not check (a read that met one of the job's commits)
+        /// is left to the rows part. Returns what it found and which checks it ran.
+        private func early(_ timed: (() -> Void) -> Void) -> (report: Report, ran: Set<String>, model: CoreDataModel??) {
+            defer { pastEarly.leave() }
+            var report = Report(violations: [], checked: 0, unchecked: [])
+            var ran: Set<String> = []
+            var model: CoreDataModel?? = nil
+            var tried: Set<String> = []
+            guard let entities else { return (report, ran, model) }
+            while true {
+                let now = signals.withLock { $0 }
+                if now.cancelled || now.copyOver { return (report, ran, model) }
+                guard now.finishedTables != tried else {
+                    wake.wait()
+                    continue
+                }
+                tried = now.finishedTables
+                timed {
+                    do {
+                        let database = try open(.unlocked)
+                        defer { database.close() }
+                        let signals = self.signals
+                        database.stopStatements { signals.withLock { $0.cancelled || $0.copyOver } }
+                        let known = try model ?? CoreDataModel.read(database, schema: "main", file: path)
+                        model = known
+                        let part = try CoreDataStoreCheck.check(database, model: known, file: path, part: .early, postponed: postponed,
+                                                                readable: tried, entities: entities, done: ran)
+                        report = report.merged(with: part.report)
+                        ran.formUnion(part.ran)
+                    } catch {}
+                }
+            }
+        }
+
         /// The check's thread: the rows part, then each lookup and derived value as the indexes
         /// they read are built, then the comparison of the values once the job has written its own.
-        private func work(_ database: Database) throws(MigrationError) -> (report: Report, seconds: Double, derivedDone: Set<String>) {
-            var seconds = 0.0
+        private func work() throws(MigrationError) -> Outcome {
+            var seconds = 0.0, duringCopy = 0.0
             func timed<T, Failure: Error>(_ body: () throws(Failure) -> T) throws(Failure) -> T {
                 let started = ContinuousClock.now
                 defer { seconds += (ContinuousClock.now - started) / .seconds(1) }
                 return try body()
             }
+            let early = early { body in
+                let started = ContinuousClock.now
+                body()
+                duringCopy += (ContinuousClock.now - started) / .seconds(1)
+            }
+            while !signals.withLock({ $0.rowsIn || $0.cancelled }) { wake.wait() }
+            guard let database = connection, !signals.withLock({ $0.cancelled }) else {
+                return Outcome(report: early.report, seconds: seconds, duringCopy: duringCopy, derivedDone: [])
+            }
             // The store's model, read once for every part this thread runs.
-            let model = try timed { () throws(MigrationError) in try Self.sqlite(file: path) { try CoreDataModel.read(database, schema: "main", file: path) } }
-            var report = try timed { () throws(MigrationError) in try Self.run(database, model: model, file: path, part: .rows, postponed: postponed) }
+            let model = try timed { () throws(MigrationError) -> CoreDataModel? in
+                if let model = early.model { return model }
+                return try Self.sqlite(file: path) { try CoreDataModel.read(database, schema: "main", file: path) }
+            }
+            var report = try timed { () throws(MigrationError) in
+                early.report.merged(with: try Self.run(database, model: model, file: path, part: .rows, postponed: postponed, done: early.ran))
+            }
             signals.withLock { $0.rowsDone = true }
             var lookups = postponed
             // Computing the derived values here is a head start, never a condition: a value this
@@ -104,7 +182,7 @@ extension CoreDataStoreCheck {
             var computed: [ExpectedValues] = []
             while true {
                 let now = signals.withLock { $0 }
-                if now.cancelled { return (report, seconds, []) }
+                if now.cancelled { return Outcome(report: report, seconds: seconds, duringCopy: duringCopy, derivedDone: []) }
                 // An index is waited for while the job has yet to build it.
                 let unbuilt: [(table: String, leading: String?)] = now.allBuilt ? [] : indexes.filter { !now.built.contains($0.key) }.map(\.value)
                 let readyLookups = lookups.filter { column in !unbuilt.contains { $0.leading == column } }
@@ -138,8 +216,42 @@ extension CoreDataStoreCheck {
                     compared.insert(values.key)
                 }
             }
-            if signals.withLock({ $0.cancelled }) { return (report, seconds, []) }
-            return (report, seconds, compared)
+            let cancelled = signals.withLock { $0.cancelled }
+            return Outcome(report: report, seconds: seconds, duringCopy: duringCopy, derivedDone: cancelled ? [] : compared)
+        }
+
+        /// The job has finished writing `tables` (in capitals, with those it finished before):
+        /// the early part may read them.
+        func tablesFinished(_ tables: Set<String>) {
+            signals.withLock { $0.finishedTables = tables }
+            wake.signal()
+        }
+
+        /// The job's copy is over: the early part stops, and this returns once it reads no more
+        /// (its statement under way stops within a thousand of SQLite's steps). The job may then
+        /// change the store's schema and journal mode.
+        func copyOver() {
+            signals.withLock { $0.copyOver = true }
+            wake.signal()
+            pastEarly.wait()
+        }
+
+        /// The rows are in and the store is in WAL mode: opens the check's connection for the
+        /// part over the rows and after.
+        ///
+        /// - Throws: ``MigrationError`` naming the file when it cannot be opened.
+        func rowsIn() throws(MigrationError) {
+            copyOver()
+            do {
+                let connection = try open(.readOnly)
+                let signals = self.signals
+                connection.stopStatements { signals.withLock { $0.cancelled } }
+                self.connection = connection
+            } catch {
+                throw MigrationError(.store, "cannot open the destination to check it: \(error.message)", file: path, cause: error)
+            }
+            signals.withLock { $0.rowsIn = true }
+            wake.signal()
         }
 
         /// The job has built the index `name`: the lookups and values waiting for it may run.
@@ -165,16 +277,16 @@ extension CoreDataStoreCheck {
             wake.signal()
         }
 
-        /// Waits for the rows part: its report, and how long it took on its thread. A check that
-        /// cannot run does not fail the job, whose rows are all in: its report says so, as a
-        /// violation, so that the store is not taken for checked (``failed(_:)``).
-        func rows() -> (report: Report, seconds: Double) {
+        /// Waits for the check's thread: its report, and how long it took after the copy and
+        /// during it. A check that cannot run does not fail the job, whose rows are all in: its
+        /// report says so, as a violation, so that the store is not taken for checked (``failed(_:)``).
+        func rows() -> (report: Report, seconds: Double, duringCopy: Double) {
             done.wait()
             switch result.withLock({ $0! }) {
             case let .success(part):
                 derivedDone = part.derivedDone
-                return (part.report, part.seconds)
-            case let .failure(error): return (Self.failed(error), 0)
+                return (part.report, part.seconds, part.duringCopy)
+            case let .failure(error): return (Self.failed(error), 0, 0)
             }
         }
 
@@ -217,12 +329,13 @@ extension CoreDataStoreCheck {
         /// schema changed at each of SQLite's tries to prepare it again. The part, which only
         /// reads, then runs again.
         private static func run(_ database: Database, model: CoreDataModel?, file: String, part: Part, postponed: Set<String>,
-                                derivedDone: Set<String> = []) throws(MigrationError) -> Report {
+                                derivedDone: Set<String> = [], done: Set<String> = []) throws(MigrationError) -> Report {
             try sqlite(file: file) {
                 var attempt = 1
                 while true {
                     do {
-                        return try check(database, model: model, file: file, part: part, postponed: postponed, derivedDone: derivedDone)
+                        return try check(database, model: model, file: file, part: part, postponed: postponed, derivedDone: derivedDone,
+                                         done: done).report
                     } catch let error as SQLiteError where error.isSchemaChanged && attempt < 5 {
                         attempt += 1
                     }
@@ -243,10 +356,4 @@ extension CoreDataStoreCheck {
             }
         }
     }
-}
-
-/// A value handed to another thread that alone uses it from then on.
-private final class UncheckedBox<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }

@@ -93,6 +93,12 @@ public enum CoreDataStoreCheck {
         case rows
         /// The key lookups the rows part left for an index the job builds after it (`postponed`).
         case postponed
+        /// What of the rows part reads only tables the job has finished writing (`readable`),
+        /// while it copies the others: each such table's conditions on its rows (but `Z_MAX`,
+        /// which the job raises batch by batch), the key lookups between two such tables that
+        /// need no index the job builds later, and such join tables. The rows part then leaves
+        /// out what this part did (`done`).
+        case early
         /// The metadata, system tables, R-tree fetch indexes, derived values and external files.
         case rest
     }
@@ -106,20 +112,34 @@ public enum CoreDataStoreCheck {
     ///     already (``ExpectedValues``): ``Part/rest`` checks only their triggers.
     static func check(_ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil, part: Part = .all,
                       postponed: Set<String> = [], derivedDone: Set<String> = []) throws -> Report {
+        try check(database, model: model, file: file, tables: tables, part: part, postponed: postponed, derivedDone: derivedDone).report
+    }
+
+    /// ``check(_:model:file:tables:part:postponed:derivedDone:)``, and which of its checks ran
+    /// (tables' conditions, key lookups, join-table sides), for a later part to leave out.
+    ///
+    /// - Parameters:
+    ///   - readable: for ``Part/early``, the tables (in capitals) the job no longer writes.
+    ///   - entities: the store's entities, when the caller read them (``Part/early`` reads no
+    ///     table the job writes, and `Z_PRIMARYKEY` is one).
+    ///   - done: the checks an ``Part/early`` part ran already.
+    static func check(_ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil, part: Part = .all,
+                      postponed: Set<String> = [], derivedDone: Set<String> = [], readable: Set<String> = [],
+                      entities known: CoreDataEntities? = nil, done: Set<String> = []) throws -> (report: Report, ran: Set<String>) {
         // What the check reads of the schema, read in one snapshot: a job that checks the store
         // it writes builds indexes meanwhile, and a schema read across its commits can fail.
         let (entities, tablesPresent, resolved) = try database.inTransaction { () throws -> (CoreDataEntities, Set<String>, Result<CoreDataLayout, MigrationError>?) in
-            let entities = try CoreDataEntities.read(database, file: file)
+            let entities = try known ?? CoreDataEntities.read(database, file: file)
             let tables = Set(try database.rows("SELECT upper(name) FROM main.sqlite_schema WHERE type = 'table'").compactMap { $0[0].text })
             guard let model else { return (entities, tables, nil) }
             do {
-                return (entities, tables, .success(try CoreDataLayout(model: model).resolved(against: database, schema: "main", file: file).0))
+                return (entities, tables, .success(try CoreDataLayout(model: model).resolved(against: database, schema: "main", file: file, entities: known).0))
             } catch let error as MigrationError {
                 return (entities, tables, .failure(error))
             }
         }
         var check = Checker(database: database, entities: entities, only: tables, tablesPresent: tablesPresent,
-                            part: part, postponed: postponed, derivedDone: derivedDone)
+                            part: part, postponed: postponed, derivedDone: derivedDone, readable: readable, done: done)
         let rows = part == .all || part == .rows, rest = part == .all || part == .rest
         if rest { try check.metadata(file: file) }
         var layout: CoreDataLayout?
@@ -131,7 +151,7 @@ public enum CoreDataStoreCheck {
         } else if rows {
             check.report.unchecked.append("the store has no model cache and no model was given: attributes, relationships and join tables were not checked (give the model)")
         }
-        if rows { try check.tables(layout) }
+        if rows || (part == .early && layout != nil) { try check.tables(layout) }
         if rest {
             try check.systemTables()
             try check.fetchIndexes()
@@ -145,7 +165,7 @@ public enum CoreDataStoreCheck {
                 try check.externalData(layout, file: file)
             }
         }
-        return check.report
+        return (check.report, check.ran)
     }
 }
 
@@ -248,10 +268,21 @@ private struct Checker {
     let postponed: Set<String>
     /// The derived attributes (`Entity.attribute`) whose values were compared already.
     let derivedDone: Set<String>
+    /// For ``CoreDataStoreCheck/Part/early``, the tables it may read (in capitals).
+    let readable: Set<String>
+    /// The checks an early part ran, which this part leaves out: `T:TABLE` for a table's
+    /// conditions, `K:TABLE.COLUMN` for a to-one's lookups, `J:TABLE.COLUMN` for a join-table side.
+    let done: Set<String>
     var report = CoreDataStoreCheck.Report(violations: [], checked: 0, unchecked: [])
+    /// The checks this part ran, named as in ``done``.
+    var ran: Set<String> = []
 
     /// Whether `table` is among those checked.
     func includes(_ table: String) -> Bool { only.map { $0.contains(table.uppercased()) } ?? true }
+
+    /// Whether this part may read `tables`: all of them but in the early part, which reads only
+    /// the tables the job has finished.
+    func mayRead(_ tables: String...) -> Bool { part != .early || tables.allSatisfy { readable.contains($0.uppercased()) } }
 
     /// Whether the key lookups of `table.column` run in this part: in the rows part unless
     /// postponed until the index on them is built, in the rest only then.
@@ -259,7 +290,7 @@ private struct Checker {
         let isPostponed = postponed.contains("\(table).\(column)".uppercased())
         switch part {
         case .all: return true
-        case .rows: return !isPostponed
+        case .rows, .early: return !isPostponed
         case .postponed: return isPostponed
         case .rest: return false
         }
@@ -289,7 +320,17 @@ private struct Checker {
     /// with the model, each column's conditions (``conditions(of:_:)``).
     mutating func tables(_ layout: CoreDataLayout?) throws {
         for root in entities.entities.values.filter({ $0.parent == nil }).sorted(by: { $0.table < $1.table }) {
-            guard includes(root.table), tablesPresent.contains(root.table.uppercased()) else { continue }
+            guard includes(root.table), tablesPresent.contains(root.table.uppercased()), mayRead(root.table) else { continue }
+            let name = SQL.quote(root.table)
+            let id = "T:" + root.table.uppercased()
+            // The early part leaves Z_MAX to the rows part, which reads it alone where the
+            // conditions were counted already.
+            if done.contains(id) {
+                guard part != .early else { continue }
+                report.checked += 1
+                try checkMax(of: root, largest: try database.scalar("SELECT max(Z_PK) FROM \(name)").integer)
+                continue
+            }
             let tree = list(entities.descendants(of: root.number))
             var conditions = [Condition(sql: "Z_ENT IS NULL OR Z_ENT NOT IN (\(tree))") { count, first in
                 "\(root.table): \(count) rows have a Z_ENT outside the entity tree of \(root.name) (\(tree))\(first)"
@@ -297,12 +338,14 @@ private struct Checker {
             if let layout, let table = layout.tables[root.number] { conditions += self.conditions(of: table, layout) }
             // Counted with FILTER rather than CASE: a third of the time per row; the first key
             // only where a condition holds.
-            let name = SQL.quote(root.table)
             let parts = conditions.map { "count(*) FILTER (WHERE \($0.sql))" }
             let row = try database.rows("SELECT max(Z_PK), \(parts.joined(separator: ", ")) FROM \(name)")[0]
-            report.checked += 1 + conditions.count
-            if let largest = row[0].integer, root.max < largest {
-                report.violations.append("Z_PRIMARYKEY: Z_MAX of \(root.name) is \(root.max) but \(root.table) holds key \(largest); the next insert would reuse a key")
+            report.checked += conditions.count
+            if part == .early {
+                ran.insert(id)
+            } else {
+                report.checked += 1
+                try checkMax(of: root, largest: row[0].integer)
             }
             for (index, condition) in conditions.enumerated() {
                 guard let count = row[1 + index].integer, count > 0 else { continue }
@@ -310,6 +353,13 @@ private struct Checker {
                 let line = condition.line(count, first(key))
                 if condition.isNote { report.notes.append(line) } else { report.violations.append(line) }
             }
+        }
+    }
+
+    /// `Z_MAX` of `root` at least `largest`, its table's largest key.
+    mutating func checkMax(of root: CoreDataEntities.Entity, largest: Int64?) throws {
+        if let largest, root.max < largest {
+            report.violations.append("Z_PRIMARYKEY: Z_MAX of \(root.name) is \(root.max) but \(root.table) holds key \(largest); the next insert would reuse a key")
         }
     }
 
@@ -373,10 +423,13 @@ private struct Checker {
                 }
                 guard let destination = layout.entity(named: target), let targetTable = layout.tables[destination.root],
                       includes(table.name) || includes(targetTable.name) else { continue }
+                let id = "K:\(table.name).\(column.name)".uppercased()
+                guard !done.contains(id), mayRead(table.name, targetTable.name) else { continue }
                 let key = "s." + SQL.quote(column.name)
                 let entityColumn = table.column(for: .toOneEntity(entity: owner, property: property))
                 // With a polymorphic column every row is read anyway, index or not: never postponed.
-                if entityColumn == nil ? !runsNow(table.name, column.name) : !(part == .all || part == .rows) { continue }
+                if entityColumn == nil ? !runsNow(table.name, column.name) : !(part == .all || part == .rows || part == .early) { continue }
+                ran.insert(id)
                 let allowed = list(layout.descendants(of: destination.number))
                 if entityColumn == nil {
                     // Each distinct key once, from the to-one's index (Core Data indexes every
@@ -407,6 +460,9 @@ private struct Checker {
             for side in join.sides {
                 guard let entity = layout.entities[side.target], let table = layout.tables[entity.root],
                       includes(join.name) || includes(table.name), runsNow(join.name, side.column) else { continue }
+                let id = "J:\(join.name).\(side.column)".uppercased()
+                guard !done.contains(id), mayRead(join.name, table.name) else { continue }
+                ran.insert(id)
                 // Each distinct key once (the join table's primary key and index give them in
                 // order); the rows, only when one points nowhere.
                 let allowed = list(layout.descendants(of: side.target))
