@@ -41,15 +41,14 @@ enum Output {
     }
 
     /// A run's phases in one line: `phases: copy 1.71 s, indexes 1.20 s, finishing 0.15 s, check 0.02 s (its part over the rows
-    /// 0.52 s, alongside the indexes, and 0.43 s during the copy)`.
+    /// 0.52 s alongside the indexes, and 0.43 s during the copy)`.
     static func describe(_ phases: RunPhases) -> String {
         let parts = [("copy", phases.copy), ("fix-up", phases.fixup), ("indexes", phases.indexes), ("finishing", phases.finishing),
                      ("completion", phases.completion), ("check", phases.check)]
             .filter { $0.1 >= 0.005 }.map { String(format: "%@ %.2f s", $0.0, $0.1) }
-        var alongside = phases.checkAlongside > 0 ? String(format: " (its part over the rows %.2f s, alongside the indexes", phases.checkAlongside) : ""
-        if !alongside.isEmpty {
-            alongside += phases.checkDuringCopy > 0 ? String(format: ", and %.2f s during the copy)", phases.checkDuringCopy) : ")"
-        }
+        let beside = [(phases.checkAlongside, "alongside the indexes"), (phases.checkDuringCopy, "during the copy")]
+            .filter { $0.0 > 0 }.map { String(format: "%.2f s %@", $0.0, $0.1) }
+        let alongside = beside.isEmpty ? "" : " (its part over the rows " + beside.joined(separator: ", and ") + ")"
         return "phases: " + (parts.isEmpty ? "none" : parts.joined(separator: ", ")) + alongside
     }
 

@@ -352,7 +352,11 @@ final class Engine {
     /// a relationship the fix-up pass sets.
     private func startStoreCheckDuringCopy() throws {
         guard coreData != nil, options.checksStore, storeCheck == nil, states.contains(where: { !$0.complete }) else { return }
-        let entities = try? CoreDataEntities.read(database, file: database.path)
+        // Reads without locks hold only in a rollback journal (they ignore a WAL) and where no
+        // commit moves pages (auto_vacuum FULL moves pages of any table into freed ones).
+        let mode = try database.scalar("PRAGMA main.journal_mode").text?.lowercased()
+        let vacuum = try database.scalar("PRAGMA main.auto_vacuum").integer
+        let entities = mode != "wal" && vacuum != 1 ? try? CoreDataEntities.read(database, file: database.path) : nil
         storeCheck = CoreDataStoreCheck.Overlapped(path: database.path, cacheKiB: options.sqliteCacheKiB,
                                                    indexes: try CheckpointStore.deferredIndexes(in: database), entities: entities)
         storeCheck?.tablesFinished(finishedTables())
@@ -458,7 +462,7 @@ final class Engine {
 
     /// Whether an index sorts faster with a helper thread: all but Core Data's index on `Z_ENT`,
     /// whose keys take a handful of values and come mostly in order, and which took a third
-    /// longer with it (Tools/BENCHMARKS.md).
+    /// longer with it (Tools/BENCHMARKS.md, "The check during the copy").
     static func sortsWithHelper(_ sql: String) -> Bool {
         CoreDataStoreCheck.Overlapped.leadingColumn(sql)?.hasSuffix(".Z_ENT") != true
     }

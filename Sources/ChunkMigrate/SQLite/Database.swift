@@ -16,9 +16,11 @@ final class Database {
         /// A migration's source: read only, and ``sourceURI(_:)``'s rule for WAL stores.
         case source
         /// Read only without locks (`immutable=1`), beside a connection that writes the file:
-        /// only for tables whose pages the writer no longer changes, which read as they are.
-        /// The file's header is read without a lock too, so a read that meets one of the
-        /// writer's commits can fail (a page count past the file's end reads as a damaged file).
+        /// only for tables whose pages the writer no longer changes, which read as they are, and
+        /// only while the writer keeps a rollback journal (such a connection ignores a WAL) and
+        /// its commits move no pages (no `auto_vacuum = FULL`). The file's header is read without
+        /// a lock too, so a read that meets one of the writer's commits can fail (a page count
+        /// past the file's end reads as a damaged file).
         case unlocked
     }
 

@@ -19,7 +19,7 @@ extension CoreDataStoreCheck {
     ///
     /// and the rest (``Part/rest``) on the job's thread when the job is complete.
     ///
-    /// The store must be in WAL mode while both run, so that neither waits for the other's locks.
+    /// The store must be in WAL mode from step 1 on, so that neither waits for the other's locks.
     final class Overlapped: @unchecked Sendable {
         private let path: String
         private let cacheKiB: Int
@@ -105,8 +105,9 @@ extension CoreDataStoreCheck {
         }
 
         /// While the job copies: the early part each time the job has finished more tables, until
-        /// the copy is over. What it could not check (a read that met one of the job's commits)
-        /// is left to the rows part. Returns what it found and which checks it ran.
+        /// the copy is over. A round that fails, for whatever reason (a read that met one of the
+        /// job's commits, the copy over before it ended), leaves its checks to the rows part.
+        /// Returns what it found and which checks it ran.
         private func early(_ timed: (() -> Void) -> Void) -> (report: Report, ran: Set<String>, model: CoreDataModel??) {
             defer { pastEarly.leave() }
             var report = Report(violations: [], checked: 0, unchecked: [])
@@ -228,8 +229,9 @@ extension CoreDataStoreCheck {
         }
 
         /// The job's copy is over: the early part stops, and this returns once it reads no more
-        /// (its statement under way stops within a thousand of SQLite's steps). The job may then
-        /// change the store's schema and journal mode.
+        /// (a statement under way stops at SQLite's next call of its progress handler, every
+        /// thousand steps; a short one, or the decoding of the model, runs to its end). The job
+        /// may then change the store's schema and journal mode.
         func copyOver() {
             signals.withLock { $0.copyOver = true }
             wake.signal()

@@ -94,10 +94,10 @@ public enum CoreDataStoreCheck {
         /// The key lookups the rows part left for an index the job builds after it (`postponed`).
         case postponed
         /// What of the rows part reads only tables the job has finished writing (`readable`),
-        /// while it copies the others: each such table's conditions on its rows (but `Z_MAX`,
-        /// which the job raises batch by batch), the key lookups between two such tables that
-        /// need no index the job builds later, and such join tables. The rows part then leaves
-        /// out what this part did (`done`).
+        /// while it copies the others: each such table's conditions on its rows (but `Z_MAX`:
+        /// `Z_PRIMARYKEY` is a table the job writes), the key lookups between two such tables
+        /// that need no index the job builds later, and such join tables. The rows part then
+        /// leaves out what this part did (`done`).
         case early
         /// The metadata, system tables, R-tree fetch indexes, derived values and external files.
         case rest
