@@ -312,6 +312,10 @@ final class Engine {
                 checkReport = rows.report.merged(with: timed(\.check, check.rest()))
                 phases.checkAlongside = rows.seconds
                 phases.checkDuringCopy = rows.duringCopy
+                if let failure = rows.earlyFailure {
+                    logger.warning("the store check could not check the finished tables while the job copied; it checked them after the copy instead",
+                                   metadata: ["cause": "\(failure)", "file": "\(database.path)"])
+                }
             }
             return .complete
         } catch {

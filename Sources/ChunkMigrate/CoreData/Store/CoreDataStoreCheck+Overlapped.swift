@@ -60,6 +60,9 @@ extension CoreDataStoreCheck {
             var seconds: Double
             var duringCopy: Double
             var derivedDone: Set<String>
+            /// Why a round during the copy failed, other than the copy being over: the last
+            /// such error.
+            var earlyFailure: String?
         }
         private let result = Locked<Result<Outcome, MigrationError>?>(nil)
         /// The derived attributes whose values were compared, which the rest leaves out.
@@ -108,16 +111,17 @@ extension CoreDataStoreCheck {
         /// the copy is over. A round that fails, for whatever reason (a read that met one of the
         /// job's commits, the copy over before it ended), leaves its checks to the rows part.
         /// Returns what it found and which checks it ran.
-        private func early(_ timed: (() -> Void) -> Void) -> (report: Report, ran: Set<String>, model: CoreDataModel??) {
+        private func early(_ timed: (() -> Void) -> Void) -> (report: Report, ran: Set<String>, model: CoreDataModel??, failure: String?) {
             defer { pastEarly.leave() }
             var report = Report(violations: [], checked: 0, unchecked: [])
             var ran: Set<String> = []
             var model: CoreDataModel?? = nil
             var tried: Set<String> = []
-            guard let entities else { return (report, ran, model) }
+            var failure: String?
+            guard let entities else { return (report, ran, model, failure) }
             while true {
                 let now = signals.withLock { $0 }
-                if now.cancelled || now.copyOver { return (report, ran, model) }
+                if now.cancelled || now.copyOver { return (report, ran, model, failure) }
                 guard now.finishedTables != tried else {
                     wake.wait()
                     continue
@@ -135,7 +139,9 @@ extension CoreDataStoreCheck {
                                                                 readable: tried, entities: entities, done: ran)
                         report = report.merged(with: part.report)
                         ran.formUnion(part.ran)
-                    } catch {}
+                    } catch {
+                        if !signals.withLock({ $0.cancelled || $0.copyOver }) { failure = "\(error)" }
+                    }
                 }
             }
         }
@@ -156,7 +162,7 @@ extension CoreDataStoreCheck {
             }
             while !signals.withLock({ $0.rowsIn || $0.cancelled }) { wake.wait() }
             guard let database = connection, !signals.withLock({ $0.cancelled }) else {
-                return Outcome(report: early.report, seconds: seconds, duringCopy: duringCopy, derivedDone: [])
+                return Outcome(report: early.report, seconds: seconds, duringCopy: duringCopy, derivedDone: [], earlyFailure: early.failure)
             }
             // The store's model, read once for every part this thread runs.
             let model = try timed { () throws(MigrationError) -> CoreDataModel? in
@@ -183,7 +189,7 @@ extension CoreDataStoreCheck {
             var computed: [ExpectedValues] = []
             while true {
                 let now = signals.withLock { $0 }
-                if now.cancelled { return Outcome(report: report, seconds: seconds, duringCopy: duringCopy, derivedDone: []) }
+                if now.cancelled { return Outcome(report: report, seconds: seconds, duringCopy: duringCopy, derivedDone: [], earlyFailure: early.failure) }
                 // An index is waited for while the job has yet to build it.
                 let unbuilt: [(table: String, leading: String?)] = now.allBuilt ? [] : indexes.filter { !now.built.contains($0.key) }.map(\.value)
                 let readyLookups = lookups.filter { column in !unbuilt.contains { $0.leading == column } }
@@ -218,7 +224,8 @@ extension CoreDataStoreCheck {
                 }
             }
             let cancelled = signals.withLock { $0.cancelled }
-            return Outcome(report: report, seconds: seconds, duringCopy: duringCopy, derivedDone: cancelled ? [] : compared)
+            return Outcome(report: report, seconds: seconds, duringCopy: duringCopy, derivedDone: cancelled ? [] : compared,
+                           earlyFailure: early.failure)
         }
 
         /// The job has finished writing `tables` (in capitals, with those it finished before):
@@ -279,16 +286,17 @@ extension CoreDataStoreCheck {
             wake.signal()
         }
 
-        /// Waits for the check's thread: its report, and how long it took after the copy and
-        /// during it. A check that cannot run does not fail the job, whose rows are all in: its
-        /// report says so, as a violation, so that the store is not taken for checked (``failed(_:)``).
-        func rows() -> (report: Report, seconds: Double, duringCopy: Double) {
+        /// Waits for the check's thread: its report, how long it took after the copy and during
+        /// it, and why a round during the copy failed (its checks then ran after the copy). A
+        /// check that cannot run does not fail the job, whose rows are all in: its report says
+        /// so, as a violation, so that the store is not taken for checked (``failed(_:)``).
+        func rows() -> (report: Report, seconds: Double, duringCopy: Double, earlyFailure: String?) {
             done.wait()
             switch result.withLock({ $0! }) {
             case let .success(part):
                 derivedDone = part.derivedDone
-                return (part.report, part.seconds, part.duringCopy)
-            case let .failure(error): return (Self.failed(error), 0, 0)
+                return (part.report, part.seconds, part.duringCopy, part.earlyFailure)
+            case let .failure(error): return (Self.failed(error), 0, 0, nil)
             }
         }
 
