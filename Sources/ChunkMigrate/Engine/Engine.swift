@@ -331,10 +331,10 @@ final class Engine {
         return try body()
     }
 
-    /// Once the rows are in: the check of a Core Data store started on a connection and thread of
-    /// its own, so that it runs while this thread builds the indexes and finishes the store
-    /// (``CoreDataStoreCheck/Overlapped``). The destination goes to WAL for it, where a reader
-    /// and the writer do not wait for each other; the job's end gives it back its own mode.
+    /// Once the rows are in: the check of a Core Data store (started with the copy, or now) goes
+    /// on on a connection and thread of its own while this thread builds the indexes and finishes
+    /// the store (``CoreDataStoreCheck/Overlapped``). The destination goes to WAL for it, where a
+    /// reader and the writer do not wait for each other; the job's end gives it back its own mode.
     private func startStoreCheck() throws {
         guard coreData != nil, options.checksStore else { return }
         if storeCheck == nil {
