@@ -146,8 +146,9 @@ extension CoreDataStoreCheck {
             }
         }
 
-        /// The check's thread: the rows part, then each lookup and derived value as the indexes
-        /// they read are built, then the comparison of the values once the job has written its own.
+        /// The check's thread: the early part while the job copies, the rest of the rows part once
+        /// the rows are in, then each lookup and derived value as the indexes they read are built,
+        /// then the comparison of the values once the job has written its own.
         private func work() throws(MigrationError) -> Outcome {
             var seconds = 0.0, duringCopy = 0.0
             func timed<T, Failure: Error>(_ body: () throws(Failure) -> T) throws(Failure) -> T {
