@@ -20,8 +20,8 @@ extension CoreDataLayout {
     /// type, and no column of an entity or join table is left unexplained. Where the model leaves
     /// a join table's name open (both sides of one entity tree), the store's name is taken.
     ///
-    /// - Parameter known: the store's entities where the caller read them already, instead of
-    ///   its `Z_PRIMARYKEY` (which a job writes while its check reads the tables it finished).
+    /// - Parameter known: the store's entities where the caller read them already (the check
+    ///   does, and while a job copies it must not read `Z_PRIMARYKEY`, which the job writes).
     /// - Returns: the layout, and the store's other tables.
     /// - Throws: ``MigrationError`` naming `file`, the entity, the property and the column where the
     ///   store does not fit its model (a model edited after the store was written, or the wrong

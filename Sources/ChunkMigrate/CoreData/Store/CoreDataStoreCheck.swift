@@ -133,7 +133,7 @@ public enum CoreDataStoreCheck {
             let tables = Set(try database.rows("SELECT upper(name) FROM main.sqlite_schema WHERE type = 'table'").compactMap { $0[0].text })
             guard let model else { return (entities, tables, nil) }
             do {
-                return (entities, tables, .success(try CoreDataLayout(model: model).resolved(against: database, schema: "main", file: file, entities: known).0))
+                return (entities, tables, .success(try CoreDataLayout(model: model).resolved(against: database, schema: "main", file: file, entities: entities).0))
             } catch let error as MigrationError {
                 return (entities, tables, .failure(error))
             }
@@ -328,7 +328,7 @@ private struct Checker {
             if done.contains(id) {
                 guard part != .early else { continue }
                 report.checked += 1
-                try checkMax(of: root, largest: try database.scalar("SELECT max(Z_PK) FROM \(name)").integer)
+                checkMax(of: root, largest: try database.scalar("SELECT max(Z_PK) FROM \(name)").integer)
                 continue
             }
             let tree = list(entities.descendants(of: root.number))
@@ -345,7 +345,7 @@ private struct Checker {
                 ran.insert(id)
             } else {
                 report.checked += 1
-                try checkMax(of: root, largest: row[0].integer)
+                checkMax(of: root, largest: row[0].integer)
             }
             for (index, condition) in conditions.enumerated() {
                 guard let count = row[1 + index].integer, count > 0 else { continue }
@@ -357,7 +357,7 @@ private struct Checker {
     }
 
     /// `Z_MAX` of `root` at least `largest`, its table's largest key.
-    mutating func checkMax(of root: CoreDataEntities.Entity, largest: Int64?) throws {
+    mutating func checkMax(of root: CoreDataEntities.Entity, largest: Int64?) {
         if let largest, root.max < largest {
             report.violations.append("Z_PRIMARYKEY: Z_MAX of \(root.name) is \(root.max) but \(root.table) holds key \(largest); the next insert would reuse a key")
         }
