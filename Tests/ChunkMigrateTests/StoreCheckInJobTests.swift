@@ -179,4 +179,82 @@ struct StoreCheckInJobTests {
         let count = try #require(all.first { $0.key == "Shelf.bookCount" })
         #expect(try count.compare(in: database)?.hasPrefix("ZSHELF.ZBOOKCOUNT: 1 rows hold another value than the derived attribute Shelf.bookCount") == true)
     }
+
+    @Test("a derived value's step writes the values the check computed where it has them, batch by batch, and computes them where it has not or cannot read them")
+    func finishingWritesComputedValues() throws {
+        let folder = try TemporaryFolder()
+        let store = try Database(path: folder.path("store.sqlite").path, mode: .readWriteCreate)
+        try store.execute("""
+            CREATE TABLE ZTAG (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, ZITEMCOUNT INTEGER);
+            CREATE TABLE Z_1TAGS (Z_1ITEMS INTEGER, Z_2TAGS INTEGER);
+            INSERT INTO ZTAG (Z_PK, Z_ENT) VALUES (1, 2), (2, 2), (5, 2), (9, 3);
+            INSERT INTO Z_1TAGS VALUES (10, 1), (11, 1), (12, 5), (13, 9);
+            """)
+        let value = CoreDataMapping.DerivedValue(attribute: "Tag.itemCount", table: "ZTAG", column: "ZITEMCOUNT",
+                                                 value: "(SELECT count(*) FROM Z_1TAGS AS j WHERE j.Z_2TAGS = ZTAG.Z_PK)", rows: "Z_ENT IN (2)")
+        // Values no derivation gives, so that only a step that reads them writes them.
+        let file = folder.path("computed.sqlite").path
+        let computed = try Database(path: file, mode: .readWriteCreate)
+        try computed.execute("CREATE TABLE cm_expected_0 (cm_k INTEGER PRIMARY KEY, cm_v INTEGER); INSERT INTO cm_expected_0 VALUES (1, 100), (2, 200), (5, 500);")
+        computed.close()
+        let plan = MigrationPlan(entities: [], coreData: CoreDataMapping(entities: [:], derived: [value]))
+        let finishing = CoreDataFinishing(database: store, plan: plan, sourcePath: folder.path("source.sqlite").path)
+        func counts() throws -> [SQLiteValue] { try store.rows("SELECT ZITEMCOUNT FROM ZTAG ORDER BY Z_PK").map { $0[0] } }
+        func runStep(_ from: ((file: String, table: String)?)) throws -> Int {
+            try store.execute("DROP TABLE IF EXISTS \(CheckpointStore.stepTable); UPDATE ZTAG SET ZITEMCOUNT = NULL")
+            var asked = 0
+            finishing.precomputed = { asked += 1; return $0 == value ? from : nil }
+            // Two keys a batch: three batches, each with its own transaction.
+            while try !finishing.runBatch(.derived(value), size: 2) {}
+            // Nothing stays attached.
+            #expect(try store.rows("PRAGMA database_list").compactMap { $0[1].text } == ["main"])
+            return asked
+        }
+        #expect(try runStep((file, "cm_expected_0")) == 3)
+        #expect(try counts() == [.integer(100), .integer(200), .integer(500), .null])
+        #expect(try runStep(nil) == 3)
+        #expect(try counts() == [.integer(2), .integer(0), .integer(1), .null])
+        #expect(try runStep((folder.path("none").appendingPathComponent("missing.sqlite").path, "cm_expected_0")) == 3)
+        #expect(try counts() == [.integer(2), .integer(0), .integer(1), .null])
+    }
+
+    @Test("a job with its check writes the derived values the check computed, which are those a job without the check computes; only a derivation the plan shares with the model is taken")
+    func jobWritesComputedValues() throws {
+        let folder = try TemporaryFolder()
+        let files = try CoreDataDemoStore.generate(in: folder.url, rows: 3_000)
+        let plan = try MigrationPlan.infer(source: files.old, destination: files.new).plan
+        let derived = try #require(plan.coreData?.derived)
+        #expect(Set(derived.map(\.attribute)) == ["Folder.itemCount", "Tag.itemCount"])
+        let unchecked = folder.path("unchecked.sqlite")
+        try FileManager.default.copyItem(at: files.new, to: unchecked)
+        for (destination, checks) in [(files.new, true), (unchecked, false)] {
+            var options = MigrationOptions(batchSize: 700)
+            options.checksStore = checks
+            let job = try MigrationJob.start(plan: plan, source: files.old, destination: destination,
+                                             journal: folder.path("journal-\(checks)"), options: options, logger: quietLogger)
+            #expect(try job.runBlocking() == .complete)
+            #expect(job.storeCheck.map { $0.isValid && $0.checked > 0 } ?? !checks, "\(String(describing: job.storeCheck))")
+        }
+        let checked = try Database(path: files.new.path, mode: .readOnly)
+        try checked.execute("ATTACH DATABASE '\(unchecked.path)' AS u")
+        for table in ["ZFOLDER", "ZTAG"] {
+            #expect(try checked.scalar("SELECT count(*) FROM main.\(table) AS a JOIN u.\(table) AS b USING (Z_PK) WHERE a.ZITEMCOUNT IS NOT b.ZITEMCOUNT") == .integer(0))
+            #expect(try checked.scalar("SELECT count(*) FROM main.\(table) WHERE ZITEMCOUNT > 0").integer ?? 0 > 0)
+        }
+        // What the check computes matches the plan's derivation of the same attribute, and no other.
+        let database = try Database(path: files.new.path, mode: .readOnly)
+        let model = try #require(try CoreDataModel.read(database, schema: "main", file: files.new.path))
+        let layout = try CoreDataLayout(model: model).resolved(against: database, schema: "main", file: files.new.path).0
+        let all = try CoreDataStoreCheck.ExpectedValues.all(in: database, layout: layout)
+        for value in derived {
+            #expect(all.filter { $0.matches(value) }.map(\.key) == [value.attribute])
+            var other = value
+            other.value = "(\(value.value) + 1)"
+            #expect(!all.contains { $0.matches(other) })
+            other = value
+            other.rows = "Z_ENT > 0"
+            #expect(!all.contains { $0.matches(other) })
+        }
+        #expect(all.first { $0.key == "Tag.itemCount" }?.columns.contains("Z_3TAGS.Z_6TAGS") == true)
+    }
 }

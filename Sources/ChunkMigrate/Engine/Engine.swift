@@ -347,6 +347,8 @@ final class Engine {
             throw MigrationError(.store, "cannot switch the destination to WAL for the check: \(error.message)", file: database.path, cause: error)
         }
         try storeCheck?.rowsIn()
+        // The derived values the check computes alongside, the finishing steps write.
+        coreData?.finishing.precomputed = { [weak self] value in self?.storeCheck?.expectedValues(for: value) }
     }
 
     /// While rows are still to be copied: the check started already, to check each table the
@@ -449,9 +451,17 @@ final class Engine {
                                       report: (MigrationProgress) -> Void) throws -> RunOutcome {
         defer { try? useSorterHelper(false) }
         // Those that sort without the helper first, while the check's part over the rows, if
-        // any, still takes the second core.
+        // any, still takes the second core; then those a derived value reads, whose values the
+        // check can then compute while the job builds the rest.
         let indexes = try CheckpointStore.deferredIndexes(in: database)
-        for index in indexes.filter({ !Self.sortsWithHelper($0.sql) }) + indexes.filter({ Self.sortsWithHelper($0.sql) }) {
+        let derivations = storeCheck == nil ? [] : derivationReads()
+        func readByDerivation(_ sql: String) -> Bool {
+            CoreDataStoreCheck.Overlapped.leadingColumn(sql).map(derivations.contains) ?? false
+        }
+        let withoutHelper = indexes.filter { !Self.sortsWithHelper($0.sql) }
+        let read = indexes.filter { Self.sortsWithHelper($0.sql) && readByDerivation($0.sql) }
+        let others = indexes.filter { Self.sortsWithHelper($0.sql) && !readByDerivation($0.sql) }
+        for index in withoutHelper + read + others {
             if run.stops(now: clock.now, shouldStop: shouldStop) { return .paused }
             // The second core sorts too once the check, if any, has done most of its work.
             try useSorterHelper(Self.sortsWithHelper(index.sql) && storeCheck?.isPastRows ?? true)
@@ -462,6 +472,17 @@ final class Engine {
             if let last = order.entities.last { report(progress(run, entity: last, phase: .index(name: index.name), batch: 0)) }
         }
         return .complete
+    }
+
+    /// The columns the plan's derived values read, `TABLE.COLUMN` in capitals.
+    private func derivationReads() -> Set<String> {
+        var columns: Set<String> = []
+        for value in plan.coreData?.derived ?? [] {
+            guard let read = try? database.columnsRead(in: "main", preparing: "SELECT (\(value.value)) FROM main.\(SQL.quote(value.table))")
+            else { continue }
+            for (table, names) in read { columns.formUnion(names.map { "\(table).\($0)".uppercased() }) }
+        }
+        return columns
     }
 
     /// Whether an index sorts faster with a helper thread: all but Core Data's index on `Z_ENT`,

@@ -92,6 +92,11 @@ final class CoreDataFinishing {
     private let database: Database
     private let plan: MigrationPlan
     private let sourcePath: String
+    /// Where a derived value's values are computed already, when they are: a file and its
+    /// table (`cm_k`, a row's key; `cm_v`, its value), which the step then writes instead of
+    /// computing them (the job's check computes them on another thread while the job builds
+    /// its indexes, ``CoreDataStoreCheck/Overlapped/expectedValues(for:)``).
+    var precomputed: ((CoreDataMapping.DerivedValue) -> (file: String, table: String)?)?
 
     init(database: Database, plan: MigrationPlan, sourcePath: String) {
         self.database = database
@@ -139,9 +144,13 @@ final class CoreDataFinishing {
     func runBatch(_ step: Step, size: Int) throws -> Bool {
         switch step {
         case let .derived(value):
+            // The same values either way: computed here, or read where they were computed.
+            let computed = precomputed?(value).flatMap(attachComputed)
+            defer { if computed != nil { try? database.execute("DETACH DATABASE \(Self.computedSchema)") } }
+            let values = computed ?? value.value
             return try rangeBatch(step, table: value.table, size: size, what: "the derived attribute \(value.attribute)",
                                   entity: value.attribute, column: value.column) { first, last in
-                "UPDATE main.\(SQL.quote(value.table)) SET \(SQL.quote(value.column)) = \(value.value) WHERE Z_PK > \(first) AND Z_PK <= \(last)"
+                "UPDATE main.\(SQL.quote(value.table)) SET \(SQL.quote(value.column)) = \(values) WHERE Z_PK > \(first) AND Z_PK <= \(last)"
                     + (value.rows.map { " AND (\($0))" } ?? "")
             }
         case let .fetchIndex(fill):
@@ -155,6 +164,22 @@ final class CoreDataFinishing {
             try sqlite { () throws(SQLiteError) in try CheckpointStore.restoreTriggers(in: database) }
             return true
         }
+    }
+
+    /// The schema a file of computed values is attached as.
+    static let computedSchema = "cm_computed"
+
+    /// Attaches the file of computed values and returns the value of a row of the derived
+    /// value's table (`(SELECT cm_v FROM ...)`), or nil when the file cannot be attached.
+    private func attachComputed(_ computed: (file: String, table: String)) -> String? {
+        do {
+            let attach = try database.prepare("ATTACH DATABASE ?1 AS \(Self.computedSchema)")
+            try attach.bind([.text(computed.file)])
+            _ = try attach.step()
+        } catch {
+            return nil
+        }
+        return "(SELECT e.cm_v FROM \(Self.computedSchema).\(SQL.quote(computed.table)) AS e WHERE e.cm_k = Z_PK)"
     }
 
     /// One batch of an `UPDATE`/`INSERT` over the keys of `table` after the step's cursor.

@@ -12,8 +12,9 @@ extension CoreDataStoreCheck {
     ///    the job builds its indexes;
     /// 2. each key lookup that reads an index the job builds (``Part/postponed``) once that index
     ///    is built (``indexBuilt(_:)``), and each derived attribute's values
-    ///    (``ExpectedValues``) once the indexes of the tables its derivation reads are: while the
-    ///    job builds the other indexes and computes the same values;
+    ///    (``ExpectedValues``) once the indexes on the columns its derivation reads are, into a
+    ///    file of their own: while the job builds the other indexes. The job writes them from
+    ///    there where its plan derives them as the model does (``expectedValues(for:)``);
     /// 3. once the job has finished the store (``storeFinished()``), the values it wrote
     ///    compared with those, which is cheap;
     ///
@@ -67,6 +68,9 @@ extension CoreDataStoreCheck {
         private let result = Locked<Result<Outcome, MigrationError>?>(nil)
         /// The derived attributes whose values were compared, which the rest leaves out.
         private var derivedDone: Set<String> = []
+        /// The derived values computed so far, which the job may write (``expectedValues(for:)``),
+        /// and the file holding them.
+        private let computed = Locked<(file: String?, values: [ExpectedValues])>((nil, []))
 
         /// Starts the check on another thread. It waits for the job: ``tablesFinished(_:)`` while
         /// it copies, then ``rowsIn()``.
@@ -187,6 +191,10 @@ extension CoreDataStoreCheck {
                     return []
                 }
             }
+            // The values go into a file of their own, which the job reads too; where it cannot be
+            // made, into the check's temporary tables, for the check alone.
+            let store = expected.isEmpty ? nil : try? ExpectedValuesFile(store: path, cacheKiB: max(256, cacheKiB / 4)) { [signals] in signals.withLock { $0.cancelled } }
+            defer { store?.remove() }
             var computed: [ExpectedValues] = []
             while true {
                 let now = signals.withLock { $0 }
@@ -194,7 +202,9 @@ extension CoreDataStoreCheck {
                 // An index is waited for while the job has yet to build it.
                 let unbuilt: [(table: String, leading: String?)] = now.allBuilt ? [] : indexes.filter { !now.built.contains($0.key) }.map(\.value)
                 let readyLookups = lookups.filter { column in !unbuilt.contains { $0.leading == column } }
-                let readyValues = expected.filter { values in !unbuilt.contains { values.reads.contains($0.table) } }
+                let readyValues = expected.filter { values in
+                    !unbuilt.contains { index in index.leading.map(values.columns.contains) ?? values.reads.contains(index.table) }
+                }
                 if readyLookups.isEmpty && readyValues.isEmpty {
                     if lookups.isEmpty && expected.isEmpty && now.finished { break }
                     wake.wait()
@@ -207,8 +217,13 @@ extension CoreDataStoreCheck {
                     }
                     for values in readyValues {
                         do {
-                            try values.compute(in: database)
+                            if let store {
+                                try values.compute(in: store.database, store: "store", values: "main")
+                            } else {
+                                try values.compute(in: database)
+                            }
                             computed.append(values)
+                            if store != nil { self.computed.withLock { $0 = (store?.path, computed) } }
                         } catch {}
                     }
                     expected.removeAll { values in readyValues.contains { $0.key == values.key } }
@@ -218,12 +233,19 @@ extension CoreDataStoreCheck {
             timed {
                 for values in computed {
                     let line: String?
-                    do { line = try values.compare(in: database) } catch { continue }
+                    do {
+                        if let store {
+                            line = try values.compare(in: store.database, store: "store", values: "main")
+                        } else {
+                            line = try values.compare(in: database)
+                        }
+                    } catch { continue }
                     report.checked += 1
                     if let line { report.violations.append(line) }
                     compared.insert(values.key)
                 }
             }
+            self.computed.withLock { $0 = (nil, []) }
             let cancelled = signals.withLock { $0.cancelled }
             return Outcome(report: report, seconds: seconds, duringCopy: duringCopy, derivedDone: cancelled ? [] : compared,
                            earlyFailure: early.failure)
@@ -262,6 +284,17 @@ extension CoreDataStoreCheck {
             }
             signals.withLock { $0.rowsIn = true }
             wake.signal()
+        }
+
+        /// The file and table of the values of `value` when the check has computed them with the
+        /// same derivation, for the job to write them instead of computing them again; nil
+        /// otherwise (not computed yet, another derivation, no check), and the job computes them.
+        /// The file is there until the job has finished the store (``storeFinished()``).
+        func expectedValues(for value: CoreDataMapping.DerivedValue) -> (file: String, table: String)? {
+            computed.withLock { computed in
+                guard let file = computed.file, let values = computed.values.first(where: { $0.matches(value) }) else { return nil }
+                return (file, values.table)
+            }
         }
 
         /// The job has built the index `name`: the lookups and values waiting for it may run.
@@ -365,6 +398,42 @@ extension CoreDataStoreCheck {
             } catch {
                 throw MigrationError(.store, "cannot check the destination: \(error)", file: file)
             }
+        }
+    }
+}
+
+extension CoreDataStoreCheck.Overlapped {
+    /// The file the check computes derived values into: a store of its own in a temporary
+    /// folder, in WAL mode (the job reads one table while the check writes the next), with the
+    /// checked store attached read-only as `store`. Removed with its folder once the check is done.
+    final class ExpectedValuesFile {
+        let database: Database
+        let path: String
+        private let folder: URL
+
+        init(store: String, cacheKiB: Int, stopped: @escaping @Sendable () -> Bool) throws {
+            folder = FileManager.default.temporaryDirectory.appendingPathComponent("chunkmigrate-check-\(UUID().uuidString)", isDirectory: true)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            path = folder.appendingPathComponent("expected.sqlite").path
+            do {
+                database = try Database(path: path, mode: .readWriteCreate)
+                try database.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA cache_size = -\(cacheKiB)")
+                let attach = try database.prepare("ATTACH DATABASE ?1 AS store")
+                try attach.bind([.text(Database.readOnlyURI(store))])
+                _ = try attach.step()
+                try database.execute("PRAGMA store.cache_size = -\(cacheKiB)")
+                try CoreDataBookkeeping.registerDerivationFunctions(on: database)
+                database.stopStatements(when: stopped)
+            } catch {
+                try? FileManager.default.removeItem(at: folder)
+                throw error
+            }
+        }
+
+        /// Closes the connection and removes the folder.
+        func remove() {
+            database.close()
+            try? FileManager.default.removeItem(at: folder)
         }
     }
 }

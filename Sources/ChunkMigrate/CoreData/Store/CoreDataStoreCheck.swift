@@ -177,18 +177,22 @@ extension CoreDataStoreCheck {
     }
 
     /// A derived attribute's values as its derivation gives them, computed by the check of a
-    /// job while the job computes the same values, and compared with what the job wrote once
-    /// it is done. The two read the same rows: the job writes nothing the derivation reads from
-    /// the moment the indexes it reads are built, which ``all(in:layout:)`` makes sure of.
+    /// job while the job builds its last indexes, and compared with what the job wrote once it
+    /// is done. The job writes the same values from them where its plan derives the attribute
+    /// as the model does (``matches(_:)``), instead of computing them a second time. The two
+    /// read the same rows: the job writes nothing the derivation reads from the moment the
+    /// indexes it reads are built, which ``all(in:layout:)`` makes sure of.
     struct ExpectedValues {
         /// `Entity.attribute`, as ``CoreDataStoreCheck/check(_:model:file:tables:part:postponed:derivedDone:)`` names it.
         let key: String
         let entity: String
         let derivation: CoreDataDerivation
-        /// The tables the derivation reads (in capitals): its values are computed once their
-        /// indexes are built.
+        /// The tables the derivation reads (in capitals).
         let reads: Set<String>
-        /// The temporary table holding the values (`cm_k`, the row's key; `cm_v`, its value).
+        /// The columns it reads, `TABLE.COLUMN` in capitals: its values are computed once the
+        /// indexes on them are built.
+        let columns: Set<String>
+        /// The table holding the values (`cm_k`, the row's key; `cm_v`, its value).
         let table: String
 
         /// The derived attributes whose values can be computed before the job writes them: every
@@ -215,33 +219,44 @@ extension CoreDataStoreCheck {
                       !read.contains(where: { table, columns in columns.contains { written.contains("\(table).\($0)".uppercased()) } })
                 else { continue }
                 all.append(ExpectedValues(key: key, entity: String(key.prefix { $0 != "." }), derivation: derivation,
-                                          reads: Set(read.keys.map { $0.uppercased() }), table: "cm_expected_\(all.count)"))
+                                          reads: Set(read.keys.map { $0.uppercased() }),
+                                          columns: Set(read.flatMap { table, columns in columns.map { "\(table).\($0)".uppercased() } }),
+                                          table: "cm_expected_\(all.count)"))
             }
             return all
         }
 
-        /// Computes the values into a temporary table of `database`, whose value column has the
-        /// derived column's declared type: the values convert as the job's `UPDATE` converts
-        /// them (a number derived into a text column is stored as text), and the comparison
-        /// is the one the check makes at the end.
-        func compute(in database: Database) throws {
-            let name = SQL.quote(table)
-            let type = try database.tableSchema(derivation.table, in: "main")?.column(named: derivation.column)?.type ?? ""
+        /// Computes the values into a table of the schema `values` of `database` (its temporary
+        /// one, or a file attached to it), reading the store as the schema `store`. The value
+        /// column has the derived column's declared type: the values convert as the job's
+        /// `UPDATE` converts them (a number derived into a text column is stored as text), and
+        /// the comparison is the one the check makes at the end.
+        func compute(in database: Database, store: String = "main", values: String = "temp") throws {
+            let name = "\(values).\(SQL.quote(table))"
+            let type = try database.tableSchema(derivation.table, in: store)?.column(named: derivation.column)?.type ?? ""
             try database.execute("""
-                DROP TABLE IF EXISTS temp.\(name);
-                CREATE TEMP TABLE \(name) (cm_k INTEGER PRIMARY KEY, cm_v \(type));
-                INSERT INTO temp.\(name) SELECT Z_PK, \(derivation.value) FROM main.\(SQL.quote(derivation.table))\(derivation.rows.map { " WHERE \($0)" } ?? "");
+                DROP TABLE IF EXISTS \(name);
+                CREATE \(values == "temp" ? "TEMP " : "")TABLE \(name) (cm_k INTEGER PRIMARY KEY, cm_v \(type));
+                INSERT INTO \(name) SELECT Z_PK, \(derivation.value) FROM \(store).\(SQL.quote(derivation.table))\(derivation.rows.map { " WHERE \($0)" } ?? "");
                 """)
         }
 
         /// The report's line when the job wrote other values (or a row it has no value for), or nil.
-        func compare(in database: Database) throws -> String? {
+        func compare(in database: Database, store: String = "main", values: String = "temp") throws -> String? {
             let rows = derivation.rows.map { "(\($0)) AND " } ?? ""
             let row = try database.rows("""
-                SELECT count(*), min(t.Z_PK) FROM main.\(SQL.quote(derivation.table)) AS t LEFT JOIN temp.\(SQL.quote(table)) AS e ON e.cm_k = t.Z_PK
+                SELECT count(*), min(t.Z_PK) FROM \(store).\(SQL.quote(derivation.table)) AS t LEFT JOIN \(values).\(SQL.quote(table)) AS e ON e.cm_k = t.Z_PK
                 WHERE \(rows)(e.cm_k IS NULL OR t.\(SQL.quote(derivation.column)) IS NOT e.cm_v)
                 """)[0]
             return CoreDataStoreCheck.wrongDerivedValues(row[0].integer ?? 0, first: row[1].integer, derivation: derivation, entity: entity)
+        }
+
+        /// Whether the plan's `value` derives the same values into the same rows: the job may
+        /// then write these.
+        func matches(_ value: CoreDataMapping.DerivedValue) -> Bool {
+            value.table.caseInsensitiveCompare(derivation.table) == .orderedSame
+                && value.column.caseInsensitiveCompare(derivation.column) == .orderedSame
+                && value.value == derivation.value && value.rows == derivation.rows
         }
     }
 }
