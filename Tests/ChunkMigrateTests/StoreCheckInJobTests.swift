@@ -257,4 +257,39 @@ struct StoreCheckInJobTests {
         }
         #expect(all.first { $0.key == "Tag.itemCount" }?.columns.contains("Z_3TAGS.Z_6TAGS") == true)
     }
+
+    @Test("a join table's keys checked in one pass over their table where they reach much of it, by lookups where they are few: the same dangling rows found either way")
+    func joinKeysInOnePass() throws {
+        let folder = try TemporaryFolder()
+        let files = try CoreDataDemoStore.generate(in: folder.url, rows: 2_000)
+        let writer = try Database(path: files.old.path, mode: .readWrite)
+        for trigger in try writer.rows("SELECT name FROM sqlite_schema WHERE type = 'trigger'").compactMap({ $0[0].text }) {
+            try writer.execute("DROP TRIGGER \(SQL.quote(trigger))")
+        }
+        // Item's keys: every item has tags, so they reach all of ZITEM; Tag's: 1,000 rows.
+        #expect(try CoreDataStoreCheck.passesOver("ZITEM", forKeysOf: "Z_2ITEMS", in: "Z_2TAGS", database: writer))
+        #expect(try !CoreDataStoreCheck.passesOver("ZTAG", forKeysOf: "Z_5TAGS", in: "Z_2TAGS", database: writer))
+        func danglingItems() throws -> Int64 {
+            try writer.scalar("""
+                SELECT count(*) FROM Z_2TAGS AS j WHERE NOT EXISTS (SELECT 1 FROM ZITEM AS t WHERE t.Z_PK = j.Z_2ITEMS AND t.Z_ENT IN (2, 3, 4))
+                """).integer ?? -1
+        }
+        func reported() throws -> [String] {
+            try CoreDataStoreCheck.run(store: files.old).violations.filter { $0.hasPrefix("Z_2TAGS.") }
+        }
+        #expect(try danglingItems() == 0 && reported() == [])
+        // Keys past the table's last, in a gap, at a row of another entity, NULL; a tag gone.
+        try writer.execute("""
+            UPDATE Z_2TAGS SET Z_2ITEMS = Z_2ITEMS + 1000000 WHERE rowid % 97 = 0;
+            UPDATE Z_2TAGS SET Z_2ITEMS = (SELECT max(Z_PK) FROM ZITEM) - 1 WHERE rowid = 5 AND NOT EXISTS (SELECT 1 FROM ZITEM WHERE Z_PK = (SELECT max(Z_PK) FROM ZITEM) - 1);
+            UPDATE ZITEM SET Z_ENT = 99 WHERE Z_PK = (SELECT Z_2ITEMS FROM Z_2TAGS WHERE rowid = 10);
+            UPDATE Z_2TAGS SET Z_2ITEMS = NULL WHERE rowid = 20;
+            DELETE FROM ZTAG WHERE Z_PK = (SELECT Z_5TAGS FROM Z_2TAGS WHERE rowid = 30);
+            """)
+        let dangling = try danglingItems()
+        let danglingTags = try writer.scalar("SELECT count(*) FROM Z_2TAGS AS j WHERE NOT EXISTS (SELECT 1 FROM ZTAG AS t WHERE t.Z_PK = j.Z_5TAGS)").integer ?? 0
+        #expect(dangling > 20 && danglingTags > 0)
+        #expect(try CoreDataStoreCheck.passesOver("ZITEM", forKeysOf: "Z_2ITEMS", in: "Z_2TAGS", database: writer))
+        #expect(try reported().sorted() == ["Z_2TAGS.Z_2ITEMS: \(dangling) rows point at no row of Item", "Z_2TAGS.Z_5TAGS: \(danglingTags) rows point at no row of Tag"])
+    }
 }
