@@ -368,12 +368,21 @@ private struct Checker {
             var conditions = [Condition(sql: "Z_ENT IS NULL OR Z_ENT NOT IN (\(tree))") { count, first in
                 "\(root.table): \(count) rows have a Z_ENT outside the entity tree of \(root.name) (\(tree))\(first)"
             }]
-            if let layout, let table = layout.tables[root.number] { conditions += self.conditions(of: table, layout) }
+            var lookups: [String] = []
+            if let layout, let table = layout.tables[root.number] {
+                conditions += self.conditions(of: table, layout)
+                // The to-ones with a polymorphic column read every row anyway: in the same pass.
+                for lookup in polymorphicLookups(of: table, layout) where !done.contains(lookup.id) && mayRead(lookup.target) {
+                    conditions.append(lookup.condition)
+                    lookups.append(lookup.id)
+                }
+            }
             // Counted with FILTER rather than CASE: a third of the time per row; the first key
-            // only where a condition holds.
+            // only where a condition holds. The table is `s` (its columns also bare).
             let parts = conditions.map { "count(*) FILTER (WHERE \($0.sql))" }
-            let row = try database.rows("SELECT max(Z_PK), \(parts.joined(separator: ", ")) FROM \(name)")[0]
+            let row = try database.rows("SELECT max(Z_PK), \(parts.joined(separator: ", ")) FROM \(name) AS s")[0]
             report.checked += conditions.count
+            ran.formUnion(lookups)
             if part == .early {
                 ran.insert(id)
             } else {
@@ -382,11 +391,46 @@ private struct Checker {
             }
             for (index, condition) in conditions.enumerated() {
                 guard let count = row[1 + index].integer, count > 0 else { continue }
-                let key = try database.scalar("SELECT min(Z_PK) FROM \(name) WHERE \(condition.sql)").integer
+                let key = try database.scalar("SELECT min(Z_PK) FROM \(name) AS s WHERE \(condition.sql)").integer
                 let line = condition.line(count, first(key))
                 if condition.isNote { report.notes.append(line) } else { report.violations.append(line) }
             }
         }
+    }
+
+    /// The to-one whose key `column` holds: its owner, property and destination entity. A
+    /// to-many without inverse keeps its owner's key in its destination's table.
+    func toOne(_ column: CoreDataLayout.Column, _ layout: CoreDataLayout) -> (owner: String, property: String, target: String)? {
+        switch column.role {
+        case let .toOne(entity, name):
+            guard let relationship = layout.model.entity(named: entity)?.property(named: name)?.relationship else { return nil }
+            return (entity, name, relationship.destination)
+        case let .toManyOwner(entity, name):
+            return (entity, name, entity)
+        default:
+            return nil
+        }
+    }
+
+    /// The key lookups of `table`'s to-ones with a polymorphic column (`Z<n>_<REL>`), as
+    /// conditions on its rows (`s`) for its one pass: a key that points at no row of the
+    /// destination entity's tree, or at one whose `Z_ENT` the polymorphic column does not hold.
+    func polymorphicLookups(of table: CoreDataLayout.EntityTable, _ layout: CoreDataLayout) -> [(id: String, target: String, condition: Condition)] {
+        var lookups: [(id: String, target: String, condition: Condition)] = []
+        for column in table.columns {
+            guard let (owner, property, target) = toOne(column, layout),
+                  let entityColumn = table.column(for: .toOneEntity(entity: owner, property: property)),
+                  let destination = layout.entity(named: target), let targetTable = layout.tables[destination.root] else { continue }
+            let key = "s." + SQL.quote(column.name)
+            let sql = """
+                \(key) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(SQL.quote(targetTable.name)) AS t WHERE t.Z_PK = \(key) \
+                AND t.Z_ENT IN (\(list(layout.descendants(of: destination.number)))) AND t.Z_ENT IS s.\(SQL.quote(entityColumn.name)))
+                """
+            lookups.append(("K:\(table.name).\(column.name)".uppercased(), targetTable.name, Condition(sql: sql) { count, first in
+                "\(table.name).\(column.name): \(count) rows point at no row of \(target) or disagree with \(entityColumn.name)\(first)"
+            }))
+        }
+        return lookups
     }
 
     /// `Z_MAX` of `root` at least `largest`, its table's largest key.
@@ -444,25 +488,24 @@ private struct Checker {
         for table in layout.tables.values.sorted(by: { $0.name < $1.name }) {
             for column in table.columns {
                 // A to-one's key, or the owner's key of a to-many without inverse (in its target's table).
-                let owner: String, property: String, target: String
-                switch column.role {
-                case let .toOne(entity, name):
-                    guard let relationship = layout.model.entity(named: entity)?.property(named: name)?.relationship else { continue }
-                    (owner, property, target) = (entity, name, relationship.destination)
-                case let .toManyOwner(entity, name):
-                    (owner, property, target) = (entity, name, entity)
-                default:
-                    continue
-                }
+                guard let (owner, property, target) = toOne(column, layout) else { continue }
                 guard let destination = layout.entity(named: target), let targetTable = layout.tables[destination.root],
                       includes(table.name) || includes(targetTable.name) else { continue }
                 let id = "K:\(table.name).\(column.name)".uppercased()
-                guard !done.contains(id), mayRead(table.name, targetTable.name) else { continue }
+                // Those the pass over the table's rows looked up already left out.
+                guard !done.contains(id), !ran.contains(id), mayRead(table.name, targetTable.name) else { continue }
                 let key = "s." + SQL.quote(column.name)
                 let entityColumn = table.column(for: .toOneEntity(entity: owner, property: property))
                 // With a polymorphic column every row is read anyway, index or not: never postponed.
                 if entityColumn == nil ? !runsNow(table.name, column.name) : !(part == .all || part == .rows || part == .early) { continue }
                 ran.insert(id)
+                if entityColumn != nil, let lookup = polymorphicLookups(of: table, layout).first(where: { $0.id == id }) {
+                    // Where the pass over the table's rows could not make it (its destination's
+                    // table not readable yet), the same condition alone.
+                    let (dangling, danglingKey) = try count("SELECT count(*), min(s.Z_PK) FROM \(SQL.quote(table.name)) AS s WHERE \(lookup.condition.sql)")
+                    if dangling > 0 { report.violations.append(lookup.condition.line(dangling, first(danglingKey))) }
+                    continue
+                }
                 let allowed = list(layout.descendants(of: destination.number))
                 if entityColumn == nil {
                     // Each distinct key once, from the to-one's index (Core Data indexes every
@@ -474,14 +517,13 @@ private struct Checker {
                         """)
                     guard wrongKeys > 0 else { continue }
                 }
-                var wrong = "t.Z_PK IS NULL OR t.Z_ENT NOT IN (\(allowed))"
-                if let entityColumn { wrong += " OR s.\(SQL.quote(entityColumn.name)) IS NOT t.Z_ENT" }
+                let wrong = "t.Z_PK IS NULL OR t.Z_ENT NOT IN (\(allowed))"
                 let (dangling, danglingKey) = try count("""
                     SELECT count(*), min(s.Z_PK) FROM \(SQL.quote(table.name)) AS s LEFT JOIN \(SQL.quote(targetTable.name)) AS t ON t.Z_PK = \(key)
                     WHERE \(key) IS NOT NULL AND (\(wrong))
                     """)
                 if dangling > 0 {
-                    report.violations.append("\(table.name).\(column.name): \(dangling) rows point at no row of \(target)\(entityColumn.map { " or disagree with \($0.name)" } ?? "")\(first(danglingKey))")
+                    report.violations.append("\(table.name).\(column.name): \(dangling) rows point at no row of \(target)\(first(danglingKey))")
                 }
             }
         }
