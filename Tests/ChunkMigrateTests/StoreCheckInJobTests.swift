@@ -292,4 +292,29 @@ struct StoreCheckInJobTests {
         #expect(try CoreDataStoreCheck.passesOver("ZITEM", forKeysOf: "Z_2ITEMS", in: "Z_2TAGS", database: writer))
         #expect(try reported().sorted() == ["Z_2TAGS.Z_2ITEMS: \(dangling) rows point at no row of Item", "Z_2TAGS.Z_5TAGS: \(danglingTags) rows point at no row of Tag"])
     }
+
+    @Test("the check's connection reads the store and cannot write it, and writes the file of derived values it attaches")
+    func checkConnectionWritesOnlyItsFile() throws {
+        let folder = try TemporaryFolder()
+        let store = folder.path("store.sqlite").path
+        let writer = try Database(path: store, mode: .readWriteCreate)
+        try writer.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v); INSERT INTO t VALUES (1, 'a')")
+        writer.close()
+        let before = try Data(contentsOf: URL(fileURLWithPath: store))
+        let database = try Database(path: store, mode: .readOnlyAttachingWritable)
+        #expect(try database.scalar("SELECT v FROM t WHERE k = 1") == .text("a"))
+        #expect(throws: SQLiteError.self) { try database.execute("INSERT INTO t VALUES (2, 'b')") }
+        #expect(throws: SQLiteError.self) { try database.execute("CREATE TABLE main.u (x)") }
+        let file = try CoreDataStoreCheck.Overlapped.ExpectedValuesFile(attachedTo: database, cacheKiB: 256)
+        try database.execute("CREATE TABLE cm_values.e (cm_k INTEGER PRIMARY KEY, cm_v); INSERT INTO cm_values.e SELECT k, upper(v) FROM main.t")
+        // Another connection reads it while the check's keeps it attached, as the job does.
+        let reader = try Database(path: file.path, mode: .readWrite)
+        #expect(try reader.scalar("SELECT cm_v FROM e WHERE cm_k = 1") == .text("A"))
+        reader.close()
+        file.remove(from: database)
+        #expect(!FileManager.default.fileExists(atPath: file.path))
+        #expect(try database.rows("PRAGMA database_list").compactMap { $0[1].text } == ["main"])
+        database.close()
+        #expect(try Data(contentsOf: URL(fileURLWithPath: store)) == before)
+    }
 }

@@ -15,6 +15,9 @@ final class Database {
         case readOnly
         /// A migration's source: read only, and ``sourceURI(_:)``'s rule for WAL stores.
         case source
+        /// Read only, but a file it attaches (`ATTACH`) is read and written: a connection that
+        /// reads a store and keeps what it computes in a file of its own.
+        case readOnlyAttachingWritable
         /// Read only without locks (`immutable=1`), beside a connection that writes the file:
         /// only for tables whose pages the writer no longer changes, which read as they are, and
         /// only while the writer keeps a rollback journal (such a connection ignores a WAL) and
@@ -35,10 +38,13 @@ final class Database {
         case .readWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         case .readWrite: flags |= SQLITE_OPEN_READWRITE
         case .readOnly, .source, .unlocked: flags |= SQLITE_OPEN_READONLY
+        // The URI's mode=ro makes the file read-only; the connection's flags are those of what
+        // it attaches.
+        case .readOnlyAttachingWritable: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         }
         var connection: OpaquePointer?
         let uri = switch mode {
-        case .readOnly: Database.readOnlyURI(path)
+        case .readOnly, .readOnlyAttachingWritable: Database.readOnlyURI(path)
         case .source: Database.sourceURI(path)
         case .unlocked: Database.readOnlyURI(path) + "&immutable=1"
         default: path

@@ -193,8 +193,8 @@ extension CoreDataStoreCheck {
             }
             // The values go into a file of their own, which the job reads too; where it cannot be
             // made, into the check's temporary tables, for the check alone.
-            let store = expected.isEmpty ? nil : try? ExpectedValuesFile(store: path, cacheKiB: max(256, cacheKiB / 4)) { [signals] in signals.withLock { $0.cancelled } }
-            defer { store?.remove() }
+            let store = expected.isEmpty ? nil : try? ExpectedValuesFile(attachedTo: database, cacheKiB: max(256, cacheKiB / 4))
+            defer { store?.remove(from: database) }
             var computed: [ExpectedValues] = []
             while true {
                 let now = signals.withLock { $0 }
@@ -218,7 +218,7 @@ extension CoreDataStoreCheck {
                     for values in readyValues {
                         do {
                             if let store {
-                                try values.compute(in: store.database, store: "store", values: "main")
+                                try values.compute(in: database, values: ExpectedValuesFile.schema)
                             } else {
                                 try values.compute(in: database)
                             }
@@ -235,7 +235,7 @@ extension CoreDataStoreCheck {
                     let line: String?
                     do {
                         if let store {
-                            line = try values.compare(in: store.database, store: "store", values: "main")
+                            line = try values.compare(in: database, values: ExpectedValuesFile.schema)
                         } else {
                             line = try values.compare(in: database)
                         }
@@ -275,7 +275,8 @@ extension CoreDataStoreCheck {
         func rowsIn() throws(MigrationError) {
             copyOver()
             do {
-                let connection = try open(.readOnly)
+                // Read-only, but for the file of derived values it attaches.
+                let connection = try open(.readOnlyAttachingWritable)
                 let signals = self.signals
                 connection.stopStatements { signals.withLock { $0.cancelled } }
                 self.connection = connection
@@ -404,35 +405,35 @@ extension CoreDataStoreCheck {
 
 extension CoreDataStoreCheck.Overlapped {
     /// The file the check computes derived values into: a store of its own in a temporary
-    /// folder, in WAL mode (the job reads one table while the check writes the next), with the
-    /// checked store attached read-only as `store`. Removed with its folder once the check is done.
-    final class ExpectedValuesFile {
-        let database: Database
+    /// folder, attached to the check's connection, in WAL mode (the job reads one table while
+    /// the check writes the next). Removed with its folder once the check is done.
+    struct ExpectedValuesFile {
+        /// The schema it is attached as.
+        static let schema = "cm_values"
         let path: String
         private let folder: URL
 
-        init(store: String, cacheKiB: Int, stopped: @escaping @Sendable () -> Bool) throws {
+        init(attachedTo database: Database, cacheKiB: Int) throws {
             folder = FileManager.default.temporaryDirectory.appendingPathComponent("chunkmigrate-check-\(UUID().uuidString)", isDirectory: true)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             path = folder.appendingPathComponent("expected.sqlite").path
             do {
-                database = try Database(path: path, mode: .readWriteCreate)
-                try database.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA cache_size = -\(cacheKiB)")
-                let attach = try database.prepare("ATTACH DATABASE ?1 AS store")
-                try attach.bind([.text(Database.readOnlyURI(store))])
+                let attach = try database.prepare("ATTACH DATABASE ?1 AS \(Self.schema)")
+                try attach.bind([.text(path)])
                 _ = try attach.step()
-                try database.execute("PRAGMA store.cache_size = -\(cacheKiB)")
-                try CoreDataBookkeeping.registerDerivationFunctions(on: database)
-                database.stopStatements(when: stopped)
+                try database.execute("""
+                    PRAGMA \(Self.schema).journal_mode = WAL; PRAGMA \(Self.schema).synchronous = OFF; PRAGMA \(Self.schema).cache_size = -\(cacheKiB)
+                    """)
             } catch {
+                try? database.execute("DETACH DATABASE \(Self.schema)")
                 try? FileManager.default.removeItem(at: folder)
                 throw error
             }
         }
 
-        /// Closes the connection and removes the folder.
-        func remove() {
-            database.close()
+        /// Detaches the file and removes its folder.
+        func remove(from database: Database) {
+            try? database.execute("DETACH DATABASE \(Self.schema)")
             try? FileManager.default.removeItem(at: folder)
         }
     }
