@@ -5,7 +5,9 @@ import Foundation
 /// (``CheckpointStore/step(_:in:)``), so that a kill at any point resumes where it stopped:
 ///
 /// 1. **derived values** the plan computes (``CoreDataMapping/derived``): `UPDATE` of one range
-///    of keys at a time, with Core Data's own derivation SQL (``CoreDataDerivation``);
+///    of keys at a time, with Core Data's own derivation SQL (``CoreDataDerivation``), or from the
+///    values the job's check computed with the same SQL while the job built its indexes
+///    (``precomputed``);
 /// 2. **external binary data** (``CoreDataMapping/externalData``): the files the copied rows
 ///    name, hard-linked (or copied, where the two folders are on different volumes) from the
 ///    source's `.<store>_SUPPORT/_EXTERNAL_DATA/` into the destination's, each under a temporary
