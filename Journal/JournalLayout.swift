@@ -11,8 +11,10 @@ public struct JournalLayout: Sendable {
     public static let lockName = "lock"
     /// The name of the folder of ID-map segments.
     public static let segmentsName = "segments"
+    /// The name of the folder the job's store check keeps its files in while it runs.
+    public static let checkName = "check"
     /// Every name a journal directory holds, the header first.
-    public static let names = [headerName, planName, logName, lockName, segmentsName]
+    public static let names = [headerName, planName, logName, lockName, segmentsName, checkName]
 
     /// What a file's name ends with while it is being replaced (`log.tmp`): see
     /// `FileIO.writeAtomically`. Readers ignore such files.
@@ -38,6 +40,9 @@ public struct JournalLayout: Sendable {
     public var log: String { directory + "/" + Self.logName }
     /// `lock`: held with `flock` by the process running the job.
     public var lock: String { directory + "/" + Self.lockName }
+    /// `check/`: the files of the job's store check while it runs (derived values it computed);
+    /// not part of the journal, which a reader reads without it.
+    public var check: String { directory + "/" + Self.checkName }
     /// `segments/`: one folder per entity, one file per batch.
     public var segments: String { directory + "/" + Self.segmentsName }
 

@@ -214,11 +214,16 @@ struct StoreCheckInJobTests {
         #expect(try counts() == [.integer(100), .integer(200), .integer(500), .null])
         #expect(try runStep(nil) == 3)
         #expect(try counts() == [.integer(2), .integer(0), .integer(1), .null])
-        #expect(try runStep((folder.path("none").appendingPathComponent("missing.sqlite").path, "cm_expected_0")) == 3)
-        #expect(try counts() == [.integer(2), .integer(0), .integer(1), .null])
+        // A file gone with its check (its folder, or the file alone): computed here, nothing
+        // made in its place.
+        for gone in [folder.path("none").appendingPathComponent("missing.sqlite").path, folder.path("missing.sqlite").path] {
+            #expect(try runStep((gone, "cm_expected_0")) == 3)
+            #expect(try counts() == [.integer(2), .integer(0), .integer(1), .null])
+            #expect(!FileManager.default.fileExists(atPath: gone))
+        }
     }
 
-    @Test("a job with its check writes the derived values the check computed, which are those a job without the check computes; only a derivation the plan shares with the model is taken")
+    @Test("a job with its check writes the same derived values as a job without it; only a derivation the plan shares with the model matches the check's")
     func jobWritesComputedValues() throws {
         let folder = try TemporaryFolder()
         let files = try CoreDataDemoStore.generate(in: folder.url, rows: 3_000)
@@ -278,22 +283,37 @@ struct StoreCheckInJobTests {
             try CoreDataStoreCheck.run(store: files.old).violations.filter { $0.hasPrefix("Z_2TAGS.") }
         }
         #expect(try danglingItems() == 0 && reported() == [])
-        // Keys past the table's last, in a gap, at a row of another entity, NULL; a tag gone.
-        try writer.execute("""
-            UPDATE Z_2TAGS SET Z_2ITEMS = Z_2ITEMS + 1000000 WHERE rowid % 97 = 0;
-            UPDATE Z_2TAGS SET Z_2ITEMS = (SELECT max(Z_PK) FROM ZITEM) - 1 WHERE rowid = 5 AND NOT EXISTS (SELECT 1 FROM ZITEM WHERE Z_PK = (SELECT max(Z_PK) FROM ZITEM) - 1);
-            UPDATE ZITEM SET Z_ENT = 99 WHERE Z_PK = (SELECT Z_2ITEMS FROM Z_2TAGS WHERE rowid = 10);
-            UPDATE Z_2TAGS SET Z_2ITEMS = NULL WHERE rowid = 20;
-            DELETE FROM ZTAG WHERE Z_PK = (SELECT Z_5TAGS FROM Z_2TAGS WHERE rowid = 30);
-            """)
-        let dangling = try danglingItems()
+        // One kind of dangling key at a time, so that the pass must find each kind itself: a key
+        // past the table's last, one in a gap between its keys, one at a row of another entity,
+        // a NULL key.
+        let item = try #require(try writer.scalar("SELECT Z_2ITEMS FROM Z_2TAGS WHERE rowid = 10").integer)
+        let entity = try #require(try writer.scalar("SELECT Z_ENT FROM ZITEM WHERE Z_PK = ?1", .integer(item)).integer)
+        let kinds: [(change: String, undo: String)] = [
+            ("UPDATE Z_2TAGS SET Z_2ITEMS = Z_2ITEMS + 1000000 WHERE rowid = 3", "UPDATE Z_2TAGS SET Z_2ITEMS = Z_2ITEMS - 1000000 WHERE rowid = 3"),
+            ("UPDATE ZITEM SET Z_ENT = 99 WHERE Z_PK = \(item)", "UPDATE ZITEM SET Z_ENT = \(entity) WHERE Z_PK = \(item)"),
+            ("UPDATE Z_2TAGS SET Z_2ITEMS = NULL WHERE rowid = 20", "DELETE FROM Z_2TAGS WHERE rowid = 20"),
+            ("""
+             UPDATE Z_2TAGS SET Z_2ITEMS = (SELECT min(a.Z_PK) + 1 FROM ZITEM AS a WHERE NOT EXISTS (SELECT 1 FROM ZITEM AS b WHERE b.Z_PK = a.Z_PK + 1)
+                                            AND a.Z_PK < (SELECT max(Z_PK) FROM ZITEM)) WHERE rowid = 5
+             """, "DELETE FROM Z_2TAGS WHERE rowid = 5"),
+        ]
+        for kind in kinds {
+            try writer.execute(kind.change)
+            let dangling = try danglingItems()
+            #expect(dangling > 0, "\(kind.change)")
+            #expect(try CoreDataStoreCheck.passesOver("ZITEM", forKeysOf: "Z_2ITEMS", in: "Z_2TAGS", database: writer))
+            #expect(try reported() == ["Z_2TAGS.Z_2ITEMS: \(dangling) rows point at no row of Item"], "\(kind.change)")
+            try writer.execute(kind.undo)
+            #expect(try danglingItems() == 0 && reported() == [], "\(kind.change) undone")
+        }
+        // A tag gone: Tag's side, by lookups.
+        try writer.execute("DELETE FROM ZTAG WHERE Z_PK = (SELECT Z_5TAGS FROM Z_2TAGS WHERE rowid = 30)")
         let danglingTags = try writer.scalar("SELECT count(*) FROM Z_2TAGS AS j WHERE NOT EXISTS (SELECT 1 FROM ZTAG AS t WHERE t.Z_PK = j.Z_5TAGS)").integer ?? 0
-        #expect(dangling > 20 && danglingTags > 0)
-        #expect(try CoreDataStoreCheck.passesOver("ZITEM", forKeysOf: "Z_2ITEMS", in: "Z_2TAGS", database: writer))
-        #expect(try reported().sorted() == ["Z_2TAGS.Z_2ITEMS: \(dangling) rows point at no row of Item", "Z_2TAGS.Z_5TAGS: \(danglingTags) rows point at no row of Tag"])
+        #expect(danglingTags > 0)
+        #expect(try reported() == ["Z_2TAGS.Z_5TAGS: \(danglingTags) rows point at no row of Tag"])
     }
 
-    @Test("the check's connection reads the store and cannot write it, and writes the file of derived values it attaches")
+    @Test("the check's connection reads the store and cannot write it, and writes the file of derived values it attaches, which the job reads read-only meanwhile")
     func checkConnectionWritesOnlyItsFile() throws {
         let folder = try TemporaryFolder()
         let store = folder.path("store.sqlite").path
@@ -305,16 +325,84 @@ struct StoreCheckInJobTests {
         #expect(try database.scalar("SELECT v FROM t WHERE k = 1") == .text("a"))
         #expect(throws: SQLiteError.self) { try database.execute("INSERT INTO t VALUES (2, 'b')") }
         #expect(throws: SQLiteError.self) { try database.execute("CREATE TABLE main.u (x)") }
-        let file = try CoreDataStoreCheck.Overlapped.ExpectedValuesFile(attachedTo: database, cacheKiB: 256)
+        let scratch = folder.path("check")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        try Data("left by a killed run".utf8).write(to: scratch.appendingPathComponent("old"))
+        let file = try CoreDataStoreCheck.Overlapped.ExpectedValuesFile(in: scratch, attachedTo: database, cacheKiB: 256)
+        #expect(!FileManager.default.fileExists(atPath: scratch.appendingPathComponent("old").path))
         try database.execute("CREATE TABLE cm_values.e (cm_k INTEGER PRIMARY KEY, cm_v); INSERT INTO cm_values.e SELECT k, upper(v) FROM main.t")
-        // Another connection reads it while the check's keeps it attached, as the job does.
-        let reader = try Database(path: file.path, mode: .readWrite)
-        #expect(try reader.scalar("SELECT cm_v FROM e WHERE cm_k = 1") == .text("A"))
-        reader.close()
-        file.remove(from: database)
-        #expect(!FileManager.default.fileExists(atPath: file.path))
+        // The job's connection attaches it read-only and reads one table in a transaction of its
+        // own while the check writes the next.
+        let job = try Database(path: folder.path("job.sqlite").path, mode: .readWriteCreate)
+        let attach = try job.prepare("ATTACH DATABASE ?1 AS v")
+        try attach.bind([.text(Database.readOnlyURI(file.path))])
+        _ = try attach.step()
+        try job.execute("BEGIN IMMEDIATE")
+        #expect(try job.scalar("SELECT cm_v FROM v.e WHERE cm_k = 1") == .text("A"))
+        try database.execute("CREATE TABLE cm_values.f (cm_k INTEGER PRIMARY KEY, cm_v); INSERT INTO cm_values.f VALUES (1, 2)")
+        #expect(throws: SQLiteError.self) { try job.execute("INSERT INTO v.e VALUES (3, 'c')") }
+        try job.execute("COMMIT; DETACH DATABASE v")
+        file.detach(from: database)
         #expect(try database.rows("PRAGMA database_list").compactMap { $0[1].text } == ["main"])
         database.close()
         #expect(try Data(contentsOf: URL(fileURLWithPath: store)) == before)
+    }
+
+    @Test("the check publishes each derived attribute's values once the indexes its derivation reads are built, with the model's derivation; the job's thread removes their file when it ends the check")
+    func checkPublishesValues() throws {
+        let folder = try TemporaryFolder()
+        let files = try CoreDataDemoStore.generate(in: folder.url, rows: 3_000)
+        let plan = try MigrationPlan.infer(source: files.old, destination: files.new).plan
+        var options = MigrationOptions(batchSize: 700)
+        options.checksStore = false
+        let job = try MigrationJob.start(plan: plan, source: files.old, destination: files.new, journal: folder.path("journal"),
+                                         options: options, logger: quietLogger)
+        #expect(try job.runBlocking() == .complete)
+        let derived = try #require(plan.coreData?.derived)
+        #expect(derived.count == 2)
+        let reader = try Database(path: files.new.path, mode: .readWrite)
+        try CoreDataBookkeeping.registerDerivationFunctions(on: reader)
+        let indexes = try reader.rows("SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL").map { ($0[0].text!, $0[1].text!) }
+        for ending in ["rows", "cancel"] {
+            let scratch = folder.path("check-\(ending)")
+            let check = CoreDataStoreCheck.Overlapped(path: files.new.path, cacheKiB: 2048, indexes: indexes, entities: nil, scratch: scratch)
+            try check.rowsIn()
+            // Not before the indexes on what the derivations read are built.
+            Thread.sleep(forTimeInterval: 0.3)
+            #expect(derived.allSatisfy { check.expectedValues(for: $0) == nil })
+            for index in indexes { check.indexBuilt(index.0) }
+            var found: [(file: String, table: String)] = []
+            let deadline = Date().addingTimeInterval(30)
+            while found.count < derived.count && Date() < deadline {
+                found = derived.compactMap(check.expectedValues(for:))
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+            #expect(found.count == derived.count)
+            // As the job reads them: read-only, each row's value the derivation's.
+            for (value, computed) in zip(derived, found) {
+                let attach = try reader.prepare("ATTACH DATABASE ?1 AS v")
+                try attach.bind([.text(Database.readOnlyURI(computed.file))])
+                _ = try attach.step()
+                let table = SQL.quote(value.table)
+                #expect(try reader.scalar("SELECT count(*) FROM main.\(table) JOIN v.\(SQL.quote(computed.table)) AS e ON e.cm_k = \(table).Z_PK WHERE e.cm_v IS NOT \(value.value)") == .integer(0))
+                #expect(try reader.scalar("SELECT count(*) FROM v.\(SQL.quote(computed.table))") == reader.scalar("SELECT count(*) FROM main.\(table)"))
+                try reader.execute("DETACH DATABASE v")
+            }
+            // Another derivation of the same attribute is not taken.
+            var other = derived[0]
+            other.value = "(\(other.value) + 1)"
+            #expect(check.expectedValues(for: other) == nil)
+            if ending == "rows" {
+                check.indexesBuilt()
+                check.storeFinished()
+                #expect(FileManager.default.fileExists(atPath: found[0].file))
+                let rows = check.rows()
+                #expect(rows.report.isValid, "\(rows.report.violations)")
+            } else {
+                check.cancel()
+            }
+            #expect(!FileManager.default.fileExists(atPath: scratch.path))
+            #expect(derived.allSatisfy { check.expectedValues(for: $0) == nil })
+        }
     }
 }

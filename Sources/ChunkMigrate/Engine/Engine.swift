@@ -339,7 +339,8 @@ final class Engine {
         guard coreData != nil, options.checksStore else { return }
         if storeCheck == nil {
             storeCheck = CoreDataStoreCheck.Overlapped(path: database.path, cacheKiB: options.sqliteCacheKiB,
-                                                       indexes: try CheckpointStore.deferredIndexes(in: database), entities: nil)
+                                                       indexes: try CheckpointStore.deferredIndexes(in: database), entities: nil,
+                                                       scratch: URL(fileURLWithPath: journal.layout.check, isDirectory: true))
         }
         // Nothing reads the store without locks from here on.
         storeCheck?.copyOver()
@@ -364,7 +365,8 @@ final class Engine {
         let vacuum = try database.scalar("PRAGMA main.auto_vacuum").integer
         let entities = mode != "wal" && vacuum != 1 ? try? CoreDataEntities.read(database, file: database.path) : nil
         storeCheck = CoreDataStoreCheck.Overlapped(path: database.path, cacheKiB: options.sqliteCacheKiB,
-                                                   indexes: try CheckpointStore.deferredIndexes(in: database), entities: entities)
+                                                   indexes: try CheckpointStore.deferredIndexes(in: database), entities: entities,
+                                                   scratch: URL(fileURLWithPath: journal.layout.check, isDirectory: true))
         storeCheck?.tablesFinished(finishedTables())
     }
 

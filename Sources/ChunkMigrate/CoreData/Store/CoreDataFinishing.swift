@@ -171,12 +171,13 @@ final class CoreDataFinishing {
     /// The schema a file of computed values is attached as.
     static let computedSchema = "cm_computed"
 
-    /// Attaches the file of computed values and returns the value of a row of the derived
-    /// value's table (`(SELECT cm_v FROM ...)`), or nil when the file cannot be attached.
+    /// Attaches the file of computed values, read-only, and returns the value of a row of the
+    /// derived value's table (`(SELECT cm_v FROM ...)`), or nil when the file cannot be attached
+    /// (gone with the check that made it).
     private func attachComputed(_ computed: (file: String, table: String)) -> String? {
         do {
             let attach = try database.prepare("ATTACH DATABASE ?1 AS \(Self.computedSchema)")
-            try attach.bind([.text(computed.file)])
+            try attach.bind([.text(Database.readOnlyURI(computed.file))])
             _ = try attach.step()
         } catch {
             return nil

@@ -54,6 +54,10 @@ extension CoreDataStoreCheck {
         private let pastEarly = DispatchGroup()
         /// The connection of the rows part and after, set by ``rowsIn()`` before it signals.
         private var connection: Database?
+        /// The folder of the file of derived values (in the job's journal), which the job's
+        /// thread removes once the check is done (``rows()``, ``cancel()``): the job may read the
+        /// file until then.
+        private let scratch: URL?
         /// What the check's thread found, and the time it took: `seconds` after the copy, `duringCopy`
         /// while the job copied.
         private struct Outcome {
@@ -80,8 +84,11 @@ extension CoreDataStoreCheck {
         ///     or a derivation reading its table, waits for it.
         ///   - entities: the store's entities, read before the copy; without them, nothing is
         ///     checked while the job copies.
-        init(path: String, cacheKiB: Int, indexes: [(name: String, sql: String)], entities: CoreDataEntities?) {
+        ///   - scratch: the folder for the file of derived values the job writes from
+        ///     (``expectedValues(for:)``); without it, the check keeps them to itself.
+        init(path: String, cacheKiB: Int, indexes: [(name: String, sql: String)], entities: CoreDataEntities?, scratch: URL? = nil) {
             self.path = path
+            self.scratch = scratch
             self.cacheKiB = cacheKiB
             self.entities = entities
             var byName: [String: (table: String, leading: String?)] = [:]
@@ -193,8 +200,13 @@ extension CoreDataStoreCheck {
             }
             // The values go into a file of their own, which the job reads too; where it cannot be
             // made, into the check's temporary tables, for the check alone.
-            let store = expected.isEmpty ? nil : try? ExpectedValuesFile(attachedTo: database, cacheKiB: max(256, cacheKiB / 4))
-            defer { store?.remove(from: database) }
+            let file = expected.isEmpty ? nil : scratch.flatMap { try? ExpectedValuesFile(in: $0, attachedTo: database, cacheKiB: max(256, cacheKiB / 4)) }
+            defer {
+                // The job takes no more values from here; the file stays for a read under way,
+                // until the job's thread removes it.
+                self.computed.withLock { $0 = (nil, []) }
+                file?.detach(from: database)
+            }
             var computed: [ExpectedValues] = []
             while true {
                 let now = signals.withLock { $0 }
@@ -202,9 +214,7 @@ extension CoreDataStoreCheck {
                 // An index is waited for while the job has yet to build it.
                 let unbuilt: [(table: String, leading: String?)] = now.allBuilt ? [] : indexes.filter { !now.built.contains($0.key) }.map(\.value)
                 let readyLookups = lookups.filter { column in !unbuilt.contains { $0.leading == column } }
-                let readyValues = expected.filter { values in
-                    !unbuilt.contains { index in index.leading.map(values.columns.contains) ?? values.reads.contains(index.table) }
-                }
+                let readyValues = expected.filter { values in !unbuilt.contains { $0.leading.map(values.columns.contains) ?? false } }
                 if readyLookups.isEmpty && readyValues.isEmpty {
                     if lookups.isEmpty && expected.isEmpty && now.finished { break }
                     wake.wait()
@@ -217,13 +227,13 @@ extension CoreDataStoreCheck {
                     }
                     for values in readyValues {
                         do {
-                            if let store {
+                            if file != nil {
                                 try values.compute(in: database, values: ExpectedValuesFile.schema)
                             } else {
                                 try values.compute(in: database)
                             }
                             computed.append(values)
-                            if store != nil { self.computed.withLock { $0 = (store?.path, computed) } }
+                            if let file { self.computed.withLock { $0 = (file.path, computed) } }
                         } catch {}
                     }
                     expected.removeAll { values in readyValues.contains { $0.key == values.key } }
@@ -234,7 +244,7 @@ extension CoreDataStoreCheck {
                 for values in computed {
                     let line: String?
                     do {
-                        if let store {
+                        if file != nil {
                             line = try values.compare(in: database, values: ExpectedValuesFile.schema)
                         } else {
                             line = try values.compare(in: database)
@@ -245,7 +255,6 @@ extension CoreDataStoreCheck {
                     compared.insert(values.key)
                 }
             }
-            self.computed.withLock { $0 = (nil, []) }
             let cancelled = signals.withLock { $0.cancelled }
             return Outcome(report: report, seconds: seconds, duringCopy: duringCopy, derivedDone: cancelled ? [] : compared,
                            earlyFailure: early.failure)
@@ -289,8 +298,9 @@ extension CoreDataStoreCheck {
 
         /// The file and table of the values of `value` when the check has computed them with the
         /// same derivation, for the job to write them instead of computing them again; nil
-        /// otherwise (not computed yet, another derivation, no check), and the job computes them.
-        /// The file is there until the job has finished the store (``storeFinished()``).
+        /// otherwise (not computed yet, another derivation, a check that stopped), and the job
+        /// computes them. The file stays until the job's thread ends the check (``rows()``,
+        /// ``cancel()``).
         func expectedValues(for value: CoreDataMapping.DerivedValue) -> (file: String, table: String)? {
             computed.withLock { computed in
                 guard let file = computed.file, let values = computed.values.first(where: { $0.matches(value) }) else { return nil }
@@ -327,6 +337,7 @@ extension CoreDataStoreCheck {
         /// so, as a violation, so that the store is not taken for checked (``failed(_:)``).
         func rows() -> (report: Report, seconds: Double, duringCopy: Double, earlyFailure: String?) {
             done.wait()
+            removeScratch()
             switch result.withLock({ $0! }) {
             case let .success(part):
                 derivedDone = part.derivedDone
@@ -356,6 +367,12 @@ extension CoreDataStoreCheck {
             signals.withLock { $0.cancelled = true }
             wake.signal()
             done.wait()
+            removeScratch()
+        }
+
+        /// Removes the folder of the file of derived values, once the check's thread is done.
+        private func removeScratch() {
+            if let scratch { try? FileManager.default.removeItem(at: scratch) }
         }
 
         /// `TABLE.COLUMN` of an index's first column, from `CREATE INDEX name ON table (column, ...)`.
@@ -404,37 +421,42 @@ extension CoreDataStoreCheck {
 }
 
 extension CoreDataStoreCheck.Overlapped {
-    /// The file the check computes derived values into: a store of its own in a temporary
-    /// folder, attached to the check's connection, in WAL mode (the job reads one table while
-    /// the check writes the next). Removed with its folder once the check is done.
+    /// The file the check computes derived values into: a store of its own in the job's journal
+    /// (`check/`), attached to the check's connection, in WAL mode so that the job reads one table
+    /// while the check writes the next. The job's thread removes its folder (a killed run's
+    /// leftover goes when the next run makes it again).
     struct ExpectedValuesFile {
         /// The schema it is attached as.
         static let schema = "cm_values"
         let path: String
-        private let folder: URL
 
-        init(attachedTo database: Database, cacheKiB: Int) throws {
-            folder = FileManager.default.temporaryDirectory.appendingPathComponent("chunkmigrate-check-\(UUID().uuidString)", isDirectory: true)
+        /// Makes the file, empty, in `folder` and attaches it to `database`.
+        ///
+        /// - Throws: when it cannot be made, or not in WAL mode (the job's reads and the check's
+        ///   writes would wait for each other): the check then keeps the values to itself.
+        init(in folder: URL, attachedTo database: Database, cacheKiB: Int) throws {
+            try? FileManager.default.removeItem(at: folder)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            path = folder.appendingPathComponent("expected.sqlite").path
+            path = folder.appendingPathComponent("values.sqlite").path
             do {
                 let attach = try database.prepare("ATTACH DATABASE ?1 AS \(Self.schema)")
                 try attach.bind([.text(path)])
                 _ = try attach.step()
-                try database.execute("""
-                    PRAGMA \(Self.schema).journal_mode = WAL; PRAGMA \(Self.schema).synchronous = OFF; PRAGMA \(Self.schema).cache_size = -\(cacheKiB)
-                    """)
+                let mode = try database.scalar("PRAGMA \(Self.schema).journal_mode = WAL").text?.lowercased()
+                guard mode == "wal" else {
+                    throw MigrationError(.store, "the file of derived values cannot be in WAL mode (\(mode ?? "none"))", file: path)
+                }
+                try database.execute("PRAGMA \(Self.schema).synchronous = OFF; PRAGMA \(Self.schema).cache_size = -\(cacheKiB)")
             } catch {
-                try? database.execute("DETACH DATABASE \(Self.schema)")
+                detach(from: database)
                 try? FileManager.default.removeItem(at: folder)
                 throw error
             }
         }
 
-        /// Detaches the file and removes its folder.
-        func remove(from database: Database) {
+        /// Detaches the file from `database`.
+        func detach(from database: Database) {
             try? database.execute("DETACH DATABASE \(Self.schema)")
-            try? FileManager.default.removeItem(at: folder)
         }
     }
 }

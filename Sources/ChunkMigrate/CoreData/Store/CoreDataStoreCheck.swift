@@ -28,8 +28,9 @@ import Foundation
 ///
 /// A store without a model cache, checked without a model, gets the checks that need none
 /// (entity numbers, `Z_MAX`, metadata) and says what it did not check. The conditions on a
-/// table's own rows are counted in one pass over it, so the check reads each table once, then
-/// joins once per to-one and join-table column.
+/// table's own rows, and the lookups of its to-ones with a polymorphic column, are counted in one
+/// pass over it, so the check reads each table once; then each other to-one's and each join-table
+/// side's distinct keys are looked up once (or found in one pass over their table beside them).
 ///
 /// ```swift
 /// let report = try CoreDataStoreCheck.run(store: url)
@@ -178,17 +179,17 @@ extension CoreDataStoreCheck {
 
     /// A derived attribute's values as its derivation gives them, computed by the check of a
     /// job while the job builds its last indexes, and compared with what the job wrote once it
-    /// is done. The job writes the same values from them where its plan derives the attribute
-    /// as the model does (``matches(_:)``), instead of computing them a second time. The two
-    /// read the same rows: the job writes nothing the derivation reads from the moment the
-    /// indexes it reads are built, which ``all(in:layout:)`` makes sure of.
+    /// is done. The job writes these values where its plan derives the attribute as the model
+    /// does (``matches(_:)``) instead of computing them a second time: the same SQL over the
+    /// same rows, since the job writes nothing the derivation reads from the moment the indexes
+    /// it reads are built (``all(in:layout:)`` makes sure of it). The comparison then shows that
+    /// every row holds its value (a row the job's batches missed, a value converted otherwise);
+    /// `check-coredata`, run apart, computes the derivation again over the finished store.
     struct ExpectedValues {
         /// `Entity.attribute`, as ``CoreDataStoreCheck/check(_:model:file:tables:part:postponed:derivedDone:)`` names it.
         let key: String
         let entity: String
         let derivation: CoreDataDerivation
-        /// The tables the derivation reads (in capitals).
-        let reads: Set<String>
         /// The columns it reads, `TABLE.COLUMN` in capitals: its values are computed once the
         /// indexes on them are built.
         let columns: Set<String>
@@ -219,7 +220,6 @@ extension CoreDataStoreCheck {
                       !read.contains(where: { table, columns in columns.contains { written.contains("\(table).\($0)".uppercased()) } })
                 else { continue }
                 all.append(ExpectedValues(key: key, entity: String(key.prefix { $0 != "." }), derivation: derivation,
-                                          reads: Set(read.keys.map { $0.uppercased() }),
                                           columns: Set(read.flatMap { table, columns in columns.map { "\(table).\($0)".uppercased() } }),
                                           table: "cm_expected_\(all.count)"))
             }
@@ -227,11 +227,13 @@ extension CoreDataStoreCheck {
         }
 
         /// Computes the values into a table of the schema `values` of `database` (its temporary
-        /// one, or a file attached to it), reading the store as the schema `store`. The value
+        /// one, or a file attached to it), from the store it has open as `main` (the derivation
+        /// names its other tables bare). The value
         /// column has the derived column's declared type: the values convert as the job's
         /// `UPDATE` converts them (a number derived into a text column is stored as text), and
         /// the comparison is the one the check makes at the end.
-        func compute(in database: Database, store: String = "main", values: String = "temp") throws {
+        func compute(in database: Database, values: String = "temp") throws {
+            let store = "main"
             let name = "\(values).\(SQL.quote(table))"
             let type = try database.tableSchema(derivation.table, in: store)?.column(named: derivation.column)?.type ?? ""
             try database.execute("""
@@ -242,7 +244,8 @@ extension CoreDataStoreCheck {
         }
 
         /// The report's line when the job wrote other values (or a row it has no value for), or nil.
-        func compare(in database: Database, store: String = "main", values: String = "temp") throws -> String? {
+        func compare(in database: Database, values: String = "temp") throws -> String? {
+            let store = "main"
             let rows = derivation.rows.map { "(\($0)) AND " } ?? ""
             let row = try database.rows("""
                 SELECT count(*), min(t.Z_PK) FROM \(store).\(SQL.quote(derivation.table)) AS t LEFT JOIN \(values).\(SQL.quote(table)) AS e ON e.cm_k = t.Z_PK
@@ -288,7 +291,8 @@ extension CoreDataStoreCheck.Report {
 }
 
 /// The checks, adding to one report: one pass over each entity table for every condition on its
-/// own rows, then a join per to-one and per join-table column.
+/// own rows (and its polymorphic to-ones), then the distinct keys of each other to-one and of
+/// each join-table side.
 private struct Checker {
     let database: Database
     let entities: CoreDataEntities
@@ -517,10 +521,10 @@ private struct Checker {
                         """)
                     guard wrongKeys > 0 else { continue }
                 }
-                let wrong = "t.Z_PK IS NULL OR t.Z_ENT NOT IN (\(allowed))"
+                // The rows whose key the lookup above found wrong, by the same condition.
                 let (dangling, danglingKey) = try count("""
-                    SELECT count(*), min(s.Z_PK) FROM \(SQL.quote(table.name)) AS s LEFT JOIN \(SQL.quote(targetTable.name)) AS t ON t.Z_PK = \(key)
-                    WHERE \(key) IS NOT NULL AND (\(wrong))
+                    SELECT count(*), min(s.Z_PK) FROM \(SQL.quote(table.name)) AS s WHERE \(key) IS NOT NULL
+                    AND NOT EXISTS (SELECT 1 FROM \(SQL.quote(targetTable.name)) AS t WHERE t.Z_PK = \(key) AND t.Z_ENT IN (\(allowed)))
                     """)
                 if dangling > 0 {
                     report.violations.append("\(table.name).\(column.name): \(dangling) rows point at no row of \(target)\(first(danglingKey))")
