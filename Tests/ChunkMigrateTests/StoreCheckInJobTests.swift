@@ -5,6 +5,17 @@ import Testing
 /// The check a Core Data job makes of the store it wrote, partly alongside its index builds.
 @Suite("The job's own store check")
 struct StoreCheckInJobTests {
+    /// The demo's old store of 2,000 items, and a connection writing it, its triggers dropped:
+    /// they call functions only Core Data's connections have.
+    static func demoStore(in folder: TemporaryFolder) throws -> (files: CoreDataDemoStore.Files, writer: Database) {
+        let files = try CoreDataDemoStore.generate(in: folder.url, rows: 2_000)
+        let writer = try Database(path: files.old.path, mode: .readWrite)
+        for trigger in try writer.rows("SELECT name FROM sqlite_schema WHERE type = 'trigger'").compactMap({ $0[0].text }) {
+            try writer.execute("DROP TRIGGER \(SQL.quote(trigger))")
+        }
+        return (files, writer)
+    }
+
     @Test("a job that writes dangling to-ones completes with a report naming them: the lookup that waits for the index it reads, and the part over the rows")
     func findsViolations() throws {
         let folder = try TemporaryFolder()
@@ -42,12 +53,7 @@ struct StoreCheckInJobTests {
     @Test("the part a job runs while it copies reads only the tables it has finished, and with the rows part after it finds what the rows part alone finds")
     func earlyPart() throws {
         let folder = try TemporaryFolder()
-        let files = try CoreDataDemoStore.generate(in: folder.url, rows: 2_000)
-        let writer = try Database(path: files.old.path, mode: .readWrite)
-        // Core Data's triggers call functions only its connections have: out of the way.
-        for trigger in try writer.rows("SELECT name FROM sqlite_schema WHERE type = 'trigger'").compactMap({ $0[0].text }) {
-            try writer.execute("DROP TRIGGER \(SQL.quote(trigger))")
-        }
+        let (files, writer) = try Self.demoStore(in: folder)
         // A stray Z_ENT (which the polymorphic ZLINKED of the rows pointing there disagrees
         // with), dangling to-ones into another table and into the same one, dangling join rows,
         // Z_MAX behind the keys.
@@ -263,14 +269,10 @@ struct StoreCheckInJobTests {
         #expect(all.first { $0.key == "Tag.itemCount" }?.columns.contains("Z_3TAGS.Z_6TAGS") == true)
     }
 
-    @Test("a join table's keys checked in one pass over their table where they reach much of it, by lookups where they are few: the same dangling rows found either way")
+    @Test("a join table's keys checked in one pass over their table where they reach much of it, by lookups where they are few: each kind of dangling key found")
     func joinKeysInOnePass() throws {
         let folder = try TemporaryFolder()
-        let files = try CoreDataDemoStore.generate(in: folder.url, rows: 2_000)
-        let writer = try Database(path: files.old.path, mode: .readWrite)
-        for trigger in try writer.rows("SELECT name FROM sqlite_schema WHERE type = 'trigger'").compactMap({ $0[0].text }) {
-            try writer.execute("DROP TRIGGER \(SQL.quote(trigger))")
-        }
+        let (files, writer) = try Self.demoStore(in: folder)
         // Item's keys: every item has tags, so they reach all of ZITEM; Tag's: 1,000 rows.
         #expect(try CoreDataStoreCheck.passesOver("ZITEM", forKeysOf: "Z_2ITEMS", in: "Z_2TAGS", database: writer))
         #expect(try !CoreDataStoreCheck.passesOver("ZTAG", forKeysOf: "Z_5TAGS", in: "Z_2TAGS", database: writer))
