@@ -478,13 +478,9 @@ final class Engine {
 
     /// The columns the plan's derived values read, `TABLE.COLUMN` in capitals.
     private func derivationReads() -> Set<String> {
-        var columns: Set<String> = []
-        for value in plan.coreData?.derived ?? [] {
-            guard let read = try? database.columnsRead(in: "main", preparing: "SELECT (\(value.value)) FROM main.\(SQL.quote(value.table))")
-            else { continue }
-            for (table, names) in read { columns.formUnion(names.map { "\(table).\($0)".uppercased() }) }
+        (plan.coreData?.derived ?? []).reduce(into: []) { columns, value in
+            columns.formUnion((try? CoreDataDerivation.columnsRead(by: value.value, of: value.table, in: database)) ?? [])
         }
-        return columns
     }
 
     /// Whether an index sorts faster with a helper thread: all but Core Data's index on `Z_ENT`,

@@ -36,6 +36,13 @@ public struct CoreDataDerivation: Sendable, Equatable {
     /// Core Data's triggers keeping the value current (`CREATE TRIGGER IF NOT EXISTS ...`).
     public let triggers: [String]
 
+    /// The columns `value`, a derivation's SQL for a row of `table`, reads: `TABLE.COLUMN` in
+    /// capitals, as SQLite resolves them in the store open as `main` of `database`.
+    static func columnsRead(by value: String, of table: String, in database: Database) throws(SQLiteError) -> Set<String> {
+        let read = try database.columnsRead(in: "main", preparing: "SELECT (\(value)) FROM main.\(SQL.quote(table))")
+        return Set(read.flatMap { table, columns in columns.map { "\(table).\($0)".uppercased() } })
+    }
+
     /// Core Data's statement computing the value of every row.
     public var dataStatement: String {
         "UPDATE \(table) SET \(column) = \(value)" + (rows.map { " WHERE \($0)" } ?? "")

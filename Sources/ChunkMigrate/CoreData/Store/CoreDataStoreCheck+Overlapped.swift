@@ -74,7 +74,7 @@ extension CoreDataStoreCheck {
         private var derivedDone: Set<String> = []
         /// The derived values computed so far, which the job may write (``expectedValues(for:)``),
         /// and the file holding them.
-        private let computed = Locked<(file: String?, values: [ExpectedValues])>((nil, []))
+        private let published = Locked<(file: String?, values: [ExpectedValues])>((nil, []))
 
         /// Starts the check on another thread. It waits for the job: ``tablesFinished(_:)`` while
         /// it copies, then ``rowsIn()``.
@@ -201,10 +201,11 @@ extension CoreDataStoreCheck {
             // The values go into a file of their own, which the job reads too; where it cannot be
             // made, into the check's temporary tables, for the check alone.
             let file = expected.isEmpty ? nil : scratch.flatMap { try? ExpectedValuesFile(in: $0, attachedTo: database, cacheKiB: max(256, cacheKiB / 4)) }
+            let schema = file == nil ? "temp" : ExpectedValuesFile.schema
             defer {
                 // The job takes no more values from here; the file stays for a read under way,
                 // until the job's thread removes it.
-                self.computed.withLock { $0 = (nil, []) }
+                published.withLock { $0 = (nil, []) }
                 file?.detach(from: database)
             }
             var computed: [ExpectedValues] = []
@@ -225,15 +226,11 @@ extension CoreDataStoreCheck {
                         report = report.merged(with: try Self.run(database, model: model, file: path, part: .postponed, postponed: readyLookups))
                         lookups.subtract(readyLookups)
                     }
-                    for values in readyValues {
+                    for derived in readyValues {
                         do {
-                            if file != nil {
-                                try values.compute(in: database, values: ExpectedValuesFile.schema)
-                            } else {
-                                try values.compute(in: database)
-                            }
-                            computed.append(values)
-                            if let file { self.computed.withLock { $0 = (file.path, computed) } }
+                            try derived.compute(in: database, values: schema)
+                            computed.append(derived)
+                            if let file { published.withLock { $0 = (file.path, computed) } }
                         } catch {}
                     }
                     expected.removeAll { values in readyValues.contains { $0.key == values.key } }
@@ -241,18 +238,12 @@ extension CoreDataStoreCheck {
             }
             var compared: Set<String> = []
             timed {
-                for values in computed {
+                for derived in computed {
                     let line: String?
-                    do {
-                        if file != nil {
-                            line = try values.compare(in: database, values: ExpectedValuesFile.schema)
-                        } else {
-                            line = try values.compare(in: database)
-                        }
-                    } catch { continue }
+                    do { line = try derived.compare(in: database, values: schema) } catch { continue }
                     report.checked += 1
                     if let line { report.violations.append(line) }
-                    compared.insert(values.key)
+                    compared.insert(derived.key)
                 }
             }
             let cancelled = signals.withLock { $0.cancelled }
@@ -302,8 +293,8 @@ extension CoreDataStoreCheck {
         /// computes them. The file stays until the job's thread ends the check (``rows()``,
         /// ``cancel()``).
         func expectedValues(for value: CoreDataMapping.DerivedValue) -> (file: String, table: String)? {
-            computed.withLock { computed in
-                guard let file = computed.file, let values = computed.values.first(where: { $0.matches(value) }) else { return nil }
+            published.withLock { published in
+                guard let file = published.file, let values = published.values.first(where: { $0.matches(value) }) else { return nil }
                 return (file, values.table)
             }
         }

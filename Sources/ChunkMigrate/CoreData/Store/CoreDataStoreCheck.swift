@@ -216,12 +216,10 @@ extension CoreDataStoreCheck {
             try CoreDataBookkeeping.registerDerivationFunctions(on: database)
             var all: [ExpectedValues] = []
             for (key, derivation) in candidates {
-                guard let read = try? database.columnsRead(in: "main", preparing: "SELECT (\(derivation.value)) FROM main.\(SQL.quote(derivation.table))"),
-                      !read.contains(where: { table, columns in columns.contains { written.contains("\(table).\($0)".uppercased()) } })
-                else { continue }
+                guard let read = try? CoreDataDerivation.columnsRead(by: derivation.value, of: derivation.table, in: database),
+                      read.isDisjoint(with: written) else { continue }
                 all.append(ExpectedValues(key: key, entity: String(key.prefix { $0 != "." }), derivation: derivation,
-                                          columns: Set(read.flatMap { table, columns in columns.map { "\(table).\($0)".uppercased() } }),
-                                          table: "cm_expected_\(all.count)"))
+                                          columns: read, table: "cm_expected_\(all.count)"))
             }
             return all
         }
@@ -233,22 +231,20 @@ extension CoreDataStoreCheck {
         /// `UPDATE` converts them (a number derived into a text column is stored as text), and
         /// the comparison is the one the check makes at the end.
         func compute(in database: Database, values: String = "temp") throws {
-            let store = "main"
             let name = "\(values).\(SQL.quote(table))"
-            let type = try database.tableSchema(derivation.table, in: store)?.column(named: derivation.column)?.type ?? ""
+            let type = try database.tableSchema(derivation.table, in: "main")?.column(named: derivation.column)?.type ?? ""
             try database.execute("""
                 DROP TABLE IF EXISTS \(name);
                 CREATE \(values == "temp" ? "TEMP " : "")TABLE \(name) (cm_k INTEGER PRIMARY KEY, cm_v \(type));
-                INSERT INTO \(name) SELECT Z_PK, \(derivation.value) FROM \(store).\(SQL.quote(derivation.table))\(derivation.rows.map { " WHERE \($0)" } ?? "");
+                INSERT INTO \(name) SELECT Z_PK, \(derivation.value) FROM main.\(SQL.quote(derivation.table))\(derivation.rows.map { " WHERE \($0)" } ?? "");
                 """)
         }
 
         /// The report's line when the job wrote other values (or a row it has no value for), or nil.
         func compare(in database: Database, values: String = "temp") throws -> String? {
-            let store = "main"
             let rows = derivation.rows.map { "(\($0)) AND " } ?? ""
             let row = try database.rows("""
-                SELECT count(*), min(t.Z_PK) FROM \(store).\(SQL.quote(derivation.table)) AS t LEFT JOIN \(values).\(SQL.quote(table)) AS e ON e.cm_k = t.Z_PK
+                SELECT count(*), min(t.Z_PK) FROM main.\(SQL.quote(derivation.table)) AS t LEFT JOIN \(values).\(SQL.quote(table)) AS e ON e.cm_k = t.Z_PK
                 WHERE \(rows)(e.cm_k IS NULL OR t.\(SQL.quote(derivation.column)) IS NOT e.cm_v)
                 """)[0]
             return CoreDataStoreCheck.wrongDerivedValues(row[0].integer ?? 0, first: row[1].integer, derivation: derivation, entity: entity)
