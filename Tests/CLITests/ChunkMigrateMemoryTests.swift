@@ -46,7 +46,7 @@ struct ChunkMigrateMemoryTests {
     func flatMemoryByDefault() throws {
         try withTemporaryDirectory { directory in
             // The default ID-map cache holds 2 MiB of packed keys (about a million keys), and the
-            // batch size adapts up to 250,000 rows: 800,000 messages fill both, 100,000 neither.
+            // batch size adapts up to 500,000 rows: 800,000 messages fill both, 100,000 neither.
             let small = try peak(messages: 100_000, in: directory, options: [])
             let large = try peak(messages: 800_000, in: directory, options: [])
             #expect(small.state == "complete" && large.state == "complete")

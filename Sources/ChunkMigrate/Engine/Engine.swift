@@ -294,6 +294,7 @@ final class Engine {
             guard try timed(\.copy, try copyEntities(&run, shouldStop: shouldStop, report: report)) == .complete,
                   try timed(\.fixup, try fixUpDeferredRelationships(&run, shouldStop: shouldStop, report: report)) == .complete
             else { return .paused }
+            resolver.releaseBatchMemory()
             try startStoreCheck()
             guard try timed(\.indexes, try buildDeferredIndexes(&run, shouldStop: shouldStop, report: report)) == .complete else { return .paused }
             storeCheck?.indexesBuilt()
@@ -492,11 +493,12 @@ final class Engine {
 
     /// Whether an index build sorts with a helper thread (`PRAGMA threads = 1`), which on two
     /// cores shortens the largest builds by a fifth or more (Tools/BENCHMARKS.md). The helper
-    /// sorts one run of keys while the job's thread fills the next, so each run gets half the
-    /// page cache: the sorter sizes its runs by it, and peak memory stays about where it was.
+    /// sorts one run of keys while the job's thread fills the next, each run the size of the
+    /// page cache (the sorter sizes its runs by it): two runs in memory instead of one, where
+    /// the batches' keys were until the copy ended (``Resolver/releaseBatchMemory()``), so that
+    /// peak memory stays where it was.
     private func useSorterHelper(_ helper: Bool) throws(SQLiteError) {
-        let cacheKiB = helper ? max(256, options.sqliteCacheKiB / 2) : options.sqliteCacheKiB
-        try database.execute("PRAGMA threads = \(helper ? 1 : 0); PRAGMA main.cache_size = -\(cacheKiB)")
+        try database.execute("PRAGMA threads = \(helper ? 1 : 0)")
     }
 
     /// A Core Data store's steps after the rows and indexes (``CoreDataFinishing``): derived

@@ -8,8 +8,10 @@ public struct MigrationOptions: Sendable {
     public var batchTimeTarget: Duration = .milliseconds(500)
     /// The bounds of an adaptive batch size, and where it starts.
     public var minimumBatchSize = 100
-    /// The largest batch an adaptive size grows to.
-    public var maximumBatchSize = 250_000
+    /// The largest batch an adaptive size grows to. Its source keys are held in memory until it
+    /// commits, 8 bytes each (4 MB at this size), and released once the rows are all in
+    /// (``Resolver/releaseBatchMemory()``), before the index builds, which use as much.
+    public var maximumBatchSize = 500_000
     /// The size of the first adaptive batch.
     public var initialBatchSize = 2_000
     /// The bytes of ID-map keys the cache holds at first (packed: about 2 bytes a key).

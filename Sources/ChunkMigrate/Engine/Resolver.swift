@@ -92,6 +92,13 @@ final class Resolver {
         failure = nil
     }
 
+    /// Gives back the memory of the batches' keys once the copy and the fix-up pass are over:
+    /// the index builds that follow sort in that much. A batch after it (a job resumed into its
+    /// copy) reserves it again.
+    func releaseBatchMemory() {
+        batchKeys = []
+    }
+
     /// Where the running batch took source key `key`, if it did.
     private func positionInBatch(_ key: Int64) -> Int? {
         guard let last = batchKeys.last, key <= last else { return nil }
