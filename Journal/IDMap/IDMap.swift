@@ -179,6 +179,15 @@ public final class IDMap {
         }
     }
 
+    /// Drops every decoded segment from the cache, giving back its memory, when no lookup is
+    /// to come for a while (a job's copy is over): a later lookup decodes its segment again. Not
+    /// an eviction: the cache does not grow for what it decodes again after this.
+    public func emptyCache() {
+        for key in cached { cache[key.entity][key.segment] = nil }
+        cached = []
+        cachedBytes = 0
+    }
+
     // MARK: Lookups
 
     /// The destination key of `sourceKey`, or `nil` when the entity has not migrated it.

@@ -335,6 +335,35 @@ struct IDMapTests {
         #expect(tiny.cachedBytes <= entryBound)
     }
 
+    @Test("An emptied cache holds nothing, and lookups after it decode their segments again and find the same keys, without growing the cache")
+    func emptyCache() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("job.journal")
+        let writer = try JournalWriter.create(directory: path, header: testHeader(), plan: testPlan)
+        var allKeys: [Int64] = []
+        var next: Int64 = 1
+        for batch in 1...20 {
+            let keys = sparseKeys(1_000, from: next, gaps: 1...4, seed: UInt64(batch))
+            try appendBatch(writer, entity: 1, batch: UInt64(batch), keys: keys, destinationBase: Int64(allKeys.count) + 1)
+            allKeys += keys
+            next = keys[keys.count - 1] + 3
+        }
+        writer.close()
+        let map = try JournalReader(directory: path).idMap(cacheBudget: 1 << 20, cacheLimit: 4 << 20)
+        let before = try map.destinations(of: allKeys, entity: 1)
+        #expect(map.segmentDecodes == 20)
+        #expect(map.cachedBytes > 0)
+
+        map.emptyCache()
+        #expect(map.cachedBytes == 0)
+        let after = try map.destinations(of: allKeys, entity: 1)
+        #expect(after == before)
+        #expect(after.enumerated().allSatisfy { $0.element == Int64($0.offset) + 1 })
+        #expect(map.segmentDecodes == 40, "every segment decoded again")
+        #expect(map.cachedBytes > 0)
+        #expect(map.cacheBudget == 1 << 20, "decoding again after emptying is not an eviction")
+    }
+
     @Test("The cache grows when lookups keep reading segments it evicted, up to its limit, and not for one pass in order")
     func cacheGrowth() throws {
         let directory = try TemporaryDirectory()

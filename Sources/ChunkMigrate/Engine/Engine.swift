@@ -294,7 +294,10 @@ final class Engine {
             guard try timed(\.copy, try copyEntities(&run, shouldStop: shouldStop, report: report)) == .complete,
                   try timed(\.fixup, try fixUpDeferredRelationships(&run, shouldStop: shouldStop, report: report)) == .complete
             else { return .paused }
+            // The batches' keys and the ID map's cache serve the copy and the fix-up pass only:
+            // their memory goes to the index builds' sorter (useSorterHelper).
             resolver.releaseBatchMemory()
+            idMap.emptyCache()
             try startStoreCheck()
             guard try timed(\.indexes, try buildDeferredIndexes(&run, shouldStop: shouldStop, report: report)) == .complete else { return .paused }
             storeCheck?.indexesBuilt()
