@@ -110,6 +110,58 @@ struct StoreCheckInJobTests {
         }
     }
 
+    @Test("a round of the part run while the job copies that fails is tried again; where every try fails, its checks run after the copy, with the same findings, and the check says why")
+    func earlyRoundTriedAgain() throws {
+        let folder = try TemporaryFolder()
+        let (files, writer) = try Self.demoStore(in: folder)
+        // Something for each part to find: dangling to-ones, dangling join rows, Z_MAX behind.
+        try writer.execute("""
+            UPDATE ZITEM SET ZFOLDER = ZFOLDER + 1000000 WHERE Z_PK % 7 = 0;
+            UPDATE Z_2TAGS SET Z_5TAGS = Z_5TAGS + 100000 WHERE rowid % 11 = 0;
+            UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Item';
+            """)
+        writer.close()
+        let path = files.old.path
+        let reader = try Database(path: path, mode: .readOnly)
+        let entities = try CoreDataEntities.read(reader, file: path)
+        let tables = Set(try reader.rows("SELECT upper(name) FROM sqlite_schema WHERE type = 'table'").compactMap { $0[0].text })
+        reader.close()
+
+        /// The check of the store as a job runs it, its unlocked connections failing `failures`
+        /// times: the copy over once the check has had time for its rounds.
+        func check(failing failures: Int) -> (report: CoreDataStoreCheck.Report, duringCopy: Double, earlyFailure: String?) {
+            let failed = Locked(0)
+            let check = CoreDataStoreCheck.Overlapped(path: path, cacheKiB: 2048, indexes: [], entities: entities) { path, mode throws(SQLiteError) in
+                if mode == .unlocked, failed.withLock({ count in count += 1; return count <= failures }) {
+                    // SQLITE_CORRUPT, as a torn read of the header page gives.
+                    throw SQLiteError(extendedCode: 11, message: "database disk image is malformed", sql: nil, file: path)
+                }
+                return try Database(path: path, mode: mode)
+            }
+            check.tablesFinished(tables)
+            Thread.sleep(forTimeInterval: 0.5)
+            #expect(throws: Never.self) { try check.rowsIn() }
+            check.indexesBuilt()
+            check.storeFinished()
+            let rows = check.rows()
+            return (rows.report.merged(with: check.rest()), rows.duringCopy, rows.earlyFailure)
+        }
+
+        let clean = check(failing: 0)
+        #expect(clean.earlyFailure == nil && clean.duringCopy > 0)
+        #expect(clean.report.violations.count >= 3, "\(clean.report.violations)")
+        // Fewer failures than tries: the round runs in the end, during the copy.
+        let retried = check(failing: CoreDataStoreCheck.Overlapped.earlyAttempts - 1)
+        #expect(retried.earlyFailure == nil)
+        #expect(retried.report.violations.sorted() == clean.report.violations.sorted())
+        #expect(retried.report.checked == clean.report.checked)
+        // As many as the tries: left to the part after the copy, which finds the same.
+        let failed = check(failing: CoreDataStoreCheck.Overlapped.earlyAttempts)
+        #expect(failed.earlyFailure?.contains("malformed") == true)
+        #expect(failed.report.violations.sorted() == clean.report.violations.sorted())
+        #expect(failed.report.checked == clean.report.checked)
+    }
+
     @Test("paused in the index builds and finished by another run: the check of the run that completes the job; off, none")
     func pausedAndOff() throws {
         let folder = try TemporaryFolder()

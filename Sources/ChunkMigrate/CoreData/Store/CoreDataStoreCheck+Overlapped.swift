@@ -23,6 +23,7 @@ extension CoreDataStoreCheck {
     /// The store must be in WAL mode from step 1 on, so that neither waits for the other's locks.
     final class Overlapped: @unchecked Sendable {
         private let path: String
+        private let connect: @Sendable (String, Database.Mode) throws(SQLiteError) -> Database
         private let cacheKiB: Int
         /// The store's entities, read by the job before its copy: `Z_PRIMARYKEY` is a table it
         /// writes meanwhile. Only their numbers and tree serve the early part.
@@ -86,8 +87,11 @@ extension CoreDataStoreCheck {
         ///     checked while the job copies.
         ///   - scratch: the folder for the file of derived values the job writes from
         ///     (``expectedValues(for:)``); without it, the check keeps them to itself.
-        init(path: String, cacheKiB: Int, indexes: [(name: String, sql: String)], entities: CoreDataEntities?, scratch: URL? = nil) {
+        ///   - connect: opens a connection to `path` in a mode; tests make it fail.
+        init(path: String, cacheKiB: Int, indexes: [(name: String, sql: String)], entities: CoreDataEntities?, scratch: URL? = nil,
+             connect: @escaping @Sendable (String, Database.Mode) throws(SQLiteError) -> Database = { try Database(path: $0, mode: $1) }) {
             self.path = path
+            self.connect = connect
             self.scratch = scratch
             self.cacheKiB = cacheKiB
             self.entities = entities
@@ -113,15 +117,17 @@ extension CoreDataStoreCheck {
         /// Opens a read-only connection with small caches: the check reads each table in order,
         /// from the file system's cache, and its memory adds to the job's.
         private func open(_ mode: Database.Mode) throws(SQLiteError) -> Database {
-            let connection = try Database(path: path, mode: mode)
+            let connection = try connect(path, mode)
             try connection.execute("PRAGMA cache_size = -\(max(256, cacheKiB / 4)); PRAGMA temp.cache_size = -\(max(256, cacheKiB / 4))")
             return connection
         }
 
         /// While the job copies: the early part each time the job has finished more tables, until
-        /// the copy is over. A round that fails, for whatever reason (a read that met one of the
-        /// job's commits, the copy over before it ended), leaves its checks to the rows part.
-        /// Returns what it found and which checks it ran.
+        /// the copy is over. Each round runs the checks of the finished tables that no round has
+        /// run yet. A round that fails (a read of the file's header page as one of the job's
+        /// commits rewrote it, say) is tried again a few times; what none of them runs is left
+        /// to the rows part, and why the last one failed is returned, unless a later round ran
+        /// it all. Returns what it found and which checks it ran.
         private func early(_ timed: (() -> Void) -> Void) -> (report: Report, ran: Set<String>, model: CoreDataModel??, failure: String?) {
             defer { pastEarly.leave() }
             var report = Report(violations: [], checked: 0, unchecked: [])
@@ -129,13 +135,22 @@ extension CoreDataStoreCheck {
             var model: CoreDataModel?? = nil
             var tried: Set<String> = []
             var failure: String?
+            /// The failed rounds in a row over the same tables.
+            var failures = 0
             guard let entities else { return (report, ran, model, failure) }
             while true {
                 let now = signals.withLock { $0 }
                 if now.cancelled || now.copyOver { return (report, ran, model, failure) }
-                guard now.finishedTables != tried else {
+                let again = failure != nil && failures < Self.earlyAttempts && now.finishedTables == tried
+                guard now.finishedTables != tried || again else {
                     wake.wait()
                     continue
+                }
+                if again {
+                    // A commit takes milliseconds: the next attempt most likely reads after it.
+                    Thread.sleep(forTimeInterval: 0.005)
+                } else {
+                    failures = 0
                 }
                 tried = now.finishedTables
                 timed {
@@ -150,12 +165,20 @@ extension CoreDataStoreCheck {
                                                                 readable: tried, entities: entities, done: ran)
                         report = report.merged(with: part.report)
                         ran.formUnion(part.ran)
+                        // This round ran what the failed ones left.
+                        failure = nil
                     } catch {
-                        if !signals.withLock({ $0.cancelled || $0.copyOver }) { failure = "\(error)" }
+                        if !signals.withLock({ $0.cancelled || $0.copyOver }) {
+                            failure = "\(error)"
+                            failures += 1
+                        }
                     }
                 }
             }
         }
+
+        /// How many times in a row a round of the early part over the same tables is tried.
+        static let earlyAttempts = 3
 
         /// The check's thread: the early part while the job copies, the rest of the rows part once
         /// the rows are in, then each lookup and derived value as the indexes they read are built,
