@@ -50,6 +50,26 @@ struct ExpectedEntity {
 
 @Suite("ID map lookups")
 struct IDMapTests {
+    /// A journal of `batches` batches of entity 1, `perBatch` keys each, 1 to 5 apart within a
+    /// batch and 7 between batches, the i-th key mapped to i + 1: its folder (removed when it
+    /// goes), the journal's path and every key in order.
+    static func sparseJournal(batches: Int, perBatch: Int) throws -> (directory: TemporaryDirectory, path: String, keys: [Int64]) {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("job.journal")
+        let writer = try JournalWriter.create(directory: path, header: testHeader(), plan: testPlan)
+        var allKeys: [Int64] = []
+        allKeys.reserveCapacity(batches * perBatch)
+        var next: Int64 = 1
+        for batch in 1...batches {
+            let keys = sparseKeys(perBatch, from: next, gaps: 1...5, seed: UInt64(batch))
+            try appendBatch(writer, entity: 1, batch: UInt64(batch), keys: keys, destinationBase: Int64(allKeys.count) + 1)
+            allKeys += keys
+            next = keys[keys.count - 1] + 7
+        }
+        writer.close()
+        return (directory, path, allKeys)
+    }
+
     static let entities: [ExpectedEntity] = [
         // Dense runs, with gaps between them and a single-key batch; destination runs with gaps too.
         ExpectedEntity(entity: 0, mapping: .allocate, batches: [
@@ -253,21 +273,10 @@ struct IDMapTests {
 
     @Test("The cache stays within its budget over 200 segments, and a sorted batch decodes each segment once")
     func cacheBudget() throws {
-        let directory = try TemporaryDirectory()
-        let path = directory.appending("job.journal")
         let segmentCount = 200
         let perSegment = 5_000
-        let writer = try JournalWriter.create(directory: path, header: testHeader(), plan: testPlan)
-        var allKeys: [Int64] = []
-        allKeys.reserveCapacity(segmentCount * perSegment)
-        var next: Int64 = 1
-        for batch in 1...segmentCount {
-            let keys = sparseKeys(perSegment, from: next, gaps: 1...5, seed: UInt64(batch))
-            try appendBatch(writer, entity: 1, batch: UInt64(batch), keys: keys, destinationBase: Int64(allKeys.count) + 1)
-            allKeys += keys
-            next = keys[keys.count - 1] + 7
-        }
-        writer.close()
+        let (directory, path, allKeys) = try Self.sparseJournal(batches: segmentCount, perBatch: perSegment)
+        defer { withExtendedLifetime(directory) {} }
 
         // Keys 1 to 5 apart pack into 2 bytes each, plus 16 bytes for each block of 128.
         let entryBound = perSegment * 2 + (perSegment / 128 + 1) * 16 + 64
@@ -337,18 +346,8 @@ struct IDMapTests {
 
     @Test("An emptied cache holds nothing, and lookups after it decode their segments again and find the same keys, without growing the cache")
     func emptyCache() throws {
-        let directory = try TemporaryDirectory()
-        let path = directory.appending("job.journal")
-        let writer = try JournalWriter.create(directory: path, header: testHeader(), plan: testPlan)
-        var allKeys: [Int64] = []
-        var next: Int64 = 1
-        for batch in 1...20 {
-            let keys = sparseKeys(1_000, from: next, gaps: 1...4, seed: UInt64(batch))
-            try appendBatch(writer, entity: 1, batch: UInt64(batch), keys: keys, destinationBase: Int64(allKeys.count) + 1)
-            allKeys += keys
-            next = keys[keys.count - 1] + 3
-        }
-        writer.close()
+        let (directory, path, allKeys) = try Self.sparseJournal(batches: 20, perBatch: 1_000)
+        defer { withExtendedLifetime(directory) {} }
         let map = try JournalReader(directory: path).idMap(cacheBudget: 1 << 20, cacheLimit: 4 << 20)
         let before = try map.destinations(of: allKeys, entity: 1)
         #expect(map.segmentDecodes == 20)
@@ -366,18 +365,8 @@ struct IDMapTests {
 
     @Test("The cache grows when lookups keep reading segments it evicted, up to its limit, and not for one pass in order")
     func cacheGrowth() throws {
-        let directory = try TemporaryDirectory()
-        let path = directory.appending("job.journal")
-        let writer = try JournalWriter.create(directory: path, header: testHeader(), plan: testPlan)
-        var allKeys: [Int64] = []
-        var next: Int64 = 1
-        for batch in 1...100 {
-            let keys = sparseKeys(2_000, from: next, gaps: 1...5, seed: UInt64(batch))
-            try appendBatch(writer, entity: 1, batch: UInt64(batch), keys: keys, destinationBase: Int64(allKeys.count) + 1)
-            allKeys += keys
-            next = keys[keys.count - 1] + 7
-        }
-        writer.close()
+        let (directory, path, allKeys) = try Self.sparseJournal(batches: 100, perBatch: 2_000)
+        defer { withExtendedLifetime(directory) {} }
         let reader = try JournalReader(directory: path)
         let budget = 16 << 10
         let limit = 128 << 10
