@@ -162,6 +162,60 @@ struct StoreCheckInJobTests {
         #expect(failed.report.checked == clean.report.checked)
     }
 
+    @Test("the job writes while the check reads the store in its rollback journal: a read in the way stops and runs again after the job's commit, and the check finds what it finds alone")
+    func checkGivesWay() throws {
+        let folder = try TemporaryFolder()
+        let files = try CoreDataDemoStore.generate(in: folder.url, rows: 60_000)
+        let writer = try Database(path: files.old.path, mode: .readWrite)
+        for trigger in try writer.rows("SELECT name FROM sqlite_schema WHERE type = 'trigger'").compactMap({ $0[0].text }) {
+            try writer.execute("DROP TRIGGER \(SQL.quote(trigger))")
+        }
+        // Something to find: dangling to-ones and join rows, Z_MAX behind the keys.
+        try writer.execute("""
+            UPDATE ZITEM SET ZFOLDER = ZFOLDER + 1000000 WHERE Z_PK % 7 = 0;
+            UPDATE Z_2TAGS SET Z_5TAGS = Z_5TAGS + 100000 WHERE rowid % 11 = 0;
+            UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Item';
+            PRAGMA journal_mode = TRUNCATE;
+            CREATE TABLE scratch (x BLOB);
+            """)
+        let path = files.old.path
+
+        /// The check as a job runs it after the copy, while `writes` transactions of the job
+        /// each write a page; the findings, and how often the job's writer found the check's
+        /// lock in its way.
+        func check(writes: Int) throws -> (report: CoreDataStoreCheck.Report, busy: Int, gaveWay: Int) {
+            let check = CoreDataStoreCheck.Overlapped(path: path, cacheKiB: 2048, indexes: [], entities: nil)
+            let busy = Locked(0)
+            writer.onBusy { count in
+                busy.withLock { $0 += 1 }
+                check.yieldToJob()
+                usleep(100)
+                return count < 600_000
+            }
+            defer { writer.waitWhenBusy() }
+            try check.rowsIn()
+            for _ in 0..<writes {
+                try writer.execute("BEGIN IMMEDIATE; INSERT INTO scratch VALUES (zeroblob(3000)); COMMIT")
+                usleep(2_000)
+            }
+            check.indexesBuilt()
+            check.storeFinished()
+            let rows = check.rows()
+            return (rows.report.merged(with: check.rest()), busy.withLock { $0 }, check.timesGivenWay)
+        }
+
+        let alone = try check(writes: 0)
+        #expect(alone.gaveWay == 0)
+        #expect(alone.report.violations.count >= 3, "\(alone.report.violations)")
+        let beside = try check(writes: 200)
+        #expect(beside.busy > 0, "the job's writes met the check's reads")
+        #expect(beside.gaveWay > 0, "the check gave way")
+        #expect(beside.report.violations.sorted() == alone.report.violations.sorted())
+        #expect(beside.report.checked == alone.report.checked)
+        #expect(try writer.scalar("SELECT count(*) FROM scratch") == .integer(200))
+        writer.close()
+    }
+
     @Test("paused in the index builds and finished by another run: the check of the run that completes the job; off, none")
     func pausedAndOff() throws {
         let folder = try TemporaryFolder()

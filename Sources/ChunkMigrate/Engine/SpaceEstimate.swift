@@ -13,8 +13,7 @@ import Darwin
 /// compiled in, the table's share of the file by rows). On top: the journal (its ID map, about two
 /// bytes a key where keys are allocated), and when the job builds the destination's indexes at
 /// the end, the sorter's temporary file for the largest of them where the temporary directory is
-/// on the same file system. A Core Data job that checks its store alongside its index builds
-/// keeps the largest index's bytes to spare for the WAL (``spareBytes``).
+/// on the same file system.
 ///
 /// ```swift
 /// let estimate = try SpaceEstimate.of(plan: plan, source: oldURL, destination: newURL)
@@ -40,22 +39,16 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
     /// (``upperBound(source:freeBytes:)``).
     public var isUpperBound = false
 
-    /// What the job keeps free beyond the estimate, where its peak may exceed it: for a Core Data
-    /// job that checks its store alongside the index builds, the largest index, which the WAL
-    /// may hold while one of the check's statements runs.
-    public var spareBytes: Int64 = 0
-
     /// The peak extra bytes of the job.
     public var neededBytes: Int64 { destinationBytes + journalBytes + indexBuildBytes }
-    /// Whether the job fits, with 5% of the estimate, or ``spareBytes`` where more, to spare.
-    public var fits: Bool { neededBytes + max(neededBytes / 20, spareBytes) <= freeBytes }
+    /// Whether the job fits, with 5% of the estimate to spare.
+    public var fits: Bool { neededBytes + neededBytes / 20 <= freeBytes }
 
     public var description: String {
         if isUpperBound {
             return "needs at most \(Self.bytes(neededBytes)) (3.5 times the source's file), \(Self.bytes(freeBytes)) free"
         }
-        let spare = spareBytes > neededBytes / 20 ? ", \(Self.bytes(spareBytes)) more kept free for the check's WAL" : ""
-        return "needs \(Self.bytes(neededBytes)) (destination \(Self.bytes(destinationBytes)), journal \(Self.bytes(journalBytes)), index builds \(Self.bytes(indexBuildBytes)))\(spare), \(Self.bytes(freeBytes)) free"
+        return "needs \(Self.bytes(neededBytes)) (destination \(Self.bytes(destinationBytes)), journal \(Self.bytes(journalBytes)), index builds \(Self.bytes(indexBuildBytes))), \(Self.bytes(freeBytes)) free"
             + (inPlaceBytes.map { "; in place (--in-place) it would need about \(Self.bytes($0)) beside the store, which \($0 + $0 / 20 <= freeBytes ? "fits" : "does not fit either")" } ?? "")
     }
 
@@ -99,7 +92,7 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
         }
         let database = stores.database
         let sizes = try sourceSizes(database)
-        var destination: Int64 = 0, largestIndex: Int64 = 0, allIndexes: Int64 = 0, journal: Int64 = 64 * 1024
+        var destination: Int64 = 0, largestIndex: Int64 = 0, journal: Int64 = 64 * 1024
         let indexes: [[SQLiteValue]]
         do {
             indexes = try database.rows("SELECT name, tbl_name FROM src.sqlite_schema WHERE type = 'index'")
@@ -111,7 +104,6 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
                     let size = sizes[index[0].text?.lowercased() ?? ""] ?? 0
                     destination += size
                     largestIndex = max(largestIndex, size)
-                    allIndexes += size
                 }
             }
             // The ID map: about two bytes a key where keys are allocated, next to nothing where
@@ -130,14 +122,9 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
         let sourceIndexes = indexes.compactMap { sizes[$0[0].text?.lowercased() ?? ""] }
         let total = sizes.values.reduce(0, +)
         let inPlace = plan.coreData == nil ? nil : (sourceIndexes.max() ?? 0) + min(4 * 1_048_576, total / 50)
-        // A Core Data job's check reads alongside the index builds, the destination in WAL: the
-        // WAL keeps what is built while one of the check's statements runs (a checkpoint copies
-        // it out between them). Measured, that is a few MB (8 MB at 1M items); where a statement
-        // outlasts a whole build it could be the largest index, which the job keeps to spare.
-        let checkWAL = plan.coreData != nil && options.checksStore && options.defersIndexes ? min(allIndexes, largestIndex) : 0
         return SpaceEstimate(destinationBytes: destination, journalBytes: journal,
                              indexBuildBytes: options.defersIndexes && sameVolume ? largestIndex : 0,
-                             inPlaceBytes: inPlace, freeBytes: options.freeSpace?(folder) ?? freeBytes(at: folder), spareBytes: checkWAL)
+                             inPlaceBytes: inPlace, freeBytes: options.freeSpace?(folder) ?? freeBytes(at: folder))
     }
 
     /// Bytes per table and index of the source (`src`), by lowercased name: SQLite's `dbstat`

@@ -58,7 +58,7 @@ final class Database {
         handle = connection
         self.path = path
         sqlite3_extended_result_codes(handle, 1)
-        sqlite3_busy_timeout(handle, 5_000)
+        waitWhenBusy()
         if Database.profiles { Database.profile(handle) }
     }
 
@@ -215,6 +215,27 @@ final class Database {
 
     /// Whether a transaction is open.
     var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    /// Calls `body` with the number of calls so far each time a statement finds the file locked by
+    /// another connection, instead of waiting up to the busy timeout: true to try again, false to
+    /// fail with `SQLITE_BUSY`. ``waitWhenBusy()`` sets the timeout back.
+    func onBusy(_ body: @escaping @Sendable (Int) -> Bool) {
+        final class Handler {
+            let body: @Sendable (Int) -> Bool
+            init(_ body: @escaping @Sendable (Int) -> Bool) { self.body = body }
+        }
+        let handler = Handler(body)
+        retain(handler)
+        sqlite3_busy_handler(handle, { context, count in
+            guard let context else { return 0 }
+            return Unmanaged<Handler>.fromOpaque(context).takeUnretainedValue().body(Int(count)) ? 1 : 0
+        }, Unmanaged.passUnretained(handler).toOpaque())
+    }
+
+    /// A statement that finds the file locked waits up to five seconds for it (the default).
+    func waitWhenBusy() {
+        sqlite3_busy_timeout(handle, 5_000)
+    }
 
     /// Keeps an object alive as long as the connection (function boxes registered with SQLite).
     func retain(_ object: AnyObject) { functionBoxes.append(object) }

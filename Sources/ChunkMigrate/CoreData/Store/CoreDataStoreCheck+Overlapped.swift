@@ -20,7 +20,9 @@ extension CoreDataStoreCheck {
     ///
     /// and the rest (``Part/rest``) on the job's thread when the job is complete.
     ///
-    /// The store must be in WAL mode from step 1 on, so that neither waits for the other's locks.
+    /// From step 1 on the store stays in the job's rollback journal, where the index builds write
+    /// each page once (WAL writes it twice), and the check reads it with locks: a read that holds
+    /// up one of the job's writes gives way (``yieldToJob()``) and runs again after the job's commit.
     final class Overlapped: @unchecked Sendable {
         private let path: String
         private let connect: @Sendable (String, Database.Mode) throws(SQLiteError) -> Database
@@ -46,6 +48,13 @@ extension CoreDataStoreCheck {
             var copyOver = false
             /// Whether ``connection`` is open for the rows part.
             var rowsIn = false
+            /// The job waits for the lock the check's read holds (``yieldToJob()``): the
+            /// statement under way stops, and runs again once the job has written.
+            var yield = false
+            /// Whether the step under way has given way often enough, and runs to its end.
+            var holding = false
+            /// How many statements of the check have stopped to let the job write.
+            var interrupts = 0
         }
         private let signals = Locked(Signals())
         /// Signalled with each change of ``signals``.
@@ -202,10 +211,14 @@ extension CoreDataStoreCheck {
             // The store's model, read once for every part this thread runs.
             let model = try timed { () throws(MigrationError) -> CoreDataModel? in
                 if let model = early.model { return model }
-                return try Self.sqlite(file: path) { try CoreDataModel.read(database, schema: "main", file: path) }
+                return try givingWay { () throws(MigrationError) in
+                    try Self.sqlite(file: path) { try CoreDataModel.read(database, schema: "main", file: path) }
+                }
             }
             var report = try timed { () throws(MigrationError) in
-                early.report.merged(with: try Self.run(database, model: model, file: path, part: .rows, postponed: postponed, done: early.ran))
+                early.report.merged(with: try givingWay { () throws(MigrationError) in
+                    try Self.run(database, model: model, file: path, part: .rows, postponed: postponed, done: early.ran)
+                })
             }
             signals.withLock { $0.rowsDone = true }
             var lookups = postponed
@@ -215,8 +228,10 @@ extension CoreDataStoreCheck {
             var expected = timed { () -> [ExpectedValues] in
                 do {
                     guard let model else { return [] }
-                    let layout = try CoreDataLayout(model: model).resolved(against: database, schema: "main", file: path).0
-                    return try ExpectedValues.all(in: database, layout: layout)
+                    return try givingWay {
+                        let layout = try CoreDataLayout(model: model).resolved(against: database, schema: "main", file: path).0
+                        return try ExpectedValues.all(in: database, layout: layout)
+                    }
                 } catch {
                     return []
                 }
@@ -246,12 +261,14 @@ extension CoreDataStoreCheck {
                 }
                 try timed { () throws(MigrationError) in
                     if !readyLookups.isEmpty {
-                        report = report.merged(with: try Self.run(database, model: model, file: path, part: .postponed, postponed: readyLookups))
+                        report = report.merged(with: try givingWay { () throws(MigrationError) in
+                            try Self.run(database, model: model, file: path, part: .postponed, postponed: readyLookups)
+                        })
                         lookups.subtract(readyLookups)
                     }
                     for derived in readyValues {
                         do {
-                            try derived.compute(in: database, values: schema)
+                            try givingWay { try derived.compute(in: database, values: schema) }
                             computed.append(derived)
                             if let file { published.withLock { $0 = (file.path, computed) } }
                         } catch {}
@@ -263,7 +280,7 @@ extension CoreDataStoreCheck {
             timed {
                 for derived in computed {
                     let line: String?
-                    do { line = try derived.compare(in: database, values: schema) } catch { continue }
+                    do { line = try givingWay { try derived.compare(in: database, values: schema) } } catch { continue }
                     report.checked += 1
                     if let line { report.violations.append(line) }
                     compared.insert(derived.key)
@@ -291,7 +308,7 @@ extension CoreDataStoreCheck {
             pastEarly.wait()
         }
 
-        /// The rows are in and the store is in WAL mode: opens the check's connection for the
+        /// The rows are in: opens the check's connection for the
         /// part over the rows and after.
         ///
         /// - Throws: ``MigrationError`` naming the file when it cannot be opened.
@@ -301,7 +318,20 @@ extension CoreDataStoreCheck {
                 // Read-only, but for the file of derived values it attaches.
                 let connection = try open(.readOnlyAttachingWritable)
                 let signals = self.signals
-                connection.stopStatements { signals.withLock { $0.cancelled } }
+                connection.stopStatements {
+                    signals.withLock { signals in
+                        if signals.cancelled { return true }
+                        guard signals.yield && !signals.holding else { return false }
+                        signals.interrupts += 1
+                        return true
+                    }
+                }
+                // A read waits for the job's writes, however long an index takes to write out.
+                connection.onBusy { _ in
+                    if signals.withLock({ $0.cancelled }) { return false }
+                    usleep(200)
+                    return true
+                }
                 self.connection = connection
             } catch {
                 throw MigrationError(.store, "cannot open the destination to check it: \(error.message)", file: path, cause: error)
@@ -324,8 +354,48 @@ extension CoreDataStoreCheck {
 
         /// The job has built the index `name`: the lookups and values waiting for it may run.
         func indexBuilt(_ name: String) {
-            signals.withLock { _ = $0.built.insert(name) }
+            signals.withLock { signals in
+                _ = signals.built.insert(name)
+                signals.yield = false
+            }
             wake.signal()
+        }
+
+        /// The job waits for the lock of a read of the check (the store is in a rollback journal,
+        /// where a reader holds the writer up): the read stops at SQLite's next call of its
+        /// progress handler and runs again after the job's commit, unless its step has given way
+        /// ``yieldsPerStep`` times already.
+        func yieldToJob() {
+            signals.withLock { $0.yield = true }
+        }
+
+        /// How many times one step of the check gives way to the job before it runs to its end.
+        static let yieldsPerStep = 3
+
+        /// How many times a step of the check has stopped to let the job write.
+        var timesGivenWay: Int { gaveWay.withLock { $0 } }
+        private let gaveWay = Locked(0)
+
+        /// Runs `body`, a step of the check over the store, again where it stopped to let the job
+        /// write (``yieldToJob()``), up to ``yieldsPerStep`` times; the last time it runs to its end.
+        private func givingWay<T, Failure: Error>(_ body: () throws(Failure) -> T) throws(Failure) -> T {
+            defer { signals.withLock { $0.holding = false } }
+            var yields = 0
+            while true {
+                // A step that stopped for the job runs again, whether the stop reached it as an
+                // error or the check turned it into a finding of its own (an unreadable layout).
+                let before = signals.withLock { $0.interrupts }
+                do {
+                    let result = try body()
+                    if signals.withLock({ $0.interrupts == before }) { return result }
+                } catch {
+                    if signals.withLock({ $0.cancelled || $0.interrupts == before }) { throw error }
+                }
+                signals.withLock { $0.yield = false }
+                yields += 1
+                gaveWay.withLock { $0 += 1 }
+                if yields >= Self.yieldsPerStep { signals.withLock { $0.holding = true } }
+            }
         }
 
         /// Whether the part over the rows, most of the check's work, is done: what is left (the
