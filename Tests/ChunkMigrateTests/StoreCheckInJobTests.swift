@@ -442,9 +442,7 @@ struct StoreCheckInJobTests {
         // The job's connection attaches it read-only and reads one table in a transaction of its
         // own while the check writes the next.
         let job = try Database(path: folder.path("job.sqlite").path, mode: .readWriteCreate)
-        let attach = try job.prepare("ATTACH DATABASE ?1 AS v")
-        try attach.bind([.text(Database.readOnlyURI(file.path))])
-        _ = try attach.step()
+        try job.attach(Database.readOnlyURI(file.path), as: "v")
         try job.execute("BEGIN IMMEDIATE")
         #expect(try job.scalar("SELECT cm_v FROM v.e WHERE cm_k = 1") == .text("A"))
         try database.execute("CREATE TABLE cm_values.f (cm_k INTEGER PRIMARY KEY, cm_v); INSERT INTO cm_values.f VALUES (1, 2)")
@@ -488,9 +486,7 @@ struct StoreCheckInJobTests {
             #expect(found.count == derived.count)
             // As the job reads them: read-only, each row's value the derivation's.
             for (value, computed) in zip(derived, found) {
-                let attach = try reader.prepare("ATTACH DATABASE ?1 AS v")
-                try attach.bind([.text(Database.readOnlyURI(computed.file))])
-                _ = try attach.step()
+                try reader.attach(Database.readOnlyURI(computed.file), as: "v")
                 let table = SQL.quote(value.table)
                 #expect(try reader.scalar("SELECT count(*) FROM main.\(table) JOIN v.\(SQL.quote(computed.table)) AS e ON e.cm_k = \(table).Z_PK WHERE e.cm_v IS NOT \(value.value)") == .integer(0))
                 #expect(try reader.scalar("SELECT count(*) FROM v.\(SQL.quote(computed.table))") == reader.scalar("SELECT count(*) FROM main.\(table)"))

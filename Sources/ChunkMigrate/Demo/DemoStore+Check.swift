@@ -8,9 +8,7 @@ extension DemoStore {
     /// the destination is right.
     public static func check(source: URL, destination: URL) throws -> [String] {
         let database = try Database(path: destination.path, mode: .readOnly)
-        let attach = try database.prepare("ATTACH DATABASE ?1 AS src")
-        try attach.bind([.text(Database.sourceURI(source.path))])
-        try attach.step()
+        try database.attach(Database.sourceURI(source.path), as: "src")
         func number(_ column: String) -> String { "CAST(substr(\(column), 9, instr(\(column), ':') - 9) AS INTEGER)" }
         func sourceID(_ column: String) -> String { "(\(number(column)) * 3 - \(number(column)) % 2)" }
         let kept = "(SELECT c.archived = 0 FROM src.conversation c WHERE c.id = %@.conversation_id)"
@@ -65,9 +63,7 @@ extension DemoStore {
     /// A few lines comparing the source with a migrated destination.
     public static func summary(source: URL, destination: URL) throws -> String {
         let database = try Database(path: destination.path, mode: .readOnly)
-        let attach = try database.prepare("ATTACH DATABASE ?1 AS src")
-        try attach.bind([.text(Database.sourceURI(source.path))])
-        try attach.step()
+        try database.attach(Database.sourceURI(source.path), as: "src")
         var lines = ["table            source rows   destination rows"]
         for table in ["conversation", "message", "label", "message_label"] {
             let from = try database.scalar("SELECT count(*) FROM src.\(table)").integer ?? 0

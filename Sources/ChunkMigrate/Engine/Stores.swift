@@ -54,9 +54,7 @@ final class Stores {
                 PRAGMA cache_size = -\(options.sqliteCacheKiB);
                 PRAGMA foreign_keys = \(options.checkForeignKeys ? "ON" : "OFF");
                 """)
-            let attach = try database.prepare("ATTACH DATABASE ?1 AS src")
-            try attach.bind([.text(Database.sourceURI(source))])
-            try attach.step()
+            try database.attach(Database.sourceURI(source), as: "src")
             try database.execute("PRAGMA src.cache_size = -\(options.sqliteCacheKiB);")
         } catch let error as SQLiteError {
             throw MigrationError(.store, error.sql?.hasPrefix("ATTACH") == true

@@ -175,9 +175,7 @@ public final class InPlaceMigration: @unchecked Sendable {
             // Tables renamed leave the references of others as they are: a table whose
             // definition changes is rebuilt from the target's own statement.
             try database.execute("PRAGMA synchronous = FULL; PRAGMA fullfsync = ON; PRAGMA legacy_alter_table = ON; PRAGMA cache_size = -\(options.sqliteCacheKiB);")
-            let attach = try database.prepare("ATTACH DATABASE ?1 AS tgt")
-            try attach.bind([.text(Database.sourceURI(target.path))])
-            _ = try attach.step()
+            try database.attach(Database.sourceURI(target.path), as: "tgt")
         } catch {
             throw MigrationError(.store, "cannot open the store to migrate in place: \(error.message)", file: store.path, cause: error)
         }

@@ -93,9 +93,7 @@ extension MigrationPlan {
         let database: Database
         do {
             database = try Database(path: destination.path, mode: .readOnly)
-            let attach = try database.prepare("ATTACH DATABASE ?1 AS src")
-            try attach.bind([.text(Database.sourceURI(source.path))])
-            _ = try attach.step()
+            try database.attach(Database.sourceURI(source.path), as: "src")
         } catch {
             throw MigrationError(.store, "cannot open the stores: \(error.message)", file: error.file ?? destination.path)
         }

@@ -237,6 +237,13 @@ final class Database {
         sqlite3_busy_timeout(handle, 5_000)
     }
 
+    /// Attaches the database at `uri` (a path, or a URI such as ``readOnlyURI(_:)``'s) as `schema`.
+    func attach(_ uri: String, as schema: String) throws(SQLiteError) {
+        let attach = try prepare("ATTACH DATABASE ?1 AS \(schema)")
+        try attach.bind([.text(uri)])
+        _ = try attach.step()
+    }
+
     /// Keeps an object alive as long as the connection (function boxes registered with SQLite).
     func retain(_ object: AnyObject) { functionBoxes.append(object) }
 }

@@ -176,9 +176,7 @@ final class CoreDataFinishing {
     /// (gone with the check that made it).
     private func attachComputed(_ computed: (file: String, table: String)) -> String? {
         do {
-            let attach = try database.prepare("ATTACH DATABASE ?1 AS \(Self.computedSchema)")
-            try attach.bind([.text(Database.readOnlyURI(computed.file))])
-            _ = try attach.step()
+            try database.attach(Database.readOnlyURI(computed.file), as: Self.computedSchema)
         } catch {
             return nil
         }

@@ -238,7 +238,9 @@ extension CoreDataStoreCheck {
             }
             // The values go into a file of their own, which the job reads too; where it cannot be
             // made, into the check's temporary tables, for the check alone.
-            let file = expected.isEmpty ? nil : scratch.flatMap { try? ExpectedValuesFile(in: $0, attachedTo: database, cacheKiB: max(256, cacheKiB / 4)) }
+            let file = expected.isEmpty ? nil : scratch.flatMap { scratch in
+                try? givingWay { try ExpectedValuesFile(in: scratch, attachedTo: database, cacheKiB: max(256, cacheKiB / 4)) }
+            }
             let schema = file == nil ? "temp" : ExpectedValuesFile.schema
             defer {
                 // The job takes no more values from here; the file stays for a read under way,
@@ -523,9 +525,7 @@ extension CoreDataStoreCheck.Overlapped {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             path = folder.appendingPathComponent("values.sqlite").path
             do {
-                let attach = try database.prepare("ATTACH DATABASE ?1 AS \(Self.schema)")
-                try attach.bind([.text(path)])
-                _ = try attach.step()
+                try database.attach(path, as: Self.schema)
                 let mode = try database.scalar("PRAGMA \(Self.schema).journal_mode = WAL").text?.lowercased()
                 guard mode == "wal" else {
                     throw MigrationError(.store, "the file of derived values cannot be in WAL mode (\(mode ?? "none"))", file: path)
