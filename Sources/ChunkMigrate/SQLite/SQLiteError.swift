@@ -23,6 +23,15 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     /// Whether another connection kept changing the schema while a statement was prepared again
     /// for it (SQLite gives up after a number of tries): the statement may simply run again.
     public var isSchemaChanged: Bool { code == SQLITE_SCHEMA }
+
+    /// Whether `error` is, or reports (``MigrationError/cause``), a schema that kept changing.
+    static func isSchemaChanged(_ error: any Error) -> Bool {
+        switch error {
+        case let error as SQLiteError: error.isSchemaChanged
+        case let error as MigrationError: error.cause.map(isSchemaChanged) ?? false
+        default: false
+        }
+    }
     /// Whether the statement was interrupted.
     public var isInterrupt: Bool { code == SQLITE_INTERRUPT }
 

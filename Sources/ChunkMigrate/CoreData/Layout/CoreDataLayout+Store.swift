@@ -40,7 +40,7 @@ extension CoreDataLayout {
                 primaryKeys = try database.rows("SELECT Z_ENT, Z_NAME, Z_SUPER FROM \(schema).Z_PRIMARYKEY WHERE Z_ENT < 16000 ORDER BY Z_ENT")
             }
         } catch {
-            throw MigrationError(.store, "cannot read the store's schema: \(error.message)", file: file, sql: error.sql)
+            throw MigrationError(.store, "cannot read the store's schema: \(error.message)", file: file, sql: error.sql, cause: error)
         }
         guard tableNames.contains("Z_PRIMARYKEY") else {
             throw MigrationError(.store, "not a Core Data store: it has no Z_PRIMARYKEY table", file: file)

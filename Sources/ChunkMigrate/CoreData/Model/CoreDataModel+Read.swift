@@ -43,7 +43,7 @@ extension CoreDataModel {
             }
             rows = try database.rows("SELECT Z_CONTENT FROM \(schema).Z_MODELCACHE")
         } catch {
-            throw MigrationError(.store, "cannot read the model cache: \(error.message)", file: file, sql: error.sql)
+            throw MigrationError(.store, "cannot read the model cache: \(error.message)", file: file, sql: error.sql, cause: error)
         }
         guard let row = rows.first, rows.count == 1 else {
             if rows.isEmpty { return nil }

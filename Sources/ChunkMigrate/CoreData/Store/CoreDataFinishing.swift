@@ -149,11 +149,21 @@ final class CoreDataFinishing {
             // The same values either way: computed here, or read where they were computed.
             let computed = precomputed?(value).flatMap(attachComputed)
             defer { if computed != nil { try? database.execute("DETACH DATABASE \(Self.computedSchema)") } }
-            let values = computed ?? value.value
-            return try rangeBatch(step, table: value.table, size: size, what: "the derived attribute \(value.attribute)",
-                                  entity: value.attribute, column: value.column) { first, last in
-                "UPDATE main.\(SQL.quote(value.table)) SET \(SQL.quote(value.column)) = \(values) WHERE Z_PK > \(first) AND Z_PK <= \(last)"
-                    + (value.rows.map { " AND (\($0))" } ?? "")
+            func batch(_ values: String) throws -> Bool {
+                try rangeBatch(step, table: value.table, size: size, what: "the derived attribute \(value.attribute)",
+                               entity: value.attribute, column: value.column) { first, last in
+                    "UPDATE main.\(SQL.quote(value.table)) SET \(SQL.quote(value.column)) = \(values) WHERE Z_PK > \(first) AND Z_PK <= \(last)"
+                        + (value.rows.map { " AND (\($0))" } ?? "")
+                }
+            }
+            guard let computed else { return try batch(value.value) }
+            do {
+                return try batch(computed)
+            } catch where SQLiteError.isSchemaChanged(error) {
+                // The check adds a table to the file of values with each value it computes; where
+                // SQLite gave up preparing the batch over it, the batch, rolled back, computes
+                // its values itself.
+                return try batch(value.value)
             }
         case let .fetchIndex(fill):
             return try rangeBatch(step, table: fill.table, size: size, what: "the R-tree index \(fill.index)", entity: nil, column: nil) { first, last in

@@ -380,9 +380,15 @@ extension CoreDataStoreCheck {
 
         /// Runs `body`, a step of the check over the store, again where it stopped to let the job
         /// write (``yieldToJob()``), up to ``yieldsPerStep`` times; the last time it runs to its end.
+        ///
+        /// A step also runs again where SQLite gave up preparing a statement of it because the
+        /// schema kept changing: the job changes it with each index it builds, and builds the
+        /// indexes of many small tables one after another. The step only reads, so it may; it
+        /// does so as long as the job writes, whose changes are finite, then up to
+        /// ``schemaTriesOnceFinished`` times.
         private func givingWay<T, Failure: Error>(_ body: () throws(Failure) -> T) throws(Failure) -> T {
             defer { signals.withLock { $0.holding = false } }
-            var yields = 0
+            var yields = 0, schemaTries = 0
             while true {
                 // A step that stopped for the job runs again, whether the stop reached it as an
                 // error or the check turned it into a finding of its own (an unreadable layout).
@@ -391,7 +397,14 @@ extension CoreDataStoreCheck {
                     let result = try body()
                     if signals.withLock({ $0.interrupts == before }) { return result }
                 } catch {
-                    if signals.withLock({ $0.cancelled || $0.interrupts == before }) { throw error }
+                    let now = signals.withLock { $0 }
+                    if now.cancelled { throw error }
+                    if now.interrupts == before {
+                        guard SQLiteError.isSchemaChanged(error), !now.finished || schemaTries < Self.schemaTriesOnceFinished else { throw error }
+                        schemaTries += 1
+                        schemaRereads.withLock { $0 += 1 }
+                        continue
+                    }
                 }
                 signals.withLock { $0.yield = false }
                 yields += 1
@@ -399,6 +412,13 @@ extension CoreDataStoreCheck {
                 if yields >= Self.yieldsPerStep { signals.withLock { $0.holding = true } }
             }
         }
+
+        /// How many times a step whose schema changed runs again once the job no longer writes.
+        static let schemaTriesOnceFinished = 5
+
+        /// How many times a step of the check ran again because the job changed the schema under it.
+        var timesSchemaChanged: Int { schemaRereads.withLock { $0 } }
+        private let schemaRereads = Locked(0)
 
         /// Whether the part over the rows, most of the check's work, is done: what is left (the
         /// lookups and derived values) mostly waits for indexes, and the job's index builds may
@@ -472,22 +492,12 @@ extension CoreDataStoreCheck {
             return "\(name(parts[0])).\(name(parts[1]))"
         }
 
-        /// One part of the check. The job changes the schema with each index it builds; where it
-        /// builds many small ones one after another, a statement of the check can find the
-        /// schema changed at each of SQLite's tries to prepare it again. The part, which only
-        /// reads, then runs again.
+        /// One part of the check (``givingWay(_:)`` runs it again where the job changed the schema
+        /// under it).
         private static func run(_ database: Database, model: CoreDataModel?, file: String, part: Part, postponed: Set<String>,
                                 derivedDone: Set<String> = [], done: Set<String> = []) throws(MigrationError) -> Report {
             try sqlite(file: file) {
-                var attempt = 1
-                while true {
-                    do {
-                        return try check(database, model: model, file: file, part: part, postponed: postponed, derivedDone: derivedDone,
-                                         done: done).report
-                    } catch let error as SQLiteError where error.isSchemaChanged && attempt < 5 {
-                        attempt += 1
-                    }
-                }
+                try check(database, model: model, file: file, part: part, postponed: postponed, derivedDone: derivedDone, done: done).report
             }
         }
 
@@ -498,7 +508,8 @@ extension CoreDataStoreCheck {
             } catch let error as MigrationError {
                 throw error
             } catch let error as SQLiteError {
-                throw MigrationError(.store, "cannot check the destination as a Core Data store: \(error.message)", file: file, sql: error.sql)
+                throw MigrationError(.store, "cannot check the destination as a Core Data store: \(error.message)", file: file, sql: error.sql,
+                                     cause: error)
             } catch {
                 throw MigrationError(.store, "cannot check the destination: \(error)", file: file)
             }

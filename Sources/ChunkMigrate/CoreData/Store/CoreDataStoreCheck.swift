@@ -147,7 +147,10 @@ public enum CoreDataStoreCheck {
         if let resolved {
             switch resolved {
             case let .success(resolved): layout = resolved
-            case let .failure(error): if rows { check.report.violations.append(error.message) }
+            case let .failure(error):
+                // A schema another connection kept changing is no finding about the store.
+                if SQLiteError.isSchemaChanged(error) { throw error }
+                if rows { check.report.violations.append(error.message) }
             }
         } else if rows {
             check.report.unchecked.append("the store has no model cache and no model was given: attributes, relationships and join tables were not checked (give the model)")
