@@ -146,7 +146,7 @@ extension CoreDataLayout {
         do {
             return try database.tableSchema(table, in: schema)?.columns ?? []
         } catch {
-            throw MigrationError(.store, "cannot read table \(table): \(error.message)", file: file, sql: error.sql)
+            throw MigrationError(.store, "cannot read table \(table): \(error.message)", file: file, sql: error.sql, cause: error)
         }
     }
 }

@@ -388,7 +388,8 @@ extension CoreDataStoreCheck {
         /// ``schemaTriesOnceFinished`` times.
         private func givingWay<T, Failure: Error>(_ body: () throws(Failure) -> T) throws(Failure) -> T {
             defer { signals.withLock { $0.holding = false } }
-            var yields = 0, schemaTries = 0
+            // Reruns for a changed schema count from the job's end: those before it may be many.
+            var yields = 0, schemaTriesFinished = 0
             while true {
                 // A step that stopped for the job runs again, whether the stop reached it as an
                 // error or the check turned it into a finding of its own (an unreadable layout).
@@ -400,8 +401,13 @@ extension CoreDataStoreCheck {
                     let now = signals.withLock { $0 }
                     if now.cancelled { throw error }
                     if now.interrupts == before {
-                        guard SQLiteError.isSchemaChanged(error), !now.finished || schemaTries < Self.schemaTriesOnceFinished else { throw error }
-                        schemaTries += 1
+                        guard SQLiteError.isSchemaChanged(error) else { throw error }
+                        if now.finished {
+                            guard schemaTriesFinished < Self.schemaTriesOnceFinished else { throw error }
+                            schemaTriesFinished += 1
+                        }
+                        // The read has ended: a stop the job asked of it meanwhile is answered.
+                        signals.withLock { $0.yield = false }
                         schemaRereads.withLock { $0 += 1 }
                         continue
                     }
