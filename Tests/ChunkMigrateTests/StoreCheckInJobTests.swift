@@ -8,13 +8,44 @@ import Testing
 struct StoreCheckInJobTests {
     /// The demo's old store of 2,000 items, and a connection writing it, its triggers dropped:
     /// they call functions only Core Data's connections have.
-    static func demoStore(in folder: TemporaryFolder) throws -> (files: CoreDataDemoStore.Files, writer: Database) {
-        let files = try CoreDataDemoStore.generate(in: folder.url, rows: 2_000)
+    /// With `dangling`, something for the check to find: to-ones into `ZFOLDER` and join rows
+    /// into `ZTAG` whose targets are not there.
+    static func demoStore(in folder: TemporaryFolder, rows: Int = 2_000, dangling: Bool = false) throws -> (files: CoreDataDemoStore.Files, writer: Database) {
+        let files = try CoreDataDemoStore.generate(in: folder.url, rows: rows)
         let writer = try Database(path: files.old.path, mode: .readWrite)
         for trigger in try writer.rows("SELECT name FROM sqlite_schema WHERE type = 'trigger'").compactMap({ $0[0].text }) {
             try writer.execute("DROP TRIGGER \(SQL.quote(trigger))")
         }
+        if dangling {
+            try writer.execute("""
+                UPDATE ZITEM SET ZFOLDER = ZFOLDER + 1000000 WHERE Z_PK % 7 = 0;
+                UPDATE Z_2TAGS SET Z_5TAGS = Z_5TAGS + 100000 WHERE rowid % 11 = 0;
+                """)
+        }
         return (files, writer)
+    }
+
+    /// What the check of the store at `path` finds as a job runs it after the copy, while
+    /// `writer`, the job, makes `writes` transactions one after another (`write(i)`), giving the
+    /// check's reads in its way a chance to stop; and how often the writer found one of them in
+    /// its way, they stopped, and a step ran again for a changed schema.
+    static func checkBeside(_ path: String, writer: Database, writes: Int, _ write: (Int) throws -> Void) throws
+        -> (report: CoreDataStoreCheck.Report, busy: Int, gaveWay: Int, rereads: Int) {
+        let check = CoreDataStoreCheck.Overlapped(path: path, cacheKiB: 2048, indexes: [], entities: nil)
+        let busy = Locked(0)
+        writer.onBusy { count in
+            busy.withLock { $0 += 1 }
+            check.yieldToJob()
+            usleep(100)
+            return count < 600_000
+        }
+        defer { writer.waitWhenBusy() }
+        try check.rowsIn()
+        for index in 0..<writes { try write(index) }
+        check.indexesBuilt()
+        check.storeFinished()
+        let rows = check.rows()
+        return (rows.report.merged(with: check.rest()), busy.withLock { $0 }, check.timesGivenWay, check.timesSchemaChanged)
     }
 
     @Test("a job that writes dangling to-ones completes with a report naming them: the lookup that waits for the index it reads, and the part over the rows")
@@ -54,15 +85,13 @@ struct StoreCheckInJobTests {
     @Test("the part a job runs while it copies reads only the tables it has finished, and with the rows part after it finds what the rows part alone finds")
     func earlyPart() throws {
         let folder = try TemporaryFolder()
-        let (files, writer) = try Self.demoStore(in: folder)
+        let (files, writer) = try Self.demoStore(in: folder, dangling: true)
         // A stray Z_ENT (which the polymorphic ZLINKED of the rows pointing there disagrees
         // with), dangling to-ones into another table and into the same one, dangling join rows,
         // Z_MAX behind the keys.
         try writer.execute("""
             UPDATE ZITEM SET Z_ENT = 99 WHERE Z_PK % 13 = 0;
-            UPDATE ZITEM SET ZFOLDER = ZFOLDER + 1000000 WHERE Z_PK % 7 = 0;
             UPDATE ZFOLDER SET ZPARENT = 999999 WHERE Z_PK % 5 = 0;
-            UPDATE Z_2TAGS SET Z_5TAGS = Z_5TAGS + 100000 WHERE rowid % 11 = 0;
             UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Item';
             """)
         writer.close()
@@ -114,13 +143,9 @@ struct StoreCheckInJobTests {
     @Test("a round of the part run while the job copies that fails is tried again; where every try fails, its checks run after the copy, with the same findings, and the check says why")
     func earlyRoundTriedAgain() throws {
         let folder = try TemporaryFolder()
-        let (files, writer) = try Self.demoStore(in: folder)
+        let (files, writer) = try Self.demoStore(in: folder, dangling: true)
         // Something for each part to find: dangling to-ones, dangling join rows, Z_MAX behind.
-        try writer.execute("""
-            UPDATE ZITEM SET ZFOLDER = ZFOLDER + 1000000 WHERE Z_PK % 7 = 0;
-            UPDATE Z_2TAGS SET Z_5TAGS = Z_5TAGS + 100000 WHERE rowid % 11 = 0;
-            UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Item';
-            """)
+        try writer.execute("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Item'")
         writer.close()
         let path = files.old.path
         let reader = try Database(path: path, mode: .readOnly)
@@ -166,43 +191,21 @@ struct StoreCheckInJobTests {
     @Test("the job writes while the check reads the store in its rollback journal: a read in the way stops and runs again after the job's commit, and the check finds what it finds alone")
     func checkGivesWay() throws {
         let folder = try TemporaryFolder()
-        let files = try CoreDataDemoStore.generate(in: folder.url, rows: 60_000)
-        let writer = try Database(path: files.old.path, mode: .readWrite)
-        for trigger in try writer.rows("SELECT name FROM sqlite_schema WHERE type = 'trigger'").compactMap({ $0[0].text }) {
-            try writer.execute("DROP TRIGGER \(SQL.quote(trigger))")
-        }
         // Something to find: dangling to-ones and join rows, Z_MAX behind the keys.
+        let (files, writer) = try Self.demoStore(in: folder, rows: 60_000, dangling: true)
         try writer.execute("""
-            UPDATE ZITEM SET ZFOLDER = ZFOLDER + 1000000 WHERE Z_PK % 7 = 0;
-            UPDATE Z_2TAGS SET Z_5TAGS = Z_5TAGS + 100000 WHERE rowid % 11 = 0;
             UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Item';
             PRAGMA journal_mode = TRUNCATE;
             CREATE TABLE scratch (x BLOB);
             """)
         let path = files.old.path
 
-        /// The check as a job runs it after the copy, while `writes` transactions of the job
-        /// each write a page; the findings, and how often the job's writer found the check's
-        /// lock in its way.
-        func check(writes: Int) throws -> (report: CoreDataStoreCheck.Report, busy: Int, gaveWay: Int) {
-            let check = CoreDataStoreCheck.Overlapped(path: path, cacheKiB: 2048, indexes: [], entities: nil)
-            let busy = Locked(0)
-            writer.onBusy { count in
-                busy.withLock { $0 += 1 }
-                check.yieldToJob()
-                usleep(100)
-                return count < 600_000
-            }
-            defer { writer.waitWhenBusy() }
-            try check.rowsIn()
-            for _ in 0..<writes {
+        /// The check beside `writes` transactions of the job, each writing a page.
+        func check(writes: Int) throws -> (report: CoreDataStoreCheck.Report, busy: Int, gaveWay: Int, rereads: Int) {
+            try Self.checkBeside(path, writer: writer, writes: writes) { _ in
                 try writer.execute("BEGIN IMMEDIATE; INSERT INTO scratch VALUES (zeroblob(3000)); COMMIT")
                 usleep(2_000)
             }
-            check.indexesBuilt()
-            check.storeFinished()
-            let rows = check.rows()
-            return (rows.report.merged(with: check.rest()), busy.withLock { $0 }, check.timesGivenWay)
         }
 
         let alone = try check(writes: 0)
@@ -220,34 +223,19 @@ struct StoreCheckInJobTests {
     @Test("the job changes the schema with each index it builds while the check reads: a read that finds the schema changed runs again, and the check finds what it finds alone")
     func schemaChangesBeside() throws {
         let folder = try TemporaryFolder()
-        let (files, writer) = try Self.demoStore(in: folder)
-        // Something to find: dangling to-ones and join rows.
+        let (files, writer) = try Self.demoStore(in: folder, dangling: true)
         try writer.execute("""
-            UPDATE ZITEM SET ZFOLDER = ZFOLDER + 1000000 WHERE Z_PK % 7 = 0;
-            UPDATE Z_2TAGS SET Z_5TAGS = Z_5TAGS + 100000 WHERE rowid % 11 = 0;
             PRAGMA journal_mode = TRUNCATE;
             CREATE TABLE scratch (x);
             """)
         let path = files.old.path
 
-        /// The check as a job runs it after the copy, while the job commits `changes` schema
-        /// changes one after another, as it does building the indexes of many small tables.
-        func check(changes: Int) throws -> (report: CoreDataStoreCheck.Report, rereads: Int) {
-            let check = CoreDataStoreCheck.Overlapped(path: path, cacheKiB: 2048, indexes: [], entities: nil)
-            writer.onBusy { count in
-                check.yieldToJob()
-                usleep(50)
-                return count < 600_000
-            }
-            defer { writer.waitWhenBusy() }
-            try check.rowsIn()
-            for change in 0..<changes {
+        /// The check beside `changes` schema changes of the job one after another, as it makes
+        /// building the indexes of many small tables.
+        func check(changes: Int) throws -> (report: CoreDataStoreCheck.Report, busy: Int, gaveWay: Int, rereads: Int) {
+            try Self.checkBeside(path, writer: writer, writes: changes) { change in
                 try writer.execute(change % 2 == 0 ? "CREATE INDEX scratch_x ON scratch (x)" : "DROP INDEX scratch_x")
             }
-            check.indexesBuilt()
-            check.storeFinished()
-            let rows = check.rows()
-            return (rows.report.merged(with: check.rest()), check.timesSchemaChanged)
         }
 
         let alone = try check(changes: 0)
@@ -302,9 +290,8 @@ struct StoreCheckInJobTests {
     @Test("the schema changes each time the check prepares its read of the model: while the job writes, the read runs again until it goes through; once the job has finished, five times, then the check says it could not run")
     func schemaChangedWhilePreparing() throws {
         let folder = try TemporaryFolder()
-        let (files, writer) = try Self.demoStore(in: folder)
+        let (files, writer) = try Self.demoStore(in: folder, dangling: true)
         try writer.execute("""
-            UPDATE ZITEM SET ZFOLDER = ZFOLDER + 1000000 WHERE Z_PK % 7 = 0;
             PRAGMA journal_mode = TRUNCATE;
             PRAGMA synchronous = OFF;
             CREATE TABLE scratch (x);
