@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 import Testing
 @testable import ChunkMigrate
@@ -269,12 +268,9 @@ struct StoreCheckInJobTests {
 
         /// Prepares of statements reading `table` on `database` change the schema first.
         func watch(_ database: Database) {
-            sqlite3_set_authorizer(database.handle, { context, action, table, _, _, _ in
-                guard action == SQLITE_READ, let context, let table else { return SQLITE_OK }
-                let changer = Unmanaged<SchemaChanger>.fromOpaque(context).takeUnretainedValue()
-                if String(cString: table) == changer.table { changer.change() }
-                return SQLITE_OK
-            }, Unmanaged.passUnretained(self).toOpaque())
+            database.onRead { [self] read in
+                if read == table { change() }
+            }
         }
 
         private func change() {

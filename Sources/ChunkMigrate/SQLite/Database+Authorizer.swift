@@ -1,10 +1,11 @@
 import CSQLite
 
-/// Collects what a statement reads, for ``Database/columnsRead(in:preparing:)``.
-private final class ReadLog {
-    let schema: String
-    var columns: [String: Set<String>] = [:]
-    init(schema: String) { self.schema = schema }
+/// What an authorizer (`sqlite3_set_authorizer`) calls for each column a statement being
+/// prepared reads: the schema, the table, and the column (empty for a table read for its rows
+/// alone, `count(*)`).
+private final class ReadHandler {
+    let body: (_ schema: String, _ table: String, _ column: String) -> Void
+    init(_ body: @escaping (String, String, String) -> Void) { self.body = body }
 }
 
 extension Database {
@@ -23,25 +24,33 @@ extension Database {
     /// Runs `body`, recording the columns of `schema` that every statement prepared meanwhile
     /// reads, by table (an authorizer, `sqlite3_set_authorizer`, that records every read).
     func recordingReads<T, Failure: Error>(in schema: String, _ body: () throws(Failure) -> T) throws(Failure) -> (value: T, columns: [String: Set<String>]) {
-        let log = ReadLog(schema: schema)
-        let pointer = Unmanaged.passRetained(log).toOpaque()
-        defer {
-            sqlite3_set_authorizer(handle, nil, nil)
-            Unmanaged<ReadLog>.fromOpaque(pointer).release()
+        var columns: [String: Set<String>] = [:]
+        let handler = ReadHandler { database, table, column in
+            guard database == schema else { return }
+            columns[table, default: []].formUnion(column.isEmpty ? [] : [column])
         }
-        sqlite3_set_authorizer(handle, { userData, action, table, column, database, _ in
-            guard action == SQLITE_READ, let userData, let table, let database else { return SQLITE_OK }
-            let log = Unmanaged<ReadLog>.fromOpaque(userData).takeUnretainedValue()
-            guard String(cString: database) == log.schema else { return SQLITE_OK }
-            let name = String(cString: table)
-            if let column, column.pointee != 0 {
-                log.columns[name, default: []].insert(String(cString: column))
-            } else {
-                log.columns[name, default: []].formUnion([])
-            }
+        authorizeReads(handler)
+        defer { sqlite3_set_authorizer(handle, nil, nil) }
+        let value = try withExtendedLifetime(handler) { () throws(Failure) in try body() }
+        return (value, columns)
+    }
+
+    /// Calls `body` with the table each time a statement prepared on this connection reads one,
+    /// for as long as the connection is open (tests act on the store while one is prepared).
+    func onRead(_ body: @escaping @Sendable (_ table: String) -> Void) {
+        let handler = ReadHandler { _, table, _ in body(table) }
+        retain(handler)
+        authorizeReads(handler)
+    }
+
+    /// Sets an authorizer that allows everything and passes each read to `handler`, which the
+    /// caller keeps alive while it is set.
+    private func authorizeReads(_ handler: ReadHandler) {
+        sqlite3_set_authorizer(handle, { context, action, table, column, database, _ in
+            guard action == SQLITE_READ, let context, let table, let database else { return SQLITE_OK }
+            let handler = Unmanaged<ReadHandler>.fromOpaque(context).takeUnretainedValue()
+            handler.body(String(cString: database), String(cString: table), column.map { String(cString: $0) } ?? "")
             return SQLITE_OK
-        }, pointer)
-        let value = try body()
-        return (value, log.columns)
+        }, Unmanaged.passUnretained(handler).toOpaque())
     }
 }
