@@ -48,7 +48,11 @@ enum Runner {
                 if let report = job.storeCheck {
                     try show(report, of: job.destinationURL, quiet: options.quiet || options.json)
                 } else {
-                    try checkCoreData(job.destinationURL, quiet: options.quiet || options.json)
+                    let report: CoreDataStoreCheck.Report
+                    do { report = try CoreDataStoreCheck.run(migrated: job.destinationURL, source: job.sourceURL, plan: job.plan) } catch let error as MigrationError {
+                        Output.fail(error)
+                    }
+                    try show(report, of: job.destinationURL, quiet: options.quiet || options.json)
                 }
             }
             return
@@ -71,6 +75,12 @@ enum Runner {
 
     /// A check's report on stderr; exits 1 naming the violations.
     static func show(_ report: CoreDataStoreCheck.Report, of store: URL, quiet: Bool) throws {
+        // What the source already had is carried as it was, as Core Data's own migration carries it.
+        if !report.carried.isEmpty {
+            let lines = report.carried.prefix(20).map { "  \($0)" }.joined(separator: "\n")
+            let more = report.carried.count > 20 ? "\n  (and \(report.carried.count - 20) more)" : ""
+            FileHandle.standardError.write(Data("note: \(report.carried.count) anomalies of the source carried as they were, as Core Data's migration carries them:\n\(lines)\(more)\n".utf8))
+        }
         guard report.isValid else {
             let lines = report.violations.prefix(20).map { "  \($0)" }.joined(separator: "\n")
             FileHandle.standardError.write(Data("chunkmigrate: error: \(store.path): the migrated store breaks invariants Core Data relies on:\n\(lines)\n".utf8))

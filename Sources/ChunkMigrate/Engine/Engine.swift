@@ -60,6 +60,8 @@ final class Engine {
     /// Core Data's bookkeeping, when the plan migrates a Core Data store.
     let coreData: CoreDataBookkeeping?
     private let checkpoints: CheckpointStore
+    /// The source store's file.
+    private let sourcePath: String
     private var copiers: [Int: EntityCopier] = [:]
     private var relationshipIndexes: [[String: Int]] = []
     private(set) var states: [EntityState]
@@ -84,6 +86,7 @@ final class Engine {
         self.database = database
         self.journal = journal
         self.idMap = idMap
+        self.sourcePath = sourcePath
         let resolver = Resolver(idMap: idMap)
         self.resolver = resolver
         // Every function first: the resolver's read their relationships when called, and the order
@@ -315,7 +318,7 @@ final class Engine {
             CrashPoint.check(.afterComplete, entity: "job", batch: 0)
             try timed(\.completion, try CheckpointStore.finish(in: database, keepTables: options.keepCheckpointTables))
             if let check, let rows {
-                checkReport = rows.report.merged(with: timed(\.check, check.rest()))
+                checkReport = timed(\.check, separatingCarried(rows.report.merged(with: check.rest())))
                 phases.checkAlongside = rows.seconds
                 phases.checkDuringCopy = rows.duringCopy
                 if let failure = rows.earlyFailure {
@@ -335,6 +338,19 @@ final class Engine {
         let started = clock.now
         defer { phases[keyPath: phase] += (clock.now - started) / .seconds(1) }
         return try body()
+    }
+
+    /// The check's report with what the source already had carried: the source is checked
+    /// where the migrated store breaks an invariant (``CoreDataStoreCheck/separatingCarried(_:source:model:names:tables:)``).
+    private func separatingCarried(_ report: CoreDataStoreCheck.Report) -> CoreDataStoreCheck.Report {
+        guard !report.findings.isEmpty else { return report }
+        let model = (try? CoreDataModel.read(store: URL(fileURLWithPath: database.path))) ?? nil
+        let result = CoreDataStoreCheck.separatingCarried(report, source: URL(fileURLWithPath: sourcePath),
+                                                          names: .init(plan: plan, destination: model))
+        for line in result.carried {
+            logger.notice("carried as the source had it: \(line)")
+        }
+        return result
     }
 
     /// Once the rows are in: the check of a Core Data store (started with the copy, or now) goes

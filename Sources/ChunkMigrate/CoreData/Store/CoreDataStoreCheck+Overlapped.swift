@@ -284,7 +284,10 @@ extension CoreDataStoreCheck {
                     let line: String?
                     do { line = try givingWay { try derived.compare(in: database, values: schema) } } catch { continue }
                     report.checked += 1
-                    if let line { report.violations.append(line) }
+                    if let line {
+                        report.add(CoreDataStoreCheck.Finding(.derivedValues, entity: derived.entity, property: String(derived.key.dropFirst(derived.entity.count + 1)),
+                                         count: 1, line: line))
+                    }
                     compared.insert(derived.key)
                 }
             }

@@ -49,8 +49,97 @@ public enum CoreDataStoreCheck {
         /// properties their row's entity does not have, which Core Data never reads (its own
         /// in-place migrations leave them, an added column's default in every row of the table).
         public var notes: [String] = []
+        /// The violations that can be compared with another store's, each with what it is about
+        /// (``Finding``); a violation not among them (a layout that does not fit, a check that
+        /// could not run) is never compared.
+        public var findings: [Finding] = []
+        /// Anomalies of the migrated store that its source already had, the same invariant on the
+        /// same rows (``carryingOver(from:)``): Core Data migrates a store as it is, so they are
+        /// carried as they were, and are no violation of the migration.
+        public var carried: [String] = []
         /// Whether every invariant holds.
         public var isValid: Bool { violations.isEmpty }
+
+        /// Creates a report.
+        public init(violations: [String], checked: Int, unchecked: [String], notes: [String] = [],
+                    findings: [Finding] = [], carried: [String] = []) {
+            self.violations = violations
+            self.checked = checked
+            self.unchecked = unchecked
+            self.notes = notes
+            self.findings = findings
+            self.carried = carried
+        }
+
+        /// Adds a violation that can be compared with another store's.
+        mutating func add(_ finding: Finding) {
+            violations.append(finding.line)
+            findings.append(finding)
+        }
+    }
+
+    /// A violation, with what it is about in the model's words: the invariant, the entity and
+    /// property (or index, or join table side), how many rows break it and which, so that the
+    /// same invariant can be looked up in another store of another model (the source of a
+    /// migration).
+    public struct Finding: Sendable, Codable, Equatable {
+        /// The invariant broken.
+        public enum Kind: String, Sendable, Codable {
+            /// Rows whose `Z_ENT` is outside their table's entity tree (`entity`: the root).
+            case entityOutsideTree
+            /// `Z_MAX` of `entity` behind its table's keys.
+            case maxBehind
+            /// A required attribute or to-one without a value.
+            case required
+            /// A polymorphic column with a value where its key has none.
+            case entityWithoutKey
+            /// An order column set without its key, or a key without its order.
+            case orderWithoutKey
+            /// A to-one key pointing at no row of its destination (or disagreeing with its
+            /// polymorphic column).
+            case dangling
+            /// A join-table key pointing at no row (`entity`.`property`: the side's relationship).
+            case danglingJoin
+            /// A join table's order column without a value.
+            case joinWithoutOrder
+            /// A derived attribute's trigger missing.
+            case derivedTrigger
+            /// A derived attribute's values other than its derivation gives.
+            case derivedValues
+            /// An R-tree fetch index without its triggers (`property`: the index).
+            case fetchIndexTriggers
+            /// Rows of an entity missing from its R-tree fetch index (`property`: the index).
+            case fetchIndexRows
+            /// Values naming an external file that is not there.
+            case externalFile
+        }
+
+        /// The invariant.
+        public var kind: Kind
+        /// The entity it is about (the declaring entity for a property).
+        public var entity: String?
+        /// The property, or the index.
+        public var property: String?
+        /// How many rows (or values) break it.
+        public var count: Int64
+        /// The keys (`Z_PK`) of the rows breaking it, in order, when it is about rows and they
+        /// are at most ``Finding/keyLimit``; empty otherwise.
+        public var keys: [Int64]
+        /// The report's line.
+        public var line: String
+
+        /// The most keys a finding keeps.
+        static let keyLimit = 1_000
+
+        /// Creates a finding.
+        public init(_ kind: Kind, entity: String?, property: String? = nil, count: Int64, keys: [Int64] = [], line: String) {
+            self.kind = kind
+            self.entity = entity
+            self.property = property
+            self.count = count
+            self.keys = keys
+            self.line = line
+        }
     }
 
     /// Checks the store at `store`, opened read-only (a WAL store's `-wal` file, when there is one,
@@ -285,7 +374,8 @@ extension CoreDataStoreCheck.Report {
     /// This report and another, of other checks of the same store, as one.
     func merged(with other: Self) -> Self {
         Self(violations: violations + other.violations, checked: checked + other.checked,
-             unchecked: unchecked + other.unchecked, notes: notes + other.notes)
+             unchecked: unchecked + other.unchecked, notes: notes + other.notes,
+             findings: findings + other.findings, carried: carried + other.carried)
     }
 }
 
@@ -338,6 +428,10 @@ private struct Checker {
         var sql: String
         /// Whether it is a note (Core Data does not rely on it) rather than a violation.
         var isNote = false
+        /// The invariant, and the entity and property it is about (``CoreDataStoreCheck/Finding``).
+        var kind: CoreDataStoreCheck.Finding.Kind
+        var entity: String?
+        var property: String?
         /// The report's line, given how many rows and the first one's key (", the first with Z_PK 7").
         var line: (_ count: Int64, _ first: String) -> String
     }
@@ -368,7 +462,7 @@ private struct Checker {
                 continue
             }
             let tree = list(entities.descendants(of: root.number))
-            var conditions = [Condition(sql: "Z_ENT IS NULL OR Z_ENT NOT IN (\(tree))") { count, first in
+            var conditions = [Condition(sql: "Z_ENT IS NULL OR Z_ENT NOT IN (\(tree))", kind: .entityOutsideTree, entity: root.name) { count, first in
                 "\(root.table): \(count) rows have a Z_ENT outside the entity tree of \(root.name) (\(tree))\(first)"
             }]
             var lookups: [String] = []
@@ -394,11 +488,21 @@ private struct Checker {
             }
             for (index, condition) in conditions.enumerated() {
                 guard let count = row[1 + index].integer, count > 0 else { continue }
-                let key = try database.scalar("SELECT min(Z_PK) FROM \(name) AS s WHERE \(condition.sql)").integer
-                let line = condition.line(count, first(key))
-                if condition.isNote { report.notes.append(line) } else { report.violations.append(line) }
+                let keys = try self.keys(from: name, where: condition.sql, count: count)
+                let line = condition.line(count, first(keys.first))
+                if condition.isNote { report.notes.append(line) } else {
+                    report.add(CoreDataStoreCheck.Finding(condition.kind, entity: condition.entity, property: condition.property, count: count,
+                                     keys: count <= CoreDataStoreCheck.Finding.keyLimit ? keys : [], line: line))
+                }
             }
         }
+    }
+
+    /// The keys of `table`'s rows (`s`) that meet `condition`, in order: every one where they are
+    /// at most ``CoreDataStoreCheck/Finding/keyLimit``, else the first.
+    mutating func keys(from table: String, where condition: String, count: Int64) throws -> [Int64] {
+        let limit = count <= CoreDataStoreCheck.Finding.keyLimit ? count : 1
+        return try database.rows("SELECT Z_PK FROM \(table) AS s WHERE \(condition) ORDER BY Z_PK LIMIT \(limit)").compactMap { $0[0].integer }
     }
 
     /// The to-one whose key `column` holds: its owner, property and destination entity. A
@@ -429,7 +533,8 @@ private struct Checker {
                 \(key) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(SQL.quote(targetTable.name)) AS t WHERE t.Z_PK = \(key) \
                 AND t.Z_ENT IN (\(list(layout.descendants(of: destination.number)))) AND t.Z_ENT IS s.\(SQL.quote(entityColumn.name)))
                 """
-            lookups.append(("K:\(table.name).\(column.name)".uppercased(), targetTable.name, Condition(sql: sql) { count, first in
+            lookups.append(("K:\(table.name).\(column.name)".uppercased(), targetTable.name,
+                            Condition(sql: sql, kind: .dangling, entity: owner, property: property) { count, first in
                 "\(table.name).\(column.name): \(count) rows point at no row of \(target) or disagree with \(entityColumn.name)\(first)"
             }))
         }
@@ -439,7 +544,8 @@ private struct Checker {
     /// `Z_MAX` of `root` at least `largest`, its table's largest key.
     mutating func checkMax(of root: CoreDataEntities.Entity, largest: Int64?) {
         if let largest, root.max < largest {
-            report.violations.append("Z_PRIMARYKEY: Z_MAX of \(root.name) is \(root.max) but \(root.table) holds key \(largest); the next insert would reuse a key")
+            report.add(CoreDataStoreCheck.Finding(.maxBehind, entity: root.name, count: 1,
+                             line: "Z_PRIMARYKEY: Z_MAX of \(root.name) is \(root.max) but \(root.table) holds key \(largest); the next insert would reuse a key"))
         }
     }
 
@@ -458,23 +564,26 @@ private struct Checker {
                       let declared = layout.model.entity(named: owner)?.property(named: property) else { continue }
                 let owners = layout.descendants(of: number)
                 if owners != all {
-                    conditions.append(Condition(sql: "\(quoted) IS NOT NULL AND Z_ENT NOT IN (\(list(owners)))", isNote: true) { count, first in
+                    conditions.append(Condition(sql: "\(quoted) IS NOT NULL AND Z_ENT NOT IN (\(list(owners)))", isNote: true,
+                                                kind: .required, entity: owner, property: property) { count, first in
                         "\(table.name).\(column.name): \(count) rows of entities without \(layout.describe(column.role, root: owner)) hold a value, which Core Data does not read\(first)"
                     })
                 }
                 if !declared.isOptional, declared.attribute?.derivation == nil {
-                    conditions.append(Condition(sql: "\(quoted) IS NULL AND Z_ENT IN (\(list(owners)))") { count, first in
+                    conditions.append(Condition(sql: "\(quoted) IS NULL AND Z_ENT IN (\(list(owners)))", kind: .required, entity: owner, property: property) { count, first in
                         "\(table.name).\(column.name): \(count) rows of \(owner) have no value for the required \(owner).\(property)\(first)"
                     })
                 }
                 guard case .toOne = column.role else { continue }
                 if let entityColumn = table.column(for: .toOneEntity(entity: owner, property: property)) {
-                    conditions.append(Condition(sql: "\(quoted) IS NULL AND \(SQL.quote(entityColumn.name)) IS NOT NULL") { count, first in
+                    conditions.append(Condition(sql: "\(quoted) IS NULL AND \(SQL.quote(entityColumn.name)) IS NOT NULL",
+                                                kind: .entityWithoutKey, entity: owner, property: property) { count, first in
                         "\(table.name).\(entityColumn.name): \(count) rows name an entity while \(column.name) is NULL\(first)"
                     })
                 }
                 if let order = table.column(for: .toOneOrder(entity: owner, property: property)) {
-                    conditions.append(Condition(sql: "(\(quoted) IS NULL) <> (\(SQL.quote(order.name)) IS NULL)") { count, first in
+                    conditions.append(Condition(sql: "(\(quoted) IS NULL) <> (\(SQL.quote(order.name)) IS NULL)",
+                                                kind: .orderWithoutKey, entity: owner, property: property) { count, first in
                         "\(table.name).\(order.name): \(count) rows have an order without a key in \(column.name), or a key without an order\(first)"
                     })
                 }
@@ -505,8 +614,8 @@ private struct Checker {
                 if entityColumn != nil, let lookup = polymorphicLookups(of: table, layout).first(where: { $0.id == id }) {
                     // Where the pass over the table's rows could not make it (its destination's
                     // table not readable yet), the same condition alone.
-                    let (dangling, danglingKey) = try count("SELECT count(*), min(s.Z_PK) FROM \(SQL.quote(table.name)) AS s WHERE \(lookup.condition.sql)")
-                    if dangling > 0 { report.violations.append(lookup.condition.line(dangling, first(danglingKey))) }
+                    let (dangling, _) = try count("SELECT count(*), NULL FROM \(SQL.quote(table.name)) AS s WHERE \(lookup.condition.sql)")
+                    if dangling > 0 { try addDangling(lookup.condition, count: dangling, table: table.name) }
                     continue
                 }
                 let allowed = list(layout.descendants(of: destination.number))
@@ -521,15 +630,22 @@ private struct Checker {
                     guard wrongKeys > 0 else { continue }
                 }
                 // The rows whose key the lookup above found wrong, by the same condition.
-                let (dangling, danglingKey) = try count("""
-                    SELECT count(*), min(s.Z_PK) FROM \(SQL.quote(table.name)) AS s WHERE \(key) IS NOT NULL
-                    AND NOT EXISTS (SELECT 1 FROM \(SQL.quote(targetTable.name)) AS t WHERE t.Z_PK = \(key) AND t.Z_ENT IN (\(allowed)))
-                    """)
-                if dangling > 0 {
-                    report.violations.append("\(table.name).\(column.name): \(dangling) rows point at no row of \(target)\(first(danglingKey))")
+                let condition = Condition(sql: """
+                    \(key) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(SQL.quote(targetTable.name)) AS t WHERE t.Z_PK = \(key) AND t.Z_ENT IN (\(allowed)))
+                    """, kind: .dangling, entity: owner, property: property) { count, first in
+                    "\(table.name).\(column.name): \(count) rows point at no row of \(target)\(first)"
                 }
+                let (dangling, _) = try count("SELECT count(*), NULL FROM \(SQL.quote(table.name)) AS s WHERE \(condition.sql)")
+                if dangling > 0 { try addDangling(condition, count: dangling, table: table.name) }
             }
         }
+    }
+
+    /// A violation of `condition` by `count` rows of `table`, with their keys.
+    mutating func addDangling(_ condition: Condition, count: Int64, table: String) throws {
+        let keys = try self.keys(from: SQL.quote(table), where: condition.sql, count: count)
+        report.add(CoreDataStoreCheck.Finding(condition.kind, entity: condition.entity, property: condition.property, count: count,
+                         keys: count <= CoreDataStoreCheck.Finding.keyLimit ? keys : [], line: condition.line(count, first(keys.first))))
     }
 
     /// Every join-table key points at a row of its side's entity; order columns are set.
@@ -557,12 +673,14 @@ private struct Checker {
                     WHERE NOT EXISTS (SELECT 1 FROM \(SQL.quote(table.name)) AS t WHERE t.Z_PK = j.\(SQL.quote(side.column)) AND t.Z_ENT IN (\(allowed)))
                     """).integer ?? 0
                 if dangling > 0 {
-                    report.violations.append("\(join.name).\(side.column): \(dangling) rows point at no row of \(entity.name)")
+                    report.add(CoreDataStoreCheck.Finding(.danglingJoin, entity: side.entity, property: side.property ?? "REFLEXIVE", count: dangling,
+                                     line: "\(join.name).\(side.column): \(dangling) rows point at no row of \(entity.name)"))
                 }
                 guard let order = side.order else { continue }
                 let (unordered, _) = try count("SELECT count(*), NULL FROM \(SQL.quote(join.name)) WHERE \(SQL.quote(order)) IS NULL")
                 if unordered > 0 {
-                    report.violations.append("\(join.name).\(order): \(unordered) rows have no position")
+                    report.add(CoreDataStoreCheck.Finding(.joinWithoutOrder, entity: side.entity, property: side.property ?? "REFLEXIVE", count: unordered,
+                                     line: "\(join.name).\(order): \(unordered) rows have no position"))
                 }
             }
         }
@@ -574,7 +692,8 @@ private struct Checker {
             guard tablesPresent.contains(entity.table.uppercased()) else { continue }
             report.checked += 1
             if let largest = try database.scalar("SELECT max(Z_PK) FROM \(SQL.quote(entity.table))").integer, entity.max < largest {
-                report.violations.append("Z_PRIMARYKEY: Z_MAX of \(entity.name) is \(entity.max) but \(entity.table) holds key \(largest); the next \(entity.name.lowercased()) would reuse a number a history token may name")
+                report.add(CoreDataStoreCheck.Finding(.maxBehind, entity: entity.name, count: 1,
+                                 line: "Z_PRIMARYKEY: Z_MAX of \(entity.name) is \(entity.max) but \(entity.table) holds key \(largest); the next \(entity.name.lowercased()) would reuse a number a history token may name"))
             }
         }
     }
@@ -594,7 +713,8 @@ private struct Checker {
                 let names = derivation.triggers.compactMap { $0.split(separator: " ").dropFirst(5).first.map(String.init) }
                 report.checked += 1
                 if let missing = names.first(where: { !triggers.contains($0) }) {
-                    report.violations.append("\(derivation.table).\(derivation.column): trigger \(missing) of the derived attribute \(entity.name).\(property.name) is missing; the value would no longer follow changes")
+                    report.add(CoreDataStoreCheck.Finding(.derivedTrigger, entity: entity.name, property: property.name, count: 1,
+                                     line: "\(derivation.table).\(derivation.column): trigger \(missing) of the derived attribute \(entity.name).\(property.name) is missing; the value would no longer follow changes"))
                 }
                 guard derivation.value != "NSCoreDataNow()", !derivedDone.contains("\(entity.name).\(property.name)") else { continue }
                 let rows = derivation.rows.map { " AND (\($0))" } ?? ""
@@ -603,7 +723,7 @@ private struct Checker {
                     WHERE \(SQL.quote(derivation.column)) IS NOT \(derivation.value)\(rows)
                     """)
                 if let line = CoreDataStoreCheck.wrongDerivedValues(wrong, first: key, derivation: derivation, entity: entity.name) {
-                    report.violations.append(line)
+                    report.add(CoreDataStoreCheck.Finding(.derivedValues, entity: entity.name, property: property.name, count: wrong, line: line))
                 }
             }
         }
@@ -619,7 +739,8 @@ private struct Checker {
             let triggers = try database.rows("SELECT name, tbl_name, sql FROM sqlite_schema WHERE type = 'trigger' AND name IN (?1, ?2, ?3)",
                                              .text(index + "_INSERT"), .text(index + "_UPDATE"), .text(index + "_DELETE"))
             guard triggers.count == 3 else {
-                report.violations.append("\(index): the R-tree index has \(triggers.count) of its 3 triggers (\(index)_INSERT, _UPDATE, _DELETE); it would no longer follow its entity's rows")
+                report.add(CoreDataStoreCheck.Finding(.fetchIndexTriggers, entity: nil, property: index, count: Int64(3 - triggers.count),
+                                 line: "\(index): the R-tree index has \(triggers.count) of its 3 triggers (\(index)_INSERT, _UPDATE, _DELETE); it would no longer follow its entity's rows"))
                 continue
             }
             guard let insert = triggers.first(where: { $0[0].text == index + "_INSERT" }), let table = insert[1].text, let sql = insert[2].text,
@@ -628,7 +749,8 @@ private struct Checker {
                 SELECT count(*), min(Z_PK) FROM \(SQL.quote(table)) WHERE Z_PK NOT IN (SELECT Z_PK FROM \(SQL.quote(index)))\(fill.condition.map { " AND (\($0))" } ?? "")
                 """)
             if missing > 0 {
-                report.violations.append("\(index): \(missing) rows of \(table) are missing from the R-tree index\(first(key))")
+                report.add(CoreDataStoreCheck.Finding(.fetchIndexRows, entity: nil, property: index, count: missing,
+                                 line: "\(index): \(missing) rows of \(table) are missing from the R-tree index\(first(key))"))
             }
         }
     }
@@ -645,16 +767,19 @@ private struct Checker {
                     SELECT Z_PK, \(SQL.quote(column.name)) FROM \(SQL.quote(table.name))
                     WHERE \(SQL.quote(column.name)) >= x'02' AND \(SQL.quote(column.name)) < x'03' ORDER BY Z_PK
                     """)
-                var missing = 0, firstMissing: (Int64, String)?
+                var missing = 0, firstMissing: (Int64, String)?, missingKeys: [Int64] = []
                 while try statement.step() {
                     guard case let .blob(bytes) = statement.value(at: 1), let name = CoreDataFinishing.externalFileName(bytes) else { continue }
                     if name.isEmpty || name.contains("/") || !FileManager.default.fileExists(atPath: folder.appendingPathComponent(name).path) {
                         missing += 1
                         if firstMissing == nil { firstMissing = (statement.int64(at: 0), name) }
+                        if missingKeys.count <= CoreDataStoreCheck.Finding.keyLimit { missingKeys.append(statement.int64(at: 0)) }
                     }
                 }
                 if let (key, name) = firstMissing {
-                    report.violations.append("\(table.name).\(column.name): \(missing) values of \(entity.name).\(property.name) name a file missing from \(folder.path), the first \(name) (Z_PK \(key))")
+                    report.add(CoreDataStoreCheck.Finding(.externalFile, entity: entity.name, property: property.name, count: Int64(missing),
+                                     keys: missing <= CoreDataStoreCheck.Finding.keyLimit ? missingKeys : [],
+                                     line: "\(table.name).\(column.name): \(missing) values of \(entity.name).\(property.name) name a file missing from \(folder.path), the first \(name) (Z_PK \(key))"))
                 }
             }
         }
