@@ -23,7 +23,8 @@ extension CoreDataLayout {
     /// in the hash table that keeps its order: a sub-entity starts from its parent's, a root from
     /// `_ent`, `_pk`, `_opt`; then the entity's own stored attributes, then its own stored
     /// relationships, a to-one after `_` + its key column (and `_` + its entity column), each
-    /// group in the order of the entity description's own table of them.
+    /// group in the bucket order of the entity description's own table of them (a 10.5 table of
+    /// all its attributes, or relationships, filled here in the model's order, the root's first).
     func mappingTable(of entity: String, parentTable: CoreDataPropertyOrder.Table?) -> CoreDataPropertyOrder.Table {
         var table = CoreDataPropertyOrder.Table()
         guard let description = model.entity(named: entity) else { return table }

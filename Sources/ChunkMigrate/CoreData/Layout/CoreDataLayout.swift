@@ -21,8 +21,8 @@ import Foundation
 /// - **Many-to-many**: Core Data pairs each relationship with its inverse in one walk
 ///   (`NSSQLEntity._generateInverseRelationshipsAndMore`): the entities in name order, and each
 ///   entity's properties, inherited ones too, in the bucket order of the hash table Core Data
-///   keeps them in (``CoreDataPropertyOrder``: a function of the property names and of how many
-///   there are, not of the order the model lists them). The side of a many-to-many met first
+///   keeps them in (``CoreDataPropertyOrder``: set by the hashes of the property names and by
+///   how many there are). The side of a many-to-many met first
 ///   (`NSSQLManyToMany._setInverseManyToMany`) names the join table `Z_<n><NAME>` (n the number
 ///   of the entity declaring it, NAME its name in capitals), so a relationship and its inverse on
 ///   one entity name it from whichever comes first in that table. Each side has a key column

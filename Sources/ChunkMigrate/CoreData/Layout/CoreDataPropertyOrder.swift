@@ -19,9 +19,11 @@ import Foundation
 /// two keys in one probe run comes first depends on it.
 ///
 /// So the order follows from the names and their number alone, and changes when an entity gains
-/// properties: Photos' `Asset` went from 317 buckets to 521 in macOS 15, a messenger's `UserClient`
-/// gained `needsSessionMigration` in the bucket of `trustedByClients`, which then spilled over the
-/// end to bucket 0, before `trustedClients`.
+/// properties: in Photos' `Asset` (317 buckets from macOS 10.15 to 26),
+/// `memoriesBeingRepresentativeAssets` hashes to bucket 10 and `suggestionsBeingRepresentativeAssets`
+/// to 12, and from macOS 15 on the keys put in before the first fill its run past 12, so it comes
+/// second; a messenger's `UserClient` (67 buckets) gained `needsSessionMigration` in the bucket of
+/// `trustedByClients` (61), which then spilled over the end to bucket 0, before `trustedClients` (48).
 struct CoreDataPropertyOrder {
     /// `__CFDictionaryCapacities` of CF-368.
     static let capacities: [UInt32] = [
