@@ -17,8 +17,7 @@ extension CoreDataLayout {
 
     /// The layout checked against the store open as `schema` in `database`: every entity has the
     /// number `Z_PRIMARYKEY` gives it, every table and column the model implies is there with its
-    /// type, and no column of an entity or join table is left unexplained. Where the model leaves
-    /// a join table's name open (both sides of one entity tree), the store's name is taken.
+    /// type, and no column of an entity or join table is left unexplained.
     ///
     /// - Parameter known: the store's entities where the caller read them already (the check
     ///   does, and while a job copies it must not read `Z_PRIMARYKEY`, which the job writes).
@@ -75,10 +74,9 @@ extension CoreDataLayout {
         }
 
         for (index, join) in joinTables.enumerated() {
-            let names = [join.name] + (join.alternativeName.map { [$0] } ?? [])
-            guard let real = names.lazy.compactMap({ byUpperName[$0.uppercased()] }).first else {
+            guard let real = byUpperName[join.name.uppercased()] else {
                 let sides = join.sides.compactMap { side in side.property.map { "\(side.entity).\($0)" } }.joined(separator: " and ")
-                throw MigrationError(.store, "the store has no join table \(names.joined(separator: " or ")) for the many-to-many \(sides) of its model", file: file)
+                throw MigrationError(.store, "the store has no join table \(join.name) for the many-to-many \(sides) of its model", file: file)
             }
             claimed.insert(real)
             let columns = try Self.columns(database, schema: schema, table: real, file: file).map { $0.name.uppercased() }
@@ -87,7 +85,6 @@ extension CoreDataLayout {
                                      file: file)
             }
             resolved.joinTables[index].name = real
-            resolved.joinTables[index].alternativeName = nil
         }
 
         var others = OtherTables()

@@ -18,12 +18,23 @@ import Foundation
 ///   an ordered to-many, the position in it in `Z_FOK_<NAME>`.
 /// - **To-many relationships without an inverse**: the owner's key in the target's table,
 ///   `Z<n><NAME>` (n the owner's number).
-/// - **Many-to-many**: a join table `Z_<n><NAME>` named after the side met first when the
-///   entities are walked in name order (n the number of the entity declaring it), with one key
-///   column per side, `Z_<n><NAME>` (n the number of the entity whose keys it holds, NAME the
-///   relationship leading to them, numbered like columns when two relationships to one entity
-///   share a name), `Z_FOK_...` beside a side that is ordered, and `REFLEXIVE` for the other side
-///   of a relationship that is its own inverse.
+/// - **Many-to-many**: Core Data pairs each relationship with its inverse in one walk
+///   (`NSSQLEntity._generateInverseRelationshipsAndMore`): the entities in name order, and each
+///   entity's properties, inherited ones too, in the bucket order of the hash table Core Data
+///   keeps them in (``CoreDataPropertyOrder``: set by the hashes of the property names and by
+///   how many there are). The side of a many-to-many met first
+///   (`NSSQLManyToMany._setInverseManyToMany`) names the join table `Z_<n><NAME>` (n the number
+///   of the entity declaring it, NAME its name in capitals), so a relationship and its inverse on
+///   one entity name it from whichever comes first in that table. Each side has a key column
+///   holding the keys of the entity declaring it: `Z_<n><INVERSE>`, n that entity's number,
+///   INVERSE the name of the other side in capitals, made unique within the entity's tree as
+///   column names are (`Z_3KEYASSETS`, then `Z_3KEYASSETS1`), the side met second named first;
+///   beside it `Z_FOK_<n><INVERSE>` when the other side is ordered. A relationship that is its
+///   own inverse has one key column and `REFLEXIVE` (and `FOK_REFLEXIVE` when ordered).
+///
+/// Every fixture store with a model cache (`CoreDataLayoutTests`) has exactly this layout:
+/// Photos libraries of macOS 10.15 to 26.1, the stores of the services inside them, 59 versions of
+/// a messenger's store, and the apps' stores.
 public struct CoreDataLayout: Sendable {
     /// An entity: its number and where its rows live.
     public struct Entity: Sendable, Equatable {
@@ -108,10 +119,6 @@ public struct CoreDataLayout: Sendable {
         }
         /// The table's name.
         public var name: String
-        /// The name Core Data gives it when the other side is met first: for a relationship and
-        /// its inverse declared in one entity tree, which side names the table depends on the
-        /// order of the entities' properties, which only the store tells.
-        public var alternativeName: String?
         /// The two sides.
         public var sides: [Side]
 
@@ -180,7 +187,7 @@ public struct CoreDataLayout: Sendable {
                                               root: numbers[root]!, table: "Z" + root.uppercased())
         }
         try layOutEntityTables(order: order, numbers: numbers)
-        try layOutJoinTables(numbers: numbers)
+        layOutJoinTables(numbers: numbers)
     }
 
     /// Entity trees in name order, each entity followed by its sub-entities (Core Data's `Z_ENT`).
@@ -252,69 +259,6 @@ public struct CoreDataLayout: Sendable {
                     tables[targetRoot]?.columns.append(Column(name: "Z_FOK_" + base, type: "INTEGER", role: .toManyOrder(entity: name, property: property.name)))
                 }
             }
-        }
-    }
-
-    /// A many-to-many relationship: both sides to-many (or one relationship that is its own
-    /// inverse), stored.
-    private func isManyToMany(_ property: CoreDataModel.Property) -> Bool {
-        guard let relationship = property.relationship, relationship.isToMany, !property.isTransient,
-              let inverse = relationship.inverse,
-              let other = model.property(inverse, of: relationship.destination)?.property.relationship else { return false }
-        return other.isToMany
-    }
-
-    private mutating func layOutJoinTables(numbers: [String: Int64]) throws {
-        let byName = model.entities.map(\.name).sorted { a, b in
-            let order = a.caseInsensitiveCompare(b)
-            return order == .orderedSame ? a < b : order == .orderedAscending
-        }
-        // Every property each entity has, its inherited ones too, in the model's order.
-        let walk: [(declaredBy: String, property: CoreDataModel.Property)] = byName.flatMap { name in
-            model.allProperties(of: name).filter { isManyToMany($0.property) }
-        }
-        struct Key: Hashable { var entity: String; var property: String }
-        // The key column of each relationship, numbered when two lead to one entity by one name.
-        var keyColumns: [Key: String] = [:]
-        var usedColumns: Set<String> = []
-        for (declaredBy, property) in walk where keyColumns[Key(entity: declaredBy, property: property.name)] == nil {
-            guard let destination = property.relationship?.destination, let target = numbers[destination] else { continue }
-            let base = "Z_\(target)\(property.name.uppercased())"
-            var column = base, count = 0
-            while usedColumns.contains(column) { count += 1; column = base + String(count) }
-            usedColumns.insert(column)
-            keyColumns[Key(entity: declaredBy, property: property.name)] = column
-        }
-        var laidOut: Set<Key> = []
-        for (declaredBy, property) in walk where !laidOut.contains(Key(entity: declaredBy, property: property.name)) {
-            guard let relationship = property.relationship, let inverseName = relationship.inverse,
-                  let inverse = model.property(inverseName, of: relationship.destination),
-                  let owner = numbers[declaredBy], let target = numbers[relationship.destination],
-                  let column = keyColumns[Key(entity: declaredBy, property: property.name)] else { continue }
-            let me = Key(entity: declaredBy, property: property.name)
-            let other = Key(entity: inverse.declaredBy, property: inverseName)
-            laidOut.insert(me)
-            laidOut.insert(other)
-            let name = "Z_\(owner)\(property.name.uppercased())"
-            let order = relationship.isOrdered ? "Z_FOK_" + column.dropFirst(2) : nil
-            if me == other {
-                joinTables.append(JoinTable(name: name, sides: [
-                    .init(column: column, target: target, entity: declaredBy, property: property.name, order: order),
-                    .init(column: "REFLEXIVE", target: target, entity: declaredBy, property: nil,
-                          order: relationship.isOrdered ? "FOK_REFLEXIVE" : nil),
-                ]))
-                continue
-            }
-            guard let inverseColumn = keyColumns[other], let inverseTarget = numbers[inverse.property.relationship?.destination ?? ""] else { continue }
-            let inverseOrder = inverse.property.relationship?.isOrdered == true ? "Z_FOK_" + inverseColumn.dropFirst(2) : nil
-            // Both sides of one entity: which names the table depends on the order of the
-            // entity's properties; the store tells (resolved(against:)).
-            let alternative = inverse.declaredBy == declaredBy || model.root(of: inverse.declaredBy) == model.root(of: declaredBy)
-                ? numbers[inverse.declaredBy].map { "Z_\($0)\(inverseName.uppercased())" } : nil
-            joinTables.append(JoinTable(name: name, alternativeName: alternative == name ? nil : alternative, sides: [
-                .init(column: inverseColumn, target: inverseTarget, entity: inverse.declaredBy, property: inverseName, order: inverseOrder),
-                .init(column: column, target: target, entity: declaredBy, property: property.name, order: order),
-            ]))
         }
     }
 }
