@@ -111,6 +111,36 @@ struct CoreDataVersionHashTests {
         #expect(matching.map(\.name) == ["AppRatingPrompt"])
     }
 
+    @Test("empty-store's metadata holds Core Data's hashes and digest: an empty store of a store's model cache records the hashes that store records",
+          .enabled(if: present, "shared/fixtures/coredata is absent"),
+          arguments: ["corpus/photos-15.4.1/Photos.sqlite", "Messenger/store2-101-0.wiredatabase", "ProgressiveMigration/CoreDataMigration_Example_2.sqlite",
+                      "real/truthsocial-chatmodel-ios17/ChatModel.sqlite"])
+    func emptyStore(_ name: String) throws {
+        let folder = try TemporaryFolder()
+        let store = try CoreDataStoreTests.copy(name, into: folder)
+        let model = try CoreDataModel.read(contentsOf: store)
+        let empty = folder.path("empty.sqlite")
+        try CoreDataEmptyStore.create(at: empty, model: model)
+        let plist = { (url: URL) in try #require(try CoreDataMetadata.read(Database(path: url.path, mode: .source), file: url.path).plist) }
+        let (original, written) = (try plist(store), try plist(empty))
+        #expect(CoreDataVersionHashes(metadata: written) == CoreDataVersionHashes(metadata: original))
+        #expect(written["NSStoreModelVersionHashesDigest"] as? String == CoreDataVersionHashes(metadata: original)?.digest)
+        #expect(written["NSStoreModelVersionIdentifiers"] as? [String] == original["NSStoreModelVersionIdentifiers"] as? [String])
+        #expect((written["NSStoreModelVersionHashesVersion"] as? NSNumber)?.intValue == 3)
+    }
+
+    @Test("a store without a model cache given as a model: an error naming the store")
+    func storeWithoutCache() throws {
+        let folder = try TemporaryFolder()
+        let store = folder.path("plain.sqlite")
+        try Database(path: store.path, mode: .readWriteCreate).execute("CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
+        #expect {
+            try CoreDataModel.read(contentsOf: store)
+        } throws: { error in
+            (error as? MigrationError)?.message.contains("no model cache") == true && (error as? MigrationError)?.file == store.path
+        }
+    }
+
     @Test("a model written by hand hashes as Core Data hashed it in a store of macOS 15.7 (CSUTaxonomy.sqlite): names, optional flags, attribute types, a uniqueness constraint")
     func handWrittenModel() throws {
         let model = try CoreDataTesting.model("""
