@@ -8,14 +8,16 @@ struct EmptyStoreCommand: ParsableCommand {
         abstract: "Write the empty Core Data store of a model version, as Core Data lays it out, for testing a migration where Core Data is not at hand.",
         discussion: """
             Tables, columns, indexes, derived attributes' triggers, Z_PRIMARYKEY, Z_METADATA and \
-            Z_MODELCACHE. Its entity version hashes and model cache are chunkmigrate's own, not Core \
-            Data's: on a device, let Core Data create the destination.
+            Z_MODELCACHE. Its metadata holds Core Data's own entity version hashes \
+            (NSStoreModelVersionHashes) and their digest, so Core Data knows its model version; \
+            its model cache is chunkmigrate's own, not Core Data's: on a device, let Core Data \
+            create the destination.
             """)
 
     @Argument(help: "The store to write; it must not exist.")
     var store: String
 
-    @Option(name: .long, help: "The model: an .xcdatamodel folder, its contents XML, or a compiled .mom.")
+    @Option(name: .long, help: "The model: an .xcdatamodel folder, its contents XML, a compiled .mom, or a store (its model cache).")
     var model: String?
 
     @Option(name: .long, help: "Every version of the model (.xcdatamodeld or .momd), with --version.")

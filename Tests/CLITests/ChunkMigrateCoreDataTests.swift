@@ -114,6 +114,42 @@ struct ChunkMigrateCoreDataTests {
         }
     }
 
+    @Test("empty-store --model STORE: the empty store of the model in a store's cache, its metadata holding the entity version hashes, their digest and the version identifiers the store records; a store without a model cache is refused, naming it",
+          .enabled(if: ["Messenger/store2-101-0.wiredatabase", "BookMigration/Model1.sqlite"].allSatisfy { FileManager.default.fileExists(atPath: fixtures + "/" + $0) },
+                   "shared/fixtures/coredata is absent"))
+    func emptyStoreOfAStore() throws {
+        try withTemporaryDirectory { directory in
+            let store = directory + "/store.sqlite", empty = directory + "/empty.sqlite"
+            for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: Self.fixtures + "/Messenger/store2-101-0.wiredatabase" + suffix) {
+                try FileManager.default.copyItem(atPath: Self.fixtures + "/Messenger/store2-101-0.wiredatabase" + suffix, toPath: store + suffix)
+            }
+            let created = try chunkmigrate("empty-store", "--model", store, empty)
+            #expect(created.exitCode == 0 && created.stdout == empty + "\n", "\(created)")
+            func metadata(_ path: String) throws -> [String: Any] {
+                let hex = try #require(try SQLiteShell.query(path, "SELECT hex(Z_PLIST) FROM Z_METADATA").first).trimmingCharacters(in: CharacterSet(charactersIn: "'"))
+                var bytes: [UInt8] = []
+                var index = hex.startIndex
+                while index < hex.endIndex, let byte = UInt8(hex[index..<hex.index(index, offsetBy: 2)], radix: 16) {
+                    bytes.append(byte)
+                    index = hex.index(index, offsetBy: 2)
+                }
+                return try #require(try PropertyListSerialization.propertyList(from: Data(bytes), format: nil) as? [String: Any])
+            }
+            let (original, written) = (try metadata(store), try metadata(empty))
+            let hashes = try #require(original["NSStoreModelVersionHashes"] as? [String: Data])
+            #expect(hashes.count == 24)
+            #expect(written["NSStoreModelVersionHashes"] as? [String: Data] == hashes)
+            #expect(written["NSStoreModelVersionHashesDigest"] as? String == original["NSStoreModelVersionHashesDigest"] as? String)
+            #expect(written["NSStoreModelVersionIdentifiers"] as? [String] == ["2.101.0"])
+
+            let plain = directory + "/Model1.sqlite"
+            try FileManager.default.copyItem(atPath: Self.fixtures + "/BookMigration/Model1.sqlite", toPath: plain)
+            let refused = try chunkmigrate("empty-store", "--model", plain, directory + "/other.sqlite")
+            #expect(refused.exitCode != 0 && refused.stderr.contains("\(plain): the store has no model cache"), "\(refused)")
+            #expect(!FileManager.default.fileExists(atPath: directory + "/other.sqlite"))
+        }
+    }
+
     static let killPoints = ["before-start-commit:job:0", "after-segment:Object:3", "before-commit:Object:3", "after-commit:Object:3", "mid-record:Object:3",
                              "after-index:ZOBJECT_ZSOURCE_INDEX:0",
                              "after-complete:job:0"]

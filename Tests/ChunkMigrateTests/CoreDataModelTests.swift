@@ -92,9 +92,11 @@ struct CoreDataModelTests {
                     switch property.kind {
                     case let .attribute(attribute):
                         line += " \(attribute.type.xmlName) default \(attribute.defaultValue.map { "\($0)" } ?? "-") external \(attribute.allowsExternalStorage)"
+                        line += " history \(attribute.preservesValueInHistoryOnDeletion)"
                         line += " derived \(attribute.derivation ?? "-") transformer \(attribute.valueTransformerName ?? "-")"
                     case let .relationship(relationship):
                         line += " -> \(relationship.destination) inverse \(relationship.inverse ?? "-") many \(relationship.isToMany) ordered \(relationship.isOrdered)"
+                        line += " count \(relationship.minCount)...\(relationship.maxCount)"
                     }
                     return line
                 }
@@ -120,7 +122,7 @@ struct CoreDataModelTests {
         #expect(try CoreDataModel.read(contentsOf: folder.path("Model.xcdatamodel")) == model)
     }
 
-    @Test("every part of a model survives the archive: defaults of every kind, derivations, uniqueness constraints, renaming identifiers, version hash modifiers, external storage, ordered and transient properties, abstract sub-entities; and the Messenger model's 90 versions",
+    @Test("every part of a model survives the archive: defaults of every kind, derivations, uniqueness constraints, renaming identifiers, version hash modifiers, external storage, history preserved on deletion, relationship counts, ordered and transient properties, abstract sub-entities; and the Messenger model's 90 versions",
           arguments: [false, true])
     func richArchiveRoundTrip(_ messenger: Bool) throws {
         var models: [CoreDataModel] = []
@@ -136,13 +138,13 @@ struct CoreDataModelTests {
                   <attribute name="price" attributeType="Decimal" defaultValueString="12.5"/>
                   <attribute name="pixels" optional="YES" attributeType="Integer 64" defaultValueString="-9000000000"/>
                   <attribute name="flagged" attributeType="Boolean" defaultValueString="YES"/>
-                  <attribute name="id" optional="YES" attributeType="UUID" defaultValueString="0F0E0D0C-0B0A-0908-0706-050403020100"/>
+                  <attribute name="id" optional="YES" attributeType="UUID" defaultValueString="0F0E0D0C-0B0A-0908-0706-050403020100" preserveAfterDeletion="YES"/>
                   <attribute name="blob" optional="YES" attributeType="Binary" allowsExternalBinaryDataStorage="YES"/>
                   <attribute name="tagCount" optional="YES" attributeType="Integer 64" derived="YES" derivationExpression="tags.@count"/>
                   <attribute name="scratch" optional="YES" transient="YES" attributeType="Undefined"/>
                   <attribute name="title" attributeType="String" defaultValueString="it's untitled" elementID="name" versionHashModifier="x"/>
                   <attribute name="colors" optional="YES" attributeType="Transformable" valueTransformerName="NSSecureUnarchiveFromData"/>
-                  <relationship name="tags" optional="YES" toMany="YES" ordered="YES" destinationEntity="Tag" inverseName="assets"/>
+                  <relationship name="tags" optional="YES" toMany="YES" minCount="1" maxCount="5" ordered="YES" destinationEntity="Tag" inverseName="assets"/>
                   <uniquenessConstraints><uniquenessConstraint><constraint value="title"/><constraint value="taken"/></uniquenessConstraint></uniquenessConstraints>
                 </entity>
                 <entity name="Video" parentEntity="Asset" isAbstract="YES"><attribute name="seconds" attributeType="Double" defaultValueString="0.25"/></entity>
@@ -161,6 +163,11 @@ struct CoreDataModelTests {
             #expect(asset.property(named: "price")?.attribute?.defaultValue == .real(12.5))
             #expect(asset.property(named: "id")?.attribute?.defaultValue == .data(Array(0...15).reversed().map(UInt8.init)))
             #expect(asset.property(named: "tagCount")?.attribute?.derivation == "tags.@count")
+            #expect(asset.property(named: "id")?.attribute?.preservesValueInHistoryOnDeletion == true)
+            let tags = try #require(asset.property(named: "tags")?.relationship)
+            #expect(tags.isToMany && tags.minCount == 1 && tags.maxCount == 5)
+            let owner = try #require(models[0].entity(named: "Tag")?.property(named: "owner")?.relationship)
+            #expect(!owner.isToMany && owner.minCount == 0 && owner.maxCount == 1)
         }
     }
 

@@ -219,9 +219,9 @@ public struct CoreDataDerivation: Sendable, Equatable {
         case failure(String)
     }
 
-    /// Reads an expression in either spelling a model holds: the XML's (`canonical:(name)`,
-    /// `items.@count`) or the compiled model's as ``CoreDataModel`` prints it (`canonical(name)`,
-    /// `count(items)`).
+    /// Reads an expression in any spelling a model holds: the XML's and Core Data's
+    /// `predicateFormat` (`canonical:(name)`, `items.@count`, `count:(items)`), or without the
+    /// selector's colon (`canonical(name)`, `count(items)`).
     static func parse(_ expression: String) -> Parsed {
         let text = expression.trimmingCharacters(in: .whitespaces)
         let identifier = #"[A-Za-z_][A-Za-z0-9_]*"#

@@ -11,7 +11,8 @@ import Foundation
 /// property `NSPropertyName`, `NSIsOptional`, `NSIsTransient` (absent when false),
 /// `NSRenamingIdentifier`, `NSVersionHashModifier`, and `NSAttributeType`, `NSDefaultValue`,
 /// `NSDerivationExpression`, `NSValueTransformerName` and `NSFlagsKey` (4: values may be stored
-/// in external files) for attributes, `_NSDestinationEntityName`, `_NSInverseRelationshipName`, `NSMaxCount`,
+/// in external files; 0x10: persistent history keeps the value on deletion) for attributes,
+/// `_NSDestinationEntityName`, `_NSInverseRelationshipName`, `NSMinCount`, `NSMaxCount`,
 /// `NSIsOrdered` for relationships.
 extension CoreDataModel {
     /// Reads a model from its keyed archive.
@@ -95,14 +96,16 @@ extension CoreDataModel {
         switch className {
         case "NSAttributeDescription", "NSDerivedAttributeDescription", "NSCompositeAttributeDescription":
             let code = Int(archive.resolve(object["NSAttributeType"])?.integer ?? 0)
+            let flags = archive.resolve(object["NSFlagsKey"])?.integer ?? 0
             guard let type = AttributeType(rawValue: code) else {
                 throw KeyedArchive.Malformed(description: "attribute \(entity).\(name) has attribute type \(code), which this version does not know")
             }
             kind = .attribute(Attribute(
                 type: type, defaultValue: Self.value(object["NSDefaultValue"], type: type, archive: archive),
                 derivation: object["NSDerivationExpression"].flatMap { Self.expression($0, archive: archive, depth: 0) },
-                allowsExternalStorage: (archive.resolve(object["NSFlagsKey"])?.integer ?? 0) & 4 != 0,
-                valueTransformerName: archive.string(object["NSValueTransformerName"])))
+                allowsExternalStorage: flags & 4 != 0,
+                valueTransformerName: archive.string(object["NSValueTransformerName"]),
+                preservesValueInHistoryOnDeletion: flags & 0x10 != 0))
         case "NSRelationshipDescription":
             let destination = archive.string(object["_NSDestinationEntityName"])
                 ?? archive.resolve(object["NSDestinationEntity"]).flatMap { archive.string($0["NSEntityName"]) }
@@ -111,9 +114,9 @@ extension CoreDataModel {
             }
             let inverse = archive.string(object["_NSInverseRelationshipName"])
                 ?? archive.resolve(object["NSInverseRelationship"]).flatMap { archive.string($0["NSPropertyName"]) }
-            let maxCount = archive.resolve(object["NSMaxCount"])?.integer ?? 1
-            kind = .relationship(Relationship(destination: destination, inverse: inverse, isToMany: maxCount != 1,
-                                              isOrdered: archive.bool(object["NSIsOrdered"]) ?? false))
+            let maxCount = Int(archive.resolve(object["NSMaxCount"])?.integer ?? 1)
+            kind = .relationship(Relationship(destination: destination, inverse: inverse, isOrdered: archive.bool(object["NSIsOrdered"]) ?? false,
+                                              minCount: Int(archive.resolve(object["NSMinCount"])?.integer ?? 0), maxCount: maxCount))
         default:
             return nil
         }
@@ -173,7 +176,9 @@ extension CoreDataModel {
         return object["NS.negative"]?.bool == true ? -value : value
     }
 
-    /// An `NSExpression` as Core Data prints it: a key path, a function call, a constant.
+    /// An `NSExpression` as Core Data prints it (its `predicateFormat`): a key path
+    /// (`additionalAttributes.cameraCaptureDevice`, `items.@count`), a function call with its
+    /// selector (`canonical:(name)`, `now()`), a constant.
     private static func expression(_ reference: PropertyList, archive: KeyedArchive, depth: Int) -> String? {
         // Expressions refer to each other by reference: a damaged archive may loop.
         guard depth < 32, let object = archive.resolve(reference) else { return nil }
@@ -186,7 +191,7 @@ extension CoreDataModel {
                 let path = arguments.joined(separator: ".")
                 return operand.isEmpty || operand == "SELF" ? path : operand + "." + path
             }
-            return selector.replacingOccurrences(of: ":", with: "") + "(" + arguments.joined(separator: ", ") + ")"
+            return selector + "(" + arguments.joined(separator: ", ") + ")"
         case "NSKeyPathSpecifierExpression":
             return archive.string(object["NSKeyPath"])
         case "NSSelfExpression":
@@ -268,7 +273,7 @@ extension CoreDataModel {
             fields["NSAttributeType"] = .integer(Int64(attribute.type.rawValue))
             fields["NSDefaultValue"] = attribute.defaultValue.map { archive($0, writer: &writer) } ?? KeyedArchiveWriter.null
             fields["NSValueTransformerName"] = writer.string(attribute.valueTransformerName)
-            fields["NSFlagsKey"] = .integer(attribute.allowsExternalStorage ? 4 : 0)
+            fields["NSFlagsKey"] = .integer((attribute.allowsExternalStorage ? 4 : 0) | (attribute.preservesValueInHistoryOnDeletion ? 0x10 : 0))
             if let derivation = attribute.derivation {
                 let path = writer.append("NSKeyPathSpecifierExpression", ["NSExpressionType": .integer(10), "NSKeyPath": writer.string(derivation)])
                 fields["NSDerivationExpression"] = path
@@ -278,8 +283,8 @@ extension CoreDataModel {
         case let .relationship(relationship):
             fields["_NSDestinationEntityName"] = writer.string(relationship.destination)
             fields["_NSInverseRelationshipName"] = writer.string(relationship.inverse)
-            fields["NSMaxCount"] = .integer(relationship.isToMany ? 0 : 1)
-            fields["NSMinCount"] = .integer(0)
+            fields["NSMaxCount"] = .integer(Int64(relationship.maxCount))
+            fields["NSMinCount"] = .integer(Int64(relationship.minCount))
             if relationship.isOrdered { fields["NSIsOrdered"] = .bool(true) }
             return writer.append("NSRelationshipDescription", superclasses: ["NSPropertyDescription", "NSObject"], fields)
         }

@@ -1,9 +1,11 @@
 import Foundation
 
 extension CoreDataModel {
-    /// Reads a model file: an `.xcdatamodel` folder or its `contents` XML, or a compiled `.mom`.
+    /// Reads a model file: an `.xcdatamodel` folder or its `contents` XML, a compiled `.mom`, or
+    /// a store (an SQLite file), whose model is its model cache (``read(store:)``).
     ///
-    /// - Throws: ``MigrationError`` naming the file when it cannot be read or is not a model.
+    /// - Throws: ``MigrationError`` naming the file when it cannot be read or is not a model, or
+    ///   is a store without a model cache.
     public static func read(contentsOf url: URL) throws -> CoreDataModel {
         var isDirectory: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
@@ -15,6 +17,13 @@ extension CoreDataModel {
         }
         if data.starts(with: Array("bplist".utf8)) {
             return try CoreDataModel(archive: Array(data), file: file.path)
+        }
+        if data.starts(with: Array("SQLite format 3\0".utf8)) {
+            guard let model = try read(store: file) else {
+                throw MigrationError(.store, "the store has no model cache (Z_MODELCACHE, written since iOS 10): give its model as an .xcdatamodel folder or a compiled .mom",
+                                     file: file.path)
+            }
+            return model
         }
         return try CoreDataModel(xml: data, file: file.path)
     }

@@ -5,7 +5,9 @@ import FoundationXML
 
 /// The model as Xcode saves it: `Model.xcdatamodeld/Model N.xcdatamodel/contents`, XML with an
 /// `<entity>` per entity and an `<attribute>` or `<relationship>` per property. A renaming
-/// identifier is the `elementID` attribute; a property without `optional="YES"` is required.
+/// identifier is the `elementID` attribute; a property without `optional="YES"` is required; a
+/// relationship's `minCount` is 0 and its `maxCount` 1 for a to-one, 0 for a to-many unless
+/// written.
 extension CoreDataModel {
     /// Reads a model's `contents` XML.
     ///
@@ -56,7 +58,9 @@ private final class ModelXMLReader: NSObject, XMLParserDelegate {
                 }
                 let toMany = flag("toMany")
                 kind = .relationship(.init(destination: destination, inverse: attributes["inverseName"],
-                                           isToMany: toMany, isOrdered: toMany && flag("ordered")))
+                                           isToMany: toMany, isOrdered: toMany && flag("ordered"),
+                                           minCount: attributes["minCount"].flatMap { Int($0) } ?? 0,
+                                           maxCount: attributes["maxCount"].flatMap { Int($0) }))
             } else {
                 let typeName = attributes["attributeType"] ?? "Undefined"
                 guard let type = CoreDataModel.AttributeType(xmlName: typeName) else {
@@ -66,7 +70,8 @@ private final class ModelXMLReader: NSObject, XMLParserDelegate {
                 kind = .attribute(.init(type: type, defaultValue: Self.defaultValue(attributes, type: type),
                                         derivation: flag("derived") ? attributes["derivationExpression"] : nil,
                                         allowsExternalStorage: flag("allowsExternalBinaryDataStorage"),
-                                        valueTransformerName: attributes["valueTransformerName"]))
+                                        valueTransformerName: attributes["valueTransformerName"],
+                                        preservesValueInHistoryOnDeletion: flag("preserveAfterDeletion")))
             }
             entities[entities.count - 1].properties.append(.init(
                 name: name, kind: kind, isOptional: flag("optional"), isTransient: flag("transient"),

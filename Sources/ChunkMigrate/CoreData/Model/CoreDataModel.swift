@@ -98,21 +98,27 @@ public struct CoreDataModel: Sendable, Equatable {
         /// did not have the attribute.
         public var defaultValue: Value?
         /// For a derived attribute (iOS 13+): its derivation, as Core Data prints the expression
-        /// (`@count(items)`, `canonical:(name)`, `now()`, a key path).
+        /// (its `predicateFormat`: `items.@count`, `canonical:(name)`, `now()`, a key path) in a
+        /// compiled model, as Xcode saved it in the XML.
         public var derivation: String?
         /// Whether large values may be kept in files outside the store.
         public var allowsExternalStorage: Bool
         /// The value transformer of a transformable attribute.
         public var valueTransformerName: String?
+        /// Whether persistent history keeps the value of a deleted object (Xcode's "Preserve After
+        /// Deletion"); part of the attribute's version hash.
+        public var preservesValueInHistoryOnDeletion: Bool
 
         /// Creates an attribute.
         public init(type: AttributeType, defaultValue: Value? = nil, derivation: String? = nil,
-                    allowsExternalStorage: Bool = false, valueTransformerName: String? = nil) {
+                    allowsExternalStorage: Bool = false, valueTransformerName: String? = nil,
+                    preservesValueInHistoryOnDeletion: Bool = false) {
             self.type = type
             self.defaultValue = defaultValue
             self.derivation = derivation
             self.allowsExternalStorage = allowsExternalStorage
             self.valueTransformerName = valueTransformerName
+            self.preservesValueInHistoryOnDeletion = preservesValueInHistoryOnDeletion
         }
     }
 
@@ -122,16 +128,28 @@ public struct CoreDataModel: Sendable, Equatable {
         public var destination: String
         /// The inverse relationship's name (a property of the destination entity), if any.
         public var inverse: String?
-        /// Whether it is to-many.
-        public var isToMany: Bool
+        /// The fewest objects it may hold (Xcode's "Minimum"); 0 when it sets no minimum.
+        public var minCount: Int
+        /// The most objects it may hold: 1 for a to-one, 0 for a to-many without a maximum.
+        public var maxCount: Int
         /// Whether a to-many keeps its objects in order.
         public var isOrdered: Bool
 
-        /// Creates a relationship.
-        public init(destination: String, inverse: String? = nil, isToMany: Bool = false, isOrdered: Bool = false) {
+        /// Whether it is to-many: its maximum is not 1, as Core Data decides. Setting it makes a
+        /// to-one's maximum 1 and a to-many's 0 (no maximum) when it was not already so.
+        public var isToMany: Bool {
+            get { maxCount != 1 }
+            set { if newValue != isToMany { maxCount = newValue ? 0 : 1 } }
+        }
+
+        /// Creates a relationship; `maxCount` is 0 (no maximum) for a to-many and 1 for a to-one
+        /// unless given.
+        public init(destination: String, inverse: String? = nil, isToMany: Bool = false, isOrdered: Bool = false,
+                    minCount: Int = 0, maxCount: Int? = nil) {
             self.destination = destination
             self.inverse = inverse
-            self.isToMany = isToMany
+            self.minCount = minCount
+            self.maxCount = maxCount ?? (isToMany ? 0 : 1)
             self.isOrdered = isOrdered
         }
     }

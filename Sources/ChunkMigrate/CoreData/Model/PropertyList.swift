@@ -66,10 +66,12 @@ private struct BinaryReader {
     let bytes: [UInt8]
     var offsets: [Int] = []
     var referenceSize = 0
-    var inProgress: Set<Int> = []
-    /// Objects already read: a value referred to many times is read once (an archive of shared
-    /// objects cannot make the reader work exponentially).
-    var decoded: [Int: PropertyList] = [:]
+    /// The objects being read, by index, and how many: a collection met again inside itself is a cycle.
+    var inProgress: [Bool] = []
+    var depth = 0
+    /// Objects already read, by index: a value referred to many times is read once (an archive
+    /// of shared objects cannot make the reader work exponentially).
+    var decoded: [PropertyList?] = []
     /// Collections nest at most this deep (keyed archives nest three or four deep).
     static let maximumDepth = 256
 
@@ -89,7 +91,10 @@ private struct BinaryReader {
               top < count, table >= 8, table <= trailer, count * offsetSize <= trailer - table else {
             throw PropertyList.Malformed(description: "binary property list: the trailer is inconsistent")
         }
-        offsets = try (0..<count).map { try integer(at: table + $0 * offsetSize, size: offsetSize) }
+        offsets.reserveCapacity(count)
+        for index in 0..<count { offsets.append(try integer(at: table + index * offsetSize, size: offsetSize)) }
+        inProgress = Array(repeating: false, count: count)
+        decoded = Array(repeating: nil, count: count)
         return try object(top)
     }
 
@@ -97,8 +102,13 @@ private struct BinaryReader {
         guard offset >= 0, size > 0, size <= 8, offset <= bytes.count - size else {
             throw PropertyList.Malformed(description: "binary property list: offset \(offset) is past the end")
         }
+        // An index loop, not a slice's iterator: this runs for every reference of a large archive.
         var value: UInt64 = 0
-        for byte in bytes[offset..<offset + size] { value = value << 8 | UInt64(byte) }
+        var index = offset
+        while index < offset + size {
+            value = value << 8 | UInt64(bytes[index])
+            index += 1
+        }
         guard value <= UInt64(Int.max) else {
             throw PropertyList.Malformed(description: "binary property list: a size or offset at \(offset) is too large")
         }
@@ -130,13 +140,18 @@ private struct BinaryReader {
             throw PropertyList.Malformed(description: "binary property list: reference \(index) is not an object")
         }
         if let known = decoded[index] { return known }
-        guard inProgress.count < Self.maximumDepth else {
+        guard depth < Self.maximumDepth else {
             throw PropertyList.Malformed(description: "binary property list: collections nest more than \(Self.maximumDepth) deep")
         }
-        guard inProgress.insert(index).inserted else {
+        guard !inProgress[index] else {
             throw PropertyList.Malformed(description: "binary property list: object \(index) contains itself")
         }
-        defer { inProgress.remove(index) }
+        inProgress[index] = true
+        depth += 1
+        defer {
+            inProgress[index] = false
+            depth -= 1
+        }
         let value = try read(index)
         decoded[index] = value
         return value
@@ -205,11 +220,12 @@ private struct BinaryReader {
             let keys = try references(start, count)
             let values = try references(start + count * referenceSize, count)
             var result: [String: PropertyList] = [:]
-            for (key, value) in zip(keys, values) {
-                guard case let .string(name) = try object(key) else {
+            result.reserveCapacity(count)
+            for position in 0..<count {
+                guard case let .string(name) = try object(keys[position]) else {
                     throw PropertyList.Malformed(description: "binary property list: dictionary \(index) has a key that is not a string")
                 }
-                result[name] = try object(value)
+                result[name] = try object(values[position])
             }
             return .dictionary(result)
         default:
@@ -221,7 +237,10 @@ private struct BinaryReader {
         guard count >= 0, count <= bytes.count else {
             throw PropertyList.Malformed(description: "binary property list: a collection at \(start) is too long")
         }
-        return try (0..<count).map { try integer(at: start + $0 * referenceSize, size: referenceSize) }
+        var result: [Int] = []
+        result.reserveCapacity(count)
+        for index in 0..<count { result.append(try integer(at: start + index * referenceSize, size: referenceSize)) }
+        return result
     }
 }
 

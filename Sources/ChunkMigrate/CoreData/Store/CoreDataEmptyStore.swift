@@ -1,15 +1,14 @@
 import Foundation
-import MigrationJournal
 
 /// An empty store of a model, as Core Data creates one: the model's layout (``CoreDataLayout``)
 /// as tables and indexes, `Z_PRIMARYKEY` with every entity at `Z_MAX` 0, `Z_METADATA` and
 /// `Z_MODELCACHE`, in a WAL file with 4 KiB pages and incremental auto-vacuum.
 ///
 /// For tests and tools where Core Data is not at hand; on a device Core Data creates the
-/// destination. What it cannot reproduce exactly:
-/// - the entity version hashes (`NSStoreModelVersionHashes`) are SHA-256 digests of the entity's
-///   name and stored properties, not Core Data's own hash, so Core Data would not recognise the
-///   store's model by them;
+/// destination. The metadata's entity version hashes (`NSStoreModelVersionHashes`) and their
+/// digest (`NSStoreModelVersionHashesDigest`) are Core Data's own (``CoreDataVersionHashes``,
+/// which says the little it does not model), so Core Data recognises the store's model by them.
+/// What it cannot reproduce exactly:
 /// - the model cache is the archive ``CoreDataModel`` writes, which chunkmigrate reads back and
 ///   Core Data's own decoder does not expect;
 /// - columns come in Core Data's order as far as the fixtures show it (by kind: integers, reals
@@ -160,19 +159,15 @@ public enum CoreDataEmptyStore {
     }
 
     /// `Z_PLIST`: the keys Core Data writes, in a fixed order so that equal inputs give equal bytes.
+    /// The hashes and their digest are Core Data's, the keys a Core Data of the
+    /// `NSPersistenceFrameworkVersion` written here (1000) writes: the digest since 973 (macOS 10.15,
+    /// iOS 13), not yet `NSStoreModelVersionChecksumKey` (since 1321, macOS 14 and iOS 17).
     static func metadataPlist(_ layout: CoreDataLayout, uuid: String, extra: [String: String]) throws -> Data {
-        var hashes: [String: Data] = [:]
-        for entity in layout.model.entities {
-            var hash = JournalSHA256()
-            hash.update(field: "chunkmigrate entity version hash")
-            hash.update(field: entity.name)
-            for (_, property) in layout.model.allProperties(of: entity.name) where !property.isTransient {
-                hash.update(field: property.name + (property.versionHashModifier ?? ""))
-            }
-            hashes[entity.name] = Data(hash.finalize())
-        }
+        let versionHashes = CoreDataVersionHashes(model: layout.model)
         var plist: [String: Any] = [
-            "NSStoreType": "SQLite", "NSStoreUUID": uuid, "NSStoreModelVersionHashes": hashes,
+            "NSStoreType": "SQLite", "NSStoreUUID": uuid,
+            "NSStoreModelVersionHashes": versionHashes.entities.mapValues { Data($0) },
+            "NSStoreModelVersionHashesDigest": versionHashes.digest,
             "NSStoreModelVersionHashesVersion": 3, "NSPersistenceFrameworkVersion": 1000,
             "NSStoreModelVersionIdentifiers": layout.model.versionIdentifiers.isEmpty ? [""] : layout.model.versionIdentifiers,
             "_NSAutoVacuumLevel": "2",
