@@ -71,51 +71,51 @@ struct CoreDataExternalDataTests {
         #expect(try CoreDataStoreCheck.run(store: destination).violations == [])
     }
 
-    @Test("a file the rows name that is missing stops the job naming the row and the file; once it is back, the job resumes to the end")
+    @Test("a file the rows name that the source does not have is carried as a reference, as Core Data carries it: the job completes, its check says the source had it; check-coredata alone names it")
     func missingFile() throws {
         let folder = try TemporaryFolder()
         let (source, destination) = try Self.stores(in: folder)
         let support = CoreDataFinishing.externalDataFolder(of: source.path)
-        try FileManager.default.moveItem(at: support.appendingPathComponent(Self.files[1]), to: folder.path("aside"))
+        try FileManager.default.removeItem(at: support.appendingPathComponent(Self.files[1]))
         let plan = try MigrationPlan.infer(source: source, destination: destination).plan
         let job = try MigrationJob.start(plan: plan, source: source, destination: destination, journal: folder.path("journal"),
                                          options: MigrationOptions(batchSize: 2), logger: quietLogger)
-        let error = #expect(throws: MigrationError.self) { try job.runBlocking() }
-        #expect(error?.sourceKey == 5 && error?.entity == "Photo" && error?.file?.hasSuffix(Self.files[1]) == true
-                && error?.message.contains("Photo.image of the row with key 5 refers to the external file \(Self.files[1]), which is missing") == true,
-                "\(String(describing: error))")
-        try FileManager.default.moveItem(at: folder.path("aside"), to: support.appendingPathComponent(Self.files[1]))
-        #expect(try MigrationJob.resume(at: folder.path("journal"), logger: quietLogger).runBlocking() == .complete)
-        #expect(CoreDataTesting.externalFiles(of: destination) == Array(Self.files[0...2]))
+        #expect(try job.runBlocking() == .complete)
+        #expect(CoreDataTesting.externalFiles(of: destination) == [Self.files[0], Self.files[2]])
+        let reference = "SELECT ZIMAGE FROM ZPHOTO WHERE Z_PK = 5"
+        #expect(try Database(path: destination.path, mode: .source).scalar(reference) == (try Database(path: source.path, mode: .source).scalar(reference)))
+        let report = try #require(job.storeCheck)
+        #expect(report.isValid, "\(report.violations)")
+        #expect(report.carried.count == 1 && report.carried[0].hasPrefix("ZPHOTO.ZIMAGE: 1 values of Photo.image name a file missing from")
+                && report.carried[0].contains("the first \(Self.files[1]) (Z_PK 5)"), "\(report.carried)")
 
-        // check-coredata names a reference whose file is gone.
+        // A file the source has but the migrated store lost is no anomaly of the source.
         try FileManager.default.removeItem(at: CoreDataFinishing.externalDataFolder(of: destination.path).appendingPathComponent(Self.files[2]))
-        let violations = try CoreDataStoreCheck.run(store: destination).violations
-        #expect(violations.contains { $0.hasPrefix("ZPHOTO.ZIMAGE: 1 values of Photo.image name a file missing from") && $0.hasSuffix("the first \(Self.files[2]) (Z_PK 8)") },
-                "\(violations)")
+        let again = try CoreDataStoreCheck.run(migrated: destination, source: source, plan: plan)
+        #expect(again.violations.count == 1 && again.violations[0].hasPrefix("ZPHOTO.ZIMAGE: 2 values of Photo.image name a file missing from"),
+                "\(again.violations)")
+        let alone = try CoreDataStoreCheck.run(store: destination).violations
+        #expect(alone.contains { $0.hasPrefix("ZPHOTO.ZIMAGE: 2 values of Photo.image name a file missing from") && $0.hasSuffix("the first \(Self.files[1]) (Z_PK 5)") },
+                "\(alone)")
     }
 
-    @Test("with keys allocated a missing file names the row by its destination key; a value no longer external whose file is missing stops the copy naming the attribute and the source key")
-    func missingFileNamesTheRow() throws {
+    @Test("with keys allocated a missing file is carried all the same; a value no longer kept in files whose file is missing is read as no value")
+    func missingFileKeysAllocated() throws {
         let folder = try TemporaryFolder()
         let (source, destination) = try Self.stores(in: folder)
         let support = CoreDataFinishing.externalDataFolder(of: source.path)
         try FileManager.default.removeItem(at: support.appendingPathComponent(Self.files[1]))
+        try FileManager.default.removeItem(at: support.appendingPathComponent(Self.files[4]))
         // Source keys 1, 2, 3, 5, 8 become 1 to 5: the row of source key 5 is destination key 4.
         let plan = try MigrationPlan.infer(source: source, destination: destination, options: InferenceOptions(keys: .allocate)).plan
         let job = try MigrationJob.start(plan: plan, source: source, destination: destination, journal: folder.path("journal"),
                                          logger: quietLogger)
-        let error = #expect(throws: MigrationError.self) { try job.runBlocking() }
-        #expect(error?.message.contains("Photo.image of the row with destination key 4 refers to the external file \(Self.files[1])") == true
-                && error?.sourceKey == nil, "\(String(describing: error))")
-
-        let other = try TemporaryFolder()
-        let (source2, destination2) = try Self.stores(in: other)
-        try FileManager.default.removeItem(at: CoreDataFinishing.externalDataFolder(of: source2.path).appendingPathComponent(Self.files[4]))
-        let job2 = try MigrationJob.start(plan: try MigrationPlan.infer(source: source2, destination: destination2).plan, source: source2,
-                                          destination: destination2, journal: other.path("journal"), logger: quietLogger)
-        let converted = #expect(throws: MigrationError.self) { try job2.runBlocking() }
-        #expect(converted?.message.contains("Photo.thumb of the row with key 8 refers to the external file \(Self.files[4]), which is missing") == true
-                && converted?.sourceKey == 8 && converted?.entity == "Photo", "\(String(describing: converted))")
+        #expect(try job.runBlocking() == .complete)
+        let report = try #require(job.storeCheck)
+        #expect(report.isValid && report.carried.count == 1 && report.carried[0].contains("the first \(Self.files[1]) (Z_PK 4)"),
+                "\(report.violations) \(report.carried)")
+        let rows = try Database(path: destination.path, mode: .source).rows("SELECT Z_PK, ZTHUMB IS NULL FROM ZPHOTO ORDER BY Z_PK")
+        // Source key 8's thumb named the missing file: no value; source key 1's was read from its file.
+        #expect(rows.map { $0[1] } == [.integer(0), .integer(0), .integer(1), .integer(1), .integer(1)], "\(rows)")
     }
 }

@@ -298,6 +298,10 @@ final class Engine {
             guard try timed(\.copy, try copyEntities(&run, shouldStop: shouldStop, report: report)) == .complete,
                   try timed(\.fixup, try fixUpDeferredRelationships(&run, shouldStop: shouldStop, report: report)) == .complete
             else { return .paused }
+            if let missing = coreData?.missingExternalFiles.withLock({ $0 }), missing > 0 {
+                logger.warning("\(missing) values named an external file the source does not have, in an attribute that no longer keeps values in files: written as no value, as Core Data reads none there",
+                               metadata: ["file": "\(CoreDataFinishing.externalDataFolder(of: sourcePath).path)"])
+            }
             // The batches' keys and the ID map's cache serve the copy and the fix-up pass only:
             // their memory goes to the index builds' sorter (useSorterHelper).
             resolver.releaseBatchMemory()

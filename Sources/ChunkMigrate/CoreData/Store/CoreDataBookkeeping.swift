@@ -13,8 +13,13 @@ final class CoreDataBookkeeping {
     private let plan: MigrationPlan
     private let database: Database
     private let sourcePath: String
-    /// Where the bookkeeping says what it did not do.
-    var logger: ((String) -> Void)?
+    /// Where the bookkeeping says what it did not do, or carried as it was.
+    var logger: ((String) -> Void)? {
+        didSet { finishing.logger = logger }
+    }
+    /// How many values naming an external file that the source does not have were read into a
+    /// row as NULL (an attribute that no longer keeps values in files).
+    let missingExternalFiles = Locked(0)
     /// The steps after the copy: derived values, external files, R-tree indexes, triggers.
     let finishing: CoreDataFinishing
     /// The destination's tables of system entities (history, CloudKit mirroring), in capitals.
@@ -87,7 +92,7 @@ final class CoreDataBookkeeping {
             call.result(mapped)
         }
         try Self.registerDerivationFunctions(on: database)
-        try Self.registerExternalDataFunctions(on: database, sourcePath: sourcePath, resolver: resolver)
+        try Self.registerExternalDataFunctions(on: database, sourcePath: sourcePath, missing: missingExternalFiles)
         try Self.registerTriggerStandIns(on: database)
     }
 
@@ -119,7 +124,9 @@ final class CoreDataBookkeeping {
     /// `coredata_external_value(v, 'Entity.attribute')` is the bytes themselves (`0x01` + bytes inline, or the file
     /// `0x02` + name + `0x00` names in the source's external data folder), and
     /// `coredata_external_inline(v)` marks bytes as held inline (`0x01` + bytes).
-    static func registerExternalDataFunctions(on database: Database, sourcePath: String, resolver: Resolver) throws(SQLiteError) {
+    ///
+    /// - Parameter missing: counts the values whose file the source does not have (read as NULL).
+    static func registerExternalDataFunctions(on database: Database, sourcePath: String, missing: Locked<Int>) throws(SQLiteError) {
         let folder = CoreDataFinishing.externalDataFolder(of: sourcePath)
         try database.createFunction("coredata_external_value", argumentCount: 2, deterministic: true) { call in
             guard case let .blob(bytes) = call.value(0) else { return call.result(call.value(0)) }
@@ -129,13 +136,10 @@ final class CoreDataBookkeeping {
             case 0x02:
                 let name = CoreDataFinishing.externalFileName(bytes) ?? ""
                 let file = folder.appendingPathComponent(name)
+                // A file the source does not have: no value, as Core Data reads none there.
                 guard !name.contains("/"), let data = FileManager.default.contents(atPath: file.path) else {
-                    let attribute = call.value(1).text ?? "the attribute"
-                    let key = resolver.batchKeys.last.map { " with key \($0)" } ?? ""
-                    let message = "\(attribute) of the row\(key) refers to the external file \(name), which is missing"
-                    resolver.failure = MigrationError(.batch, message, entity: attribute.split(separator: ".").first.map(String.init),
-                                                      sourceKey: resolver.batchKeys.last, file: file.path)
-                    throw Resolver.Failure(description: message)
+                    missing.withLock { $0 += 1 }
+                    return call.resultNull()
                 }
                 call.result(.blob(Array(data)))
             default:

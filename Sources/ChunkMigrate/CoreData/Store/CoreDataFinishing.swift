@@ -94,6 +94,8 @@ final class CoreDataFinishing {
     private let database: Database
     private let plan: MigrationPlan
     private let sourcePath: String
+    /// Where what the job carried as it was is said (a missing external file).
+    var logger: ((String) -> Void)?
     /// Where a derived value's values are computed already, when they are: a file and its
     /// table (`cm_k`, a row's key; `cm_v`, its value), which the step then writes instead of
     /// computing them (the job's check computes them on another thread while the job builds
@@ -256,6 +258,7 @@ final class CoreDataFinishing {
                                      file: to.path, cause: error)
             }
         }
+        var missing: [(name: String, row: Row)] = []
         for row in rows {
             guard let key = row[0].integer, case let .blob(bytes) = row[1], let name = Self.externalFileName(bytes) else { continue }
             let row = Row(entity: entity, attribute: data.attribute, column: data.column, key: key, keyIsSource: keysPreserved)
@@ -263,7 +266,12 @@ final class CoreDataFinishing {
                 throw MigrationError(.store, "\(data.attribute) of \(row.described) names an external file \"\(name)\", which is not a file name",
                                      entity: entity, sourceKey: row.sourceKey, column: data.column, file: sourcePath)
             }
-            try Self.carry(name, from: from, to: to, row: row)
+            if try !Self.carry(name, from: from, to: to, row: row) { missing.append((name, row)) }
+        }
+        // A reference whose file the source does not have is carried as it is, as Core Data's
+        // own migration carries it: the app reads no value there before and after alike.
+        if let first = missing.first {
+            logger?("\(missing.count) external files named by \(data.attribute) are missing from the source's \(from.path): the references are carried as they are, as Core Data's migration carries them (the first: \(first.name), \(first.row.described))")
         }
         let done = rows.count < max(1, size)
         let last = rows.last?[0].integer ?? cursor
@@ -291,15 +299,16 @@ final class CoreDataFinishing {
     /// Puts the file `name` of `from` into `to`: nothing when a file of the same size is there
     /// (carried by a run that was killed after it), else a hard link or a copy under a temporary
     /// name, then renamed, and the folder synced.
-    static func carry(_ name: String, from: URL, to: URL, row: Row) throws {
+    ///
+    /// - Returns: `false` when `from` has no such file: the reference is then carried as it is.
+    static func carry(_ name: String, from: URL, to: URL, row: Row) throws -> Bool {
         let source = from.appendingPathComponent(name), destination = to.appendingPathComponent(name)
         let files = FileManager.default
         guard let attributes = try? files.attributesOfItem(atPath: source.path), let size = (attributes[.size] as? NSNumber)?.int64Value else {
-            throw MigrationError(.store, "\(row.attribute) of \(row.described) refers to the external file \(name), which is missing",
-                                 entity: row.entity, sourceKey: row.sourceKey, column: row.column, file: source.path)
+            return false
         }
         if let existing = try? files.attributesOfItem(atPath: destination.path), (existing[.size] as? NSNumber)?.int64Value == size {
-            return
+            return true
         }
         let temporary = to.appendingPathComponent(".\(name).chunkmigrate")
         do {
@@ -315,6 +324,7 @@ final class CoreDataFinishing {
             // The new name durable before the step's cursor passes the row.
             let folder = open(to.path, O_RDONLY)
             if folder >= 0 { _ = fsync(folder); close(folder) }
+            return true
         } catch {
             throw MigrationError(.store, "cannot carry the external file \(name) of \(row.attribute) (\(row.described)) over: \(error.localizedDescription)",
                                  entity: row.entity, sourceKey: row.sourceKey, column: row.column, file: destination.path, cause: error)
