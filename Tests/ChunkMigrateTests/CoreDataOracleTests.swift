@@ -17,6 +17,8 @@ struct CoreDataOracleTests {
         ("Messenger/store2-95-0.wiredatabase", "Messenger/store2-96-0.wiredatabase", "a self many-to-many's join table replaced, a required attribute added"),
         ("Messenger/store2-100-0.wiredatabase", "Messenger/store2-101-0.wiredatabase", "an entity removed: numbers, join tables, polymorphic and ordering columns renamed"),
         ("ProgressiveMigration/CoreDataMigration_Example_1.sqlite", "ProgressiveMigration/CoreDataMigration_Example_2.sqlite", "an attribute renamed through a renaming identifier"),
+        ("Messenger/store2-88-0.wiredatabase", "Messenger/store2-89-0.wiredatabase", "an attribute with a default new in a sub-entity, the table altered in place: every row of the table takes the default"),
+        ("Messenger/store2-90-0.wiredatabase", "Messenger/store2-91-0.wiredatabase", "an attribute with a default new in a sub-entity, the table altered in place: every row of the table takes the default"),
     ]
     static let present = pairs.allSatisfy { CoreDataStoreTests.fixture($0.old) != nil && CoreDataStoreTests.fixture($0.new) != nil }
 
@@ -60,9 +62,19 @@ struct CoreDataOracleTests {
 
         let defaults = try infer(0)
         let message = try #require(defaults.plan.entities.first { $0.name == "Message" })
-        // linkPreviewState is ClientMessage's (entity 6): its rows take the default, the others stay NULL.
+        // linkPreviewState is ClientMessage's (entity 6): its rows take the default, the others stay
+        // NULL, as Core Data 641 (store 2.7's) made ZMESSAGE anew.
         #expect(message.columns["ZLINKPREVIEWSTATE"] == "CASE WHEN Z_ENT = 6 THEN 0 END")
-        #expect(defaults.decisions.contains("ZLINKPREVIEWSTATE: new in ClientMessage, takes the default 0"))
+        #expect(defaults.decisions.contains { $0.hasPrefix("ZLINKPREVIEWSTATE: new in ClientMessage, takes the default 0 in its rows; those of Message, AssetClientMessage, ")
+            && $0.hasSuffix("stay NULL, as Core Data rebuilds ZMESSAGE: Core Data before framework version 977 (the destination store's is 641) makes a table it adds such a column to anew") },
+                "\(defaults.decisions)")
+
+        // decryptionErrorCode is SystemMessage's: Core Data 977 (store 2.89's) added the column to
+        // ZMESSAGE in place and wrote the default into every row.
+        let inPlace = try infer(5)
+        #expect(inPlace.plan.entities.first { $0.name == "Message" }?.columns["ZDECRYPTIONERRORCODE"] == "0")
+        #expect(inPlace.decisions.contains { $0.hasPrefix("ZDECRYPTIONERRORCODE: new in SystemMessage, every row of ZMESSAGE takes the default 0 (Message, ")
+            && $0.hasSuffix(" too), as Core Data's in-place column add gives it") }, "\(inPlace.decisions)")
 
         let renumbered = try infer(3)
         #expect(renumbered.decisions.contains { $0.hasPrefix("join table Z_16USERS -> Z_15USERS (columns Z_16SYSTEMMESSAGES -> Z_15SYSTEMMESSAGES, Z_24USERS1 -> Z_23USERS1)") })
