@@ -231,6 +231,85 @@ struct CoreDataInferenceTests {
                 == [[.integer(1), .text("f"), .null], [.integer(2), .null, .text("l")]])
     }
 
+    /// A tree of three entities, `Item` with `title` and `ref`, and the changes that keep its table
+    /// in place or make Core Data rebuild it.
+    static let tree = """
+        <entity name="Item"><attribute name="title" optional="YES" attributeType="String"/>
+          <relationship name="ref" optional="YES" maxCount="1" destinationEntity="Item"/></entity>
+        <entity name="Link" parentEntity="Item"><attribute name="url" optional="YES" attributeType="String"/></entity>
+        <entity name="Memo" parentEntity="Item"/>
+        """
+
+    @Test("which changes Core Data makes in place and which make it rebuild a table: added, renamed and renumbered keep it, removed or retyped properties and removed entities with properties rebuild it; over a path, from the version that added a column on")
+    func tableRebuilds() throws {
+        func rebuild(_ new: String, from old: String = Self.tree, root: String = "Item", renames: [String: String] = [:]) throws -> String? {
+            try CoreDataModelMapping(source: CoreDataTesting.model(old), destination: CoreDataTesting.model(new), renames: renames)
+                .tableRebuild(ofTreeOf: root)
+        }
+        let memo = #"<entity name="Memo" parentEntity="Item"/>"#
+        let pinned = #"<entity name="Memo" parentEntity="Item"><attribute name="pinned" attributeType="Boolean" defaultValueString="YES"/></entity>"#
+        // In place: an attribute added with a default, a new sibling (renumbering the others), a
+        // removed entity without properties of its own, a renamed attribute.
+        #expect(try rebuild(Self.tree.replacingOccurrences(of: memo, with: pinned)) == nil)
+        #expect(try rebuild(Self.tree + #"<entity name="Alert" parentEntity="Item"/>"#) == nil)
+        #expect(try rebuild(Self.tree.replacingOccurrences(of: memo, with: "")) == nil)
+        #expect(try rebuild(Self.tree.replacingOccurrences(of: #"name="title""#, with: #"name="heading" elementID="title""#)) == nil)
+        // Rebuilt, with the reason.
+        #expect(try rebuild(Self.tree.replacingOccurrences(of: #"<attribute name="url" optional="YES" attributeType="String"/>"#, with: "")) == "Link.url goes")
+        #expect(try rebuild(Self.tree.replacingOccurrences(of: #"name="url" optional="YES" attributeType="String""#,
+                                                            with: #"name="url" optional="YES" attributeType="URI""#))
+                == "Link.url changes type from String to URI")
+        #expect(try rebuild(Self.tree.replacingOccurrences(of: #"<entity name="Link" parentEntity="Item"><attribute name="url" optional="YES" attributeType="String"/></entity>"#, with: ""))
+                == "entity Link goes with url, an attribute or to-one of its own")
+        #expect(try rebuild(Self.tree.replacingOccurrences(of: #"name="ref" optional="YES""#, with: #"name="ref""#)) == "the to-one Item.ref becomes required")
+        #expect(try rebuild(Self.tree.replacingOccurrences(of: "Item", with: "Entry"), root: "Entry", renames: ["Entry": "Item"])
+                == "its root Item becomes Entry without a renaming identifier that says so")
+        #expect(try rebuild(Self.tree.replacingOccurrences(of: #"<entity name="Item">"#, with: #"<entity name="Entry" elementID="Item">"#)
+            .replacingOccurrences(of: #"parentEntity="Item""#, with: #"parentEntity="Entry""#).replacingOccurrences(of: #"destinationEntity="Item""#, with: #"destinationEntity="Entry""#),
+            root: "Entry") == nil)
+
+        // Over a path: pinned added by version 2, url removed by version 3.
+        let second = Self.tree.replacingOccurrences(of: memo, with: pinned)
+        let third = second.replacingOccurrences(of: #"<attribute name="url" optional="YES" attributeType="String"/>"#, with: "")
+        let path = try CoreDataModelMapping(path: [("Model", CoreDataTesting.model(Self.tree)), ("Model 2", CoreDataTesting.model(second)),
+                                                   ("Model 3", CoreDataTesting.model(third))])
+        #expect(path.versionAdding("pinned", of: "Memo") == 1)
+        #expect(path.tableRebuild(ofTreeOf: "Item", since: 1) == "from version Model 2 to Model 3, Link.url goes")
+        #expect(path.tableRebuild(ofTreeOf: "Item", since: 2) == "from version Model 2 to Model 3, Link.url goes")
+        let inPlace = try CoreDataModelMapping(path: [("Model", CoreDataTesting.model(Self.tree)), ("Model 2", CoreDataTesting.model(Self.tree)),
+                                                      ("Model 3", CoreDataTesting.model(second))])
+        #expect(inPlace.versionAdding("pinned", of: "Memo") == 2 && inPlace.tableRebuild(ofTreeOf: "Item", since: 2) == nil)
+    }
+
+    @Test("an attribute new with a default in a sub-entity: in every row of its table where Core Data alters the table in place, in its own entity's rows where Core Data rebuilds it or is older than framework version 977")
+    func newDefaultInSubEntity() throws {
+        let pinned = Self.tree.replacingOccurrences(of: #"<entity name="Memo" parentEntity="Item"/>"#,
+                                                    with: #"<entity name="Memo" parentEntity="Item"><attribute name="pinned" attributeType="Boolean" defaultValueString="YES"/></entity>"#)
+        let rows = "INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZTITLE, ZURL) VALUES (1, 1, 1, 'item', NULL), (2, 2, 1, 'link', 'u'), (3, 3, 1, 'memo', NULL)"
+        func migrate(to new: String, framework: Int? = nil) throws -> (rows: [[SQLiteValue]], plan: InferredPlan) {
+            let folder = try TemporaryFolder()
+            let source = try CoreDataTesting.store(try CoreDataTesting.model(Self.tree), at: folder.path("old.sqlite"), uuid: "OLD", rows: rows)
+            let destination = try CoreDataTesting.store(try CoreDataTesting.model(new), at: folder.path("new.sqlite"), uuid: "NEW")
+            var options = InferenceOptions()
+            options.coreDataFramework = framework
+            let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, options: options)
+            return (try CoreDataMigrationTests.rows(destination, "ZITEM", columns: "Z_PK, ZPINNED"), inferred)
+        }
+        // In place (the store chunkmigrate creates says framework version 1000): every row.
+        let inPlace = try migrate(to: pinned)
+        #expect(inPlace.rows == [[.integer(1), .integer(1)], [.integer(2), .integer(1)], [.integer(3), .integer(1)]])
+        #expect(inPlace.plan.plan.entities.first?.columns["ZPINNED"] == "1")
+        #expect(inPlace.plan.decisions.contains("ZPINNED: new in Memo, every row of ZITEM takes the default 1 (Item, Link too), as Core Data's in-place column add gives it"))
+        // Link.url removed too: Core Data rebuilds ZITEM, only Memo's row takes it.
+        let rebuilt = try migrate(to: pinned.replacingOccurrences(of: #"<attribute name="url" optional="YES" attributeType="String"/>"#, with: ""))
+        #expect(rebuilt.rows == [[.integer(1), .null], [.integer(2), .null], [.integer(3), .integer(1)]])
+        #expect(rebuilt.plan.decisions.contains("ZPINNED: new in Memo, takes the default 1 in its rows; those of Item, Link stay NULL, as Core Data rebuilds ZITEM: Link.url goes"))
+        // As Core Data 866 migrates: the table made anew.
+        let older = try migrate(to: pinned, framework: 866)
+        #expect(older.rows == [[.integer(1), .null], [.integer(2), .null], [.integer(3), .integer(1)]])
+        #expect(older.plan.decisions.contains { $0.hasSuffix("as Core Data rebuilds ZITEM: Core Data before framework version 977 (the destination store's is 866) makes a table it adds such a column to anew") })
+    }
+
     @Test("a rename of an entity the destination model does not have is refused, naming it")
     func misspelledRename() throws {
         let folder = try TemporaryFolder()

@@ -243,11 +243,13 @@ struct CoreDataMigrationTests {
         #expect(inferred.decisions.contains("entity Memo: renamed from Note (given)"))
         #expect(inferred.notes.contains("entity Photo (4): no counterpart in the destination model; its 1 rows are not copied"))
         #expect(inferred.notes.contains("entity Account (1): new in the destination model; left empty"))
+        // Memo's new pinned: ZITEM keeps its columns (only added and renamed ones), so Core Data adds
+        // the column in place and every row of the table takes the default, Link's too.
         #expect(try Self.rows(new, "ZITEM", columns: "Z_PK, Z_ENT, Z_OPT, ZOWNER, ZREF, Z2_REF, ZTITLE, ZRANK, ZPINNED") == [
-            [.integer(3), .integer(3), .integer(1), .integer(1), .null, .null, .text("link"), .integer(30), .null],
+            [.integer(3), .integer(3), .integer(1), .integer(1), .null, .null, .text("link"), .integer(30), .integer(1)],
             [.integer(7), .integer(4), .integer(2), .integer(2), .integer(3), .integer(3), .text("note"), .integer(70), .integer(1)],
             [.integer(12), .integer(4), .integer(1), .null, .integer(12), .integer(4), .text("self"), .integer(120), .integer(1)],
-            [.integer(20), .integer(3), .integer(4), .integer(2), .integer(7), .integer(4), .text("link 2"), .integer(200), .null],
+            [.integer(20), .integer(3), .integer(4), .integer(2), .integer(7), .integer(4), .text("link 2"), .integer(200), .integer(1)],
         ])
         #expect(try Self.rows(new, "ZPERSON", columns: "Z_PK, Z_ENT, Z_OPT, ZNAME") == [[.integer(1), .integer(5), .integer(1), .text("ann")],
                                                                                     [.integer(2), .integer(5), .integer(1), .text("bob")]])
@@ -261,26 +263,28 @@ struct CoreDataMigrationTests {
         #expect(try CoreDataStoreCheck.run(store: new).violations == [])
     }
 
-    @Test("renamingIdentifiers rename entities and attributes, a new required attribute takes its default in its entity's rows, and keys can be allocated with every to-one and self-reference through the ID map")
+    @Test("renamingIdentifiers rename entities and attributes, a new required attribute takes its default in every row of its table, and keys can be allocated with every to-one and self-reference through the ID map")
     func renamingIdentifiersAndAllocatedKeys() throws {
         let folder = try TemporaryFolder()
         let (old, new) = try Self.renamedModelStores(in: folder, renamingIdentifiers: true)
         let inferred = try Self.migrate(old, into: new, folder: folder, batchSize: 2, options: InferenceOptions(keys: .allocate))
         #expect(inferred.decisions.contains("entity Person (renamed from Owner): number 5 -> 5"))
         #expect(inferred.decisions.contains("Item.position: renamed from Item.rank (renamingIdentifier)"))
-        #expect(inferred.decisions.contains("ZPINNED: new in Memo, takes the default 1"))
+        #expect(inferred.decisions.contains("ZPINNED: new in Memo, every row of ZITEM takes the default 1 (Item, Link too), as Core Data's in-place column add gives it"),
+                "\(inferred.decisions)")
         let item = try #require(inferred.plan.entities.first { $0.name == "Item" })
         #expect(item.keys == .allocate)
         // Photo's rows are not copied: a reference to one has no mapping and becomes NULL.
         #expect(item.relationships == ["ZOWNER": .init(from: "ZOWNER", to: "Person"), "ZREF": .init(from: "ZREF", to: "Item", missing: .null)])
         #expect(item.columns["ZPOSITION"] == "ZRANK")
         // Keys 3, 7, 12, 20 became 1, 2, 3, 4 in source-key order; ZREF follows them (12 refers to itself).
-        // Memo's new required pinned takes its default (YES) in Memo rows only.
+        // Memo's new required pinned takes its default (YES) in every row of ZITEM, as Core Data's
+        // in-place column add gives it: ZITEM keeps its columns (one renamed, one added).
         #expect(try Self.rows(new, "ZITEM", columns: "Z_PK, Z_ENT, ZOWNER, ZREF, Z2_REF, ZTITLE, ZPOSITION, ZPINNED") == [
-            [.integer(1), .integer(3), .integer(1), .null, .null, .text("link"), .integer(30), .null],
+            [.integer(1), .integer(3), .integer(1), .null, .null, .text("link"), .integer(30), .integer(1)],
             [.integer(2), .integer(4), .integer(2), .integer(1), .integer(3), .text("note"), .integer(70), .integer(1)],
             [.integer(3), .integer(4), .null, .integer(3), .integer(4), .text("self"), .integer(120), .integer(1)],
-            [.integer(4), .integer(3), .integer(2), .integer(2), .integer(4), .text("link 2"), .integer(200), .null],
+            [.integer(4), .integer(3), .integer(2), .integer(2), .integer(4), .text("link 2"), .integer(200), .integer(1)],
         ])
         #expect(try Database(path: new.path, mode: .readOnly).rows("SELECT Z_NAME, Z_MAX FROM Z_PRIMARYKEY WHERE Z_MAX > 0 ORDER BY Z_ENT")
                 == [[.text("Item"), .integer(4)], [.text("Person"), .integer(2)]])

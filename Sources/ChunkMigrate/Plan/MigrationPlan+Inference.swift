@@ -46,6 +46,9 @@ public struct InferenceOptions: Sendable {
     public var steps: [CoreDataStep] = []
     /// Destination tables the inference leaves alone (a custom step fills them).
     var skippedTables: Set<String> = []
+    /// The Core Data framework version whose migration the plan follows (which tables it alters
+    /// in place); `nil` reads the destination store's `NSPersistenceFrameworkVersion`.
+    var coreDataFramework: Int?
 
     /// Creates inference options.
     public init(renames: [String: String] = [:], sourceModel: CoreDataModel? = nil, destinationModel: CoreDataModel? = nil,

@@ -23,6 +23,9 @@ struct CoreDataInference {
     private var derived: [CoreDataMapping.DerivedValue] = []
     /// Binary attributes whose values may be external files.
     private var externalData: [CoreDataMapping.ExternalData] = []
+    /// Why Core Data rebuilds the table of a destination root from a version on (`root@since`),
+    /// `nil` for one it alters in place: once a table, not once a column.
+    private var tableRebuilds: [String: String?] = [:]
 
     init(database: Database, sourcePath: String, destinationPath: String, options: InferenceOptions) {
         self.database = database
@@ -36,7 +39,20 @@ struct CoreDataInference {
         let source: CoreDataLayout
         let destination: CoreDataLayout
         let mapping: CoreDataModelMapping
+        /// The Core Data whose migration the plan follows: its framework version (a store's
+        /// `NSPersistenceFrameworkVersion`), the destination store's unless the options give it.
+        let framework: Int?
     }
+
+    /// The first Core Data framework version that alters a table in place where a change allows
+    /// it (``CoreDataModelMapping/tableRebuild(ofTreeOf:since:)``). The Messenger stores Core Data
+    /// migrated show it: from 977 on (977, 1044, 1145) a column added to a table that keeps its
+    /// other columns is appended to its `CREATE TABLE`, as `ALTER TABLE ... ADD COLUMN` leaves it,
+    /// and the new attribute's default is in every row of the table; up to 866 (641, 752, 847,
+    /// 865, 866) each table that gained an attribute with a default was made anew (the column in
+    /// the model's order) with the default in the rows of the entities that have it only. One
+    /// table at 851 gained a column without default in place, where the rows come out the same.
+    static let inPlaceSince = 977
 
     mutating func infer() throws -> InferredPlan {
         let sourceModel: CoreDataModel, destinationModel: CoreDataModel, mapping: CoreDataModelMapping
@@ -59,7 +75,8 @@ struct CoreDataInference {
             throw MigrationError(.store, "the two stores' models have no entity in common: they are not two versions of one model",
                                  file: destinationPath)
         }
-        let context = Context(source: source, destination: destination, mapping: mapping)
+        let framework = try options.coreDataFramework ?? CoreDataMetadata.read(database, schema: "main", file: destinationPath).frameworkVersion
+        let context = Context(source: source, destination: destination, mapping: mapping, framework: framework)
         decisions += mapping.decisions
 
         for entity in destination.entities.values.sorted(by: { $0.number < $1.number }) {
@@ -222,14 +239,20 @@ struct CoreDataInference {
                 columns[column.name] = "Z_OPT"
             default:
                 var sources = try rows.map { try value(of: column, for: $0, context) }
-                // A column whose owners' rows all read one source column is copied whole, as
-                // Core Data's in-place migration leaves a column: values in rows of entities
-                // without the property (an earlier migration's defaults) stay, and the copy
-                // needs no CASE per row. Not where the other rows' entities had that property
-                // (moved down to siblings): their values would land in a column not theirs.
                 let owners = rows.indices.filter { owns(column, rows[$0], context) }
-                if let first = owners.first, let sourceColumn = sources[first].column, owners.allSatisfy({ sources[$0] == sources[first] }),
-                   !rows.indices.contains(where: { !owners.contains($0) && sourceEntityHas(sourceColumn, rows[$0], from, context) }) {
+                if let every = addedToEveryRow(column, sources: sources, owners: owners, rows: rows, table: table, context) {
+                    sources = rows.map { _ in every }
+                } else if let first = owners.first, let sourceColumn = sources[first].column, owners.allSatisfy({ sources[$0] == sources[first] }),
+                          !rows.indices.contains(where: { !owners.contains($0) && sourceEntityHas(sourceColumn, rows[$0], from, context) }),
+                          owners.count == rows.count || tableRebuild(rootName, context) == nil {
+                    // A column whose owners' rows all read one source column is copied whole,
+                    // as Core Data's in-place migration leaves a column: values in rows of
+                    // entities without the property (an earlier migration's defaults) stay, and
+                    // the copy needs no CASE per row. Not where the other rows' entities had that
+                    // property (moved down to siblings): their values would land in a column not
+                    // theirs; nor where Core Data rebuilds the table, which leaves those rows
+                    // NULL. (Before framework version 977 no row holds a value of a property its
+                    // entity lacks, so that Core Data's own rebuilds change nothing here.)
                     sources = rows.map { _ in sources[first] }
                 }
                 if let sql = combine(sources, rows: rows) { columns[column.name] = sql }
@@ -264,6 +287,56 @@ struct CoreDataInference {
             return "WHEN \(test) THEN \(source.sql)"
         }
         return "CASE " + cases.joined(separator: " ") + " END"
+    }
+
+    /// The value every row of `table` takes in `column`, an attribute new in the entities that have
+    /// it (none of their source entities had it) with a default: where Core Data alters the table
+    /// in place, it adds the column and writes the default into every row, those of entities
+    /// without the attribute too; where it rebuilds the table, only the rows of entities with the
+    /// attribute take it (`nil`, the values as they are). Says which, once a column.
+    private mutating func addedToEveryRow(_ column: CoreDataLayout.Column, sources: [Source], owners: [Int], rows: [Rows],
+                                          table: CoreDataLayout.EntityTable, _ context: Context) -> Source? {
+        guard case let .attribute(owner, property) = column.role else { return nil }
+        let new = owners.filter { context.mapping.sourceProperty(property, of: rows[$0].entity) == nil && sources[$0] != .null }
+        guard let first = new.first, new == owners, owners.allSatisfy({ sources[$0] == sources[first] }) else {
+            // Some entities had it, or their defaults differ (over a path): each in its own rows.
+            for index in new { decide("\(column.name): new in \(rows[index].entity), takes the default \(sources[index].sql)") }
+            return nil
+        }
+        let value = sources[first].sql
+        let since = owners.compactMap { context.mapping.versionAdding(property, of: rows[$0].entity) }.min() ?? 1
+        let others = rows.indices.filter { !owners.contains($0) }.map { rows[$0].entity }
+        guard !others.isEmpty else {
+            decide("\(column.name): new in \(owner), takes the default \(value)")
+            return nil
+        }
+        let list = others.joined(separator: ", ")
+        if let reason = rebuild(table, since: since, context) {
+            decide("\(column.name): new in \(owner), takes the default \(value) in its rows; those of \(list) stay NULL, as Core Data rebuilds \(table.name): \(reason)")
+            return nil
+        }
+        decide("\(column.name): new in \(owner), every row of \(table.name) takes the default \(value) (\(list) too), as Core Data's in-place column add gives it")
+        return sources[first]
+    }
+
+    /// Why Core Data, as the plan's Core Data migrates, rebuilds `table` rather than adding a
+    /// column with a default to it in place (on a path, on a step to version `since` or later);
+    /// `nil` where it adds it in place.
+    private mutating func rebuild(_ table: CoreDataLayout.EntityTable, since version: Int = 1, _ context: Context) -> String? {
+        if let framework = context.framework, framework < Self.inPlaceSince {
+            return "Core Data before framework version \(Self.inPlaceSince) (the destination store's is \(framework)) makes a table it adds such a column to anew"
+        }
+        guard let root = context.destination.entities[table.root]?.name else { return nil }
+        return tableRebuild(root, since: version, context)
+    }
+
+    /// ``CoreDataModelMapping/tableRebuild(ofTreeOf:since:)``, once a table.
+    private mutating func tableRebuild(_ root: String, since version: Int = 1, _ context: Context) -> String? {
+        let key = "\(root)@\(version)"
+        if let known = tableRebuilds[key] { return known }
+        let reason = context.mapping.tableRebuild(ofTreeOf: root, since: version)
+        tableRebuilds[key] = reason
+        return reason
     }
 
     /// Whether the source entity of `rows` has the property that source column `name` holds.
@@ -356,9 +429,7 @@ struct CoreDataInference {
             return .null
         }
         guard let (declaredBy, old) = source, let oldColumn = context.source.column(of: old.name, entity: rows.source) else {
-            if let defaultSQL {
-                decide("\(column): new in \(rows.entity), takes the default \(defaultSQL)")
-            }
+            // Said with the table's rule, which rows of the table take it (addedToEveryRow).
             return defaultSQL.map(Source.expression) ?? .null
         }
         var value = Source.column(oldColumn.name)

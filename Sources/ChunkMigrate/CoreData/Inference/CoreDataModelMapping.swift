@@ -36,6 +36,11 @@ public struct CoreDataModelMapping: Sendable {
     /// Over several versions (``init(path:renames:)``): how each property of each destination
     /// entity takes its value, followed through every version between.
     private var composed: [String: [String: Composed]]?
+    /// Over several versions: each version to the next, the versions' names, and each
+    /// destination entity's name in every version (`nil` where it does not exist yet).
+    private(set) var hops: [CoreDataModelMapping] = []
+    private(set) var versionNames: [String] = []
+    private(set) var entityNames: [String: [String?]] = [:]
 
     /// A destination property's value over several versions.
     private struct Composed: Sendable {
@@ -50,6 +55,8 @@ public struct CoreDataModelMapping: Sendable {
         var nullFill: CoreDataModel.Value?
         /// With a source: the attribute's type in each version from the source's on.
         var types: [CoreDataModel.AttributeType] = []
+        /// Without a source: the index of the version that added it.
+        var addedAt: Int?
     }
 
     /// Source entities that no destination entity takes rows from (removed from the model).
@@ -136,6 +143,7 @@ public struct CoreDataModelMapping: Sendable {
                 names[index - 1] = previous
                 index -= 1
             }
+            entityNames[entity.name] = names
             guard let from = names[0] else { continue }
             sourceEntity[entity.name] = from
             if from != entity.name { decisions.append("entity \(entity.name): renamed from \(from) on the way (\(path.first!.name) -> \(path.last!.name))") }
@@ -155,7 +163,10 @@ public struct CoreDataModelMapping: Sendable {
                     propertyNames[at].flatMap { path[at].model.property($0, of: names[at]!)?.property }
                 }
                 var value = Composed(source: found)
-                if found == nil { value.newValue = declared(version)?.attribute?.defaultValue }
+                if found == nil {
+                    value.newValue = declared(version)?.attribute?.defaultValue
+                    value.addedAt = version
+                }
                 if found != nil { value.types = (0..<path.count).compactMap { declared($0)?.attribute?.type } }
                 // Forward from where it began: a version that makes it required with a default
                 // fills what is still empty.
@@ -170,6 +181,8 @@ public struct CoreDataModelMapping: Sendable {
             composed[entity.name] = properties
         }
         self.composed = composed
+        self.hops = hops
+        versionNames = path.map(\.name)
         for (hop, mapping) in hops.enumerated() where !mapping.decisions.isEmpty {
             decisions += mapping.decisions.map { "\(path[hop].name) -> \(path[hop + 1].name): \($0)" }
         }
@@ -182,6 +195,13 @@ public struct CoreDataModelMapping: Sendable {
     public func newValue(_ property: String, of entity: String) -> CoreDataModel.Value? {
         if let composed { return composed[entity]?[property]?.newValue }
         return destination.property(property, of: entity)?.property.attribute?.defaultValue
+    }
+
+    /// The index of the version that added `property` of destination entity `entity`, which has
+    /// no source property: 1 between two versions, over several the first version that has it.
+    func versionAdding(_ property: String, of entity: String) -> Int? {
+        if let composed { return composed[entity]?[property]?.addedAt }
+        return sourceProperty(property, of: entity) == nil ? 1 : nil
     }
 
     /// The types an attribute had on the way from its source attribute, the source's first and

@@ -131,11 +131,14 @@ struct CoreDataStepComposition {
             }
         }
 
+        // Every part as the destination's Core Data would migrate it, whatever wrote the stores between.
+        let framework = try options.coreDataFramework ?? CoreDataMetadata.read(database, schema: "main", file: destination.path).frameworkVersion
         for index in parts.indices {
             let part = parts[index]
             var partOptions = InferenceOptions(renames: options.renames, keys: options.keys, keepFirstDuplicate: options.keepFirstDuplicate,
                                                modelBundle: bundle, sourceVersion: names[part.from], destinationVersion: names[part.to])
             partOptions.skippedTables = Set(part.step?.entities.map(\.destination.table) ?? [])
+            partOptions.coreDataFramework = framework
             let inferred = try MigrationPlan.infer(source: stores[part.from]!, destination: stores[part.to]!, options: partOptions)
             var plan = inferred.plan
             if let step = part.step {

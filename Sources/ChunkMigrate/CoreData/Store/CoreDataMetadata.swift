@@ -14,6 +14,9 @@ public struct CoreDataMetadata: @unchecked Sendable {
     /// `NSStoreUUID` in the property list, where it is kept there too (Core Data keeps the store
     /// UUID in `Z_UUID` and adds it to the metadata it returns).
     public var storeUUID: String? { plist?["NSStoreUUID"] as? String }
+    /// `NSPersistenceFrameworkVersion`: the version of the Core Data that last wrote the
+    /// metadata (that created the store, or migrated it), `nil` where it is not there.
+    public var frameworkVersion: Int? { (plist?["NSPersistenceFrameworkVersion"] as? NSNumber)?.intValue }
     /// The entity names of `NSStoreModelVersionHashes`, `nil` without a property list.
     public var hashedEntities: Set<String>? {
         (plist?["NSStoreModelVersionHashes"] as? [String: Any]).map { Set($0.keys) }
