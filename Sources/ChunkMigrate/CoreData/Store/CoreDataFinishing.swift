@@ -23,6 +23,9 @@ final class CoreDataFinishing {
         case derived(CoreDataMapping.DerivedValue)
         case externalData(CoreDataMapping.ExternalData)
         case fetchIndex(FetchIndexFill)
+        /// An R-tree fetch index the store keeps without its triggers, its rows copied from the
+        /// source's index of the same name as they were.
+        case fetchIndexCopy(String)
         case triggers
 
         /// The table the step works on; `nil` for the triggers, which span the store.
@@ -31,6 +34,7 @@ final class CoreDataFinishing {
             case let .derived(value): value.table
             case let .externalData(data): data.table
             case let .fetchIndex(fill): fill.table
+            case let .fetchIndexCopy(index): index
             case .triggers: nil
             }
         }
@@ -41,6 +45,7 @@ final class CoreDataFinishing {
             case let .derived(value): "derive \(value.attribute)"
             case let .externalData(data): "files \(data.attribute)"
             case let .fetchIndex(fill): "rtree \(fill.index)"
+            case let .fetchIndexCopy(index): "rtree \(index)"
             case .triggers: "triggers"
             }
         }
@@ -121,8 +126,35 @@ final class CoreDataFinishing {
             }
             steps.append(.fetchIndex(fill))
         }
+        steps += try fetchIndexesWithoutTriggers(filled: Set(steps.compactMap { step in
+            if case let .fetchIndex(fill) = step { return fill.index.uppercased() }
+            return nil
+        })).map(Step.fetchIndexCopy)
         if !triggers.isEmpty { steps.append(.triggers) }
         return steps
+    }
+
+    /// The destination's R-tree fetch indexes that no trigger keeps (a store can keep one so:
+    /// macOS 26.1's Photos does), whose rows are copied from the source's index of the same
+    /// name, as Core Data's migration leaves them, where the plan keeps every key. Those the job
+    /// cannot carry are said, and left empty.
+    private func fetchIndexesWithoutTriggers(filled: Set<String>) throws -> [String] {
+        let (destination, source) = try sqlite { () throws(SQLiteError) -> ([String], Set<String>) in
+            let query = "SELECT name FROM %@.sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%%' AND sql LIKE '%%USING RTREE%%' ORDER BY name"
+            return (try database.rows(String(format: query, "main")).compactMap { $0[0].text },
+                    Set(try database.rows(String(format: query, "src")).compactMap { $0[0].text?.uppercased() }))
+        }
+        let keysKept = plan.entities.allSatisfy { $0.keys == .preserve || $0.destination.key == nil }
+        var copied: [String] = []
+        for index in destination where !filled.contains(index.uppercased()) {
+            guard source.contains(index.uppercased()) else { continue }
+            guard keysKept else {
+                logger?("the R-tree index \(index) is kept without triggers, and the plan gives keys anew: its rows are not carried (Core Data rebuilds the index when it next writes the entity)")
+                continue
+            }
+            copied.append(index)
+        }
+        return copied
     }
 
     /// Whether `sql` is an insert trigger writing into an R-tree virtual table.
@@ -172,11 +204,37 @@ final class CoreDataFinishing {
                 "INSERT OR REPLACE INTO main.\(SQL.quote(fill.index)) (\(fill.columns)) SELECT \(fill.values) FROM main.\(SQL.quote(fill.table)) "
                     + "WHERE Z_PK > \(first) AND Z_PK <= \(last)" + (fill.condition.map { " AND (\($0))" } ?? "")
             }
+        case let .fetchIndexCopy(index):
+            return try fetchIndexCopyBatch(step, index: index, size: size)
         case let .externalData(data):
             return try externalDataBatch(step, data, size: size)
         case .triggers:
             try sqlite { () throws(SQLiteError) in try CheckpointStore.restoreTriggers(in: database) }
             return true
+        }
+    }
+
+    /// One batch of an R-tree index's rows copied from the source's, by rowid (its first column,
+    /// the entity's key).
+    private func fetchIndexCopyBatch(_ step: Step, index: String, size: Int) throws -> Bool {
+        let sql = """
+            INSERT OR REPLACE INTO main.\(SQL.quote(index)) SELECT * FROM src.\(SQL.quote(index))
+            WHERE rowid > ?1 AND rowid <= ?2
+            """
+        do {
+            return try database.inTransaction(.immediate) { () throws(SQLiteError) -> Bool in
+                let cursor = try CheckpointStore.step(step.name, in: database).cursor ?? Int64.min
+                let last = try database.scalar("SELECT rowid FROM src.\(SQL.quote(index)) WHERE rowid > ?1 ORDER BY rowid LIMIT 1 OFFSET ?2",
+                                               .integer(cursor), .integer(Int64(max(1, size) - 1))).integer
+                var end = last
+                if end == nil { end = try database.scalar("SELECT max(rowid) FROM src.\(SQL.quote(index)) WHERE rowid > ?1", .integer(cursor)).integer }
+                if let end { _ = try database.rows(sql, .integer(cursor), .integer(end)) }
+                try CheckpointStore.saveStep(step.name, cursor: end ?? cursor, done: last == nil, in: database)
+                return last == nil
+            }
+        } catch {
+            throw MigrationError(.batch, "cannot copy the rows of the R-tree index \(index): \(error.message)", file: database.path,
+                                 sql: sql, cause: error)
         }
     }
 
