@@ -125,7 +125,11 @@ enum Runner {
             FileHandle.standardError.write(Data("chunkmigrate: time budget used; the store is part-way through: run `chunkmigrate resume \(job.storeURL.path)` to finish it\n".utf8))
             return
         }
-        if job.isCoreData { try checkCoreData(job.storeURL, quiet: options.quiet || options.json, tables: Set(job.touchedTables)) }
+        if job.isCoreData, !options.noCheck {
+            let report: CoreDataStoreCheck.Report
+            do { report = try job.checkStore() } catch let error as MigrationError { Output.fail(error) }
+            try show(report, of: job.storeURL, quiet: options.quiet || options.json)
+        }
     }
 
     /// What `run --in-place --json` prints.

@@ -113,8 +113,7 @@ struct CoreDataVersionHashTests {
 
     @Test("empty-store's metadata holds Core Data's hashes and digest: an empty store of a store's model cache records the hashes that store records",
           .enabled(if: present, "shared/fixtures/coredata is absent"),
-          arguments: ["corpus/photos-15.4.1/Photos.sqlite", "Messenger/store2-101-0.wiredatabase", "ProgressiveMigration/CoreDataMigration_Example_2.sqlite",
-                      "real/truthsocial-chatmodel-ios17/ChatModel.sqlite"])
+          arguments: CoreDataLayoutTests.allStores.filter { !CoreDataLayoutTests.withoutModelCache.contains($0) })
     func emptyStore(_ name: String) throws {
         let folder = try TemporaryFolder()
         let store = try CoreDataStoreTests.copy(name, into: folder)

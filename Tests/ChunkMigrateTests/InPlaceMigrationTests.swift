@@ -132,6 +132,61 @@ struct InPlaceMigrationTests {
         #expect(difference == nil, "\(difference ?? "")")
     }
 
+    @Test("a store without a model cache (written before iOS 10) migrates in place to a target without one, its models given to the plan, as the copy path migrates it; entity numbers from each store's Z_PRIMARYKEY")
+    func withoutModelCache() throws {
+        let folder = try TemporaryFolder()
+        let old = try CoreDataTesting.model(CoreDataCarriedTests.model)
+        // The new model adds an entity that sorts first (every number shifts) and an attribute with a default.
+        let new = try CoreDataTesting.model("""
+            <entity name="Archive"><attribute name="title" optional="YES" attributeType="String"/></entity>
+            """ + CoreDataCarriedTests.model.replacingOccurrences(of: #"<attribute name="body" attributeType="String"/>"#,
+                                                                  with: #"<attribute name="body" attributeType="String"/><attribute name="pinned" attributeType="Boolean" defaultValueString="NO"/>"#))
+        let stores = try CoreDataCarriedTests.stores(in: folder)
+        let target = try CoreDataTesting.store(new, at: folder.path("Target.sqlite"), uuid: "C0000000-0000-0000-0000-000000000003")
+        for store in [stores.source, target] {
+            try Database(path: store.path, mode: .readWrite).execute("DELETE FROM Z_MODELCACHE")
+        }
+        #expect(try CoreDataModel.read(store: stores.source) == nil)
+        let plan = try MigrationPlan.infer(source: stores.source, destination: target,
+                                           options: InferenceOptions(sourceModel: old, destinationModel: new)).plan
+        let copied = folder.path("copied.sqlite")
+        try FileManager.default.copyItem(at: target, to: copied)
+        var options = MigrationOptions(batchSize: 2)
+        options.checksStore = false
+        #expect(try MigrationJob.start(plan: plan, source: stores.source, destination: copied, journal: folder.path("journal"),
+                                       options: options, logger: quietLogger).runBlocking() == .complete)
+        #expect(try Self.migrateInPlace(plan, store: stores.source, target: target) > 2)
+        #expect(CoreDataTesting.difference(try CoreDataTesting.contents(stores.source), try CoreDataTesting.contents(copied)) == nil)
+        #expect(try CoreDataMigrationTests.rows(stores.source, "ZNOTE", columns: "Z_ENT, ZPINNED") == Array(repeating: [SQLiteValue.integer(3), .integer(0)], count: 4))
+    }
+
+    @Test("in place, the check at the end carries what the store already was (required values left NULL, a join row to a deleted row) and fails on what the job brought about")
+    func sourceAnomaliesCarriedInPlace() throws {
+        let folder = try TemporaryFolder()
+        let new = try CoreDataTesting.model(CoreDataCarriedTests.model.replacingOccurrences(
+            of: #"<attribute name="body" attributeType="String"/>"#,
+            with: #"<attribute name="body" attributeType="String"/><attribute name="pinned" attributeType="Boolean" defaultValueString="NO"/>"#))
+        let stores = try CoreDataCarriedTests.stores(in: folder)
+        let target = try CoreDataTesting.store(new, at: folder.path("Target.sqlite"), uuid: "C0000000-0000-0000-0000-000000000003")
+        var plan = try MigrationPlan.infer(source: stores.source, destination: target).plan
+        var options = MigrationOptions(batchSize: 2)
+        options.checksFreeSpace = false
+        let job = try InPlaceMigration.startOrResume(plan: plan, store: stores.source, target: target, options: options)
+        #expect(try job.runBlocking() == .complete)
+        let report = try job.checkStore()
+        #expect(report.isValid && report.carried.count == 1 && report.carried[0].hasPrefix("ZNOTE.ZBODY: 2 rows of Note have no value for the required Note.body"),
+                "\(report.violations) \(report.carried)")
+
+        // The same store, a plan that writes NULL into a third row: that one is the job's.
+        let other = try TemporaryFolder()
+        let again = try CoreDataCarriedTests.stores(in: other)
+        let note = try #require(plan.entities.firstIndex { $0.destination.table == "ZNOTE" })
+        plan.entities[note].columns["ZBODY"] = "CASE WHEN Z_PK = 4 THEN NULL ELSE ZBODY END"
+        let broken = try InPlaceMigration.startOrResume(plan: plan, store: again.source, target: target, options: options)
+        #expect(try broken.runBlocking() == .complete)
+        #expect(try broken.checkStore().violations == ["ZNOTE.ZBODY: 3 rows of Note have no value for the required Note.body, the first with Z_PK 2"])
+    }
+
     @Test("a plan that needs the copy path is refused with the reason, the store untouched")
     func refused() throws {
         let folder = try TemporaryFolder()

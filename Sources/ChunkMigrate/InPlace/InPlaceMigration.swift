@@ -49,6 +49,9 @@ public final class InPlaceMigration: @unchecked Sendable {
     private let database: Database
     private let options: MigrationOptions
     private let pauseRequested = Locked(false)
+    /// The check of the tables the job touches as they were before it started, and how their
+    /// findings are named after it: what the store already was, carried (``checkStore()``).
+    private var sourceCheck: (report: CoreDataStoreCheck.Report, names: CoreDataStoreCheck.Report.SourceNames)?
     static let stateTable = "_chunkmigrate_inplace"
     static let stepTable = "_chunkmigrate_inplace_step"
 
@@ -202,9 +205,16 @@ public final class InPlaceMigration: @unchecked Sendable {
             }
         }
         // A store already at the target's model (a job that finished, run again): nothing to do.
+        // Two Core Data stores are of one model when they record the same entity version hashes,
+        // with or without a model cache, as Core Data tells them.
+        func hashes(_ schema: String, _ file: String) -> CoreDataVersionHashes? {
+            (try? CoreDataMetadata.read(database, schema: schema, file: file).plist).flatMap { $0 }.flatMap(CoreDataVersionHashes.init(metadata:))
+        }
         let already: Bool
         if halfMigrated {
             already = false
+        } else if let storeHashes = hashes("main", store.path), let targetHashes = hashes("tgt", target.path) {
+            already = storeHashes == targetHashes
         } else if targetCoreDataModel == nil {
             already = try plainStoreIsDone(database, plan: plan, file: store.path)
         } else {
@@ -223,9 +233,18 @@ public final class InPlaceMigration: @unchecked Sendable {
             // The rollback journal first, so that a store the job cannot have to itself is not
             // marked part-way through; the mode it had is recorded with the steps.
             let mode = (try? database.scalar("PRAGMA main.journal_mode").text) ?? nil ?? "delete"
+            // What the store already is, before anything changes: the anomalies Core Data
+            // migrates as they are, so that the check at the end carries them.
+            var extra: [(String, String)] = []
+            if options.checksStore, migration.isCoreDataStore, let check = try? CoreDataStoreCheck.run(store: store, tables: Set(touched)) {
+                let names = CoreDataStoreCheck.Report.SourceNames(plan: plan, destination: targetModelOfTarget(database, file: target.path))
+                if let report = try? JSONEncoder().encode(check), let names = try? JSONEncoder().encode(names) {
+                    extra = [("source_check", String(decoding: report, as: UTF8.self)), ("source_names", String(decoding: names, as: UTF8.self))]
+                }
+            }
             try useRollbackJournal(database, file: store.path)
             do {
-                try record(encoded, target: target.path, targetModel: targetModel ?? "", mode: mode, touched: touched, in: database)
+                try record(encoded, target: target.path, targetModel: targetModel ?? "", mode: mode, touched: touched, extra: extra, in: database)
             } catch {
                 try? database.execute("PRAGMA main.journal_mode = \(mode)")
                 throw MigrationError(.store, "cannot record the in-place job in the store: \(error.message)", file: store.path, sql: error.sql)
@@ -233,10 +252,37 @@ public final class InPlaceMigration: @unchecked Sendable {
         } else if halfMigrated {
             try useRollbackJournal(database, file: store.path)
         }
-        migration.isCoreData = (try? database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE name = 'Z_PRIMARYKEY'").integer) == 1
+        migration.isCoreData = migration.isCoreDataStore
+        if let report = ((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'source_check'").text) ?? nil),
+           let names = ((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'source_names'").text) ?? nil),
+           let decodedReport = try? JSONDecoder().decode(CoreDataStoreCheck.Report.self, from: Data(report.utf8)),
+           let decodedNames = try? JSONDecoder().decode(CoreDataStoreCheck.Report.SourceNames.self, from: Data(names.utf8)) {
+            migration.sourceCheck = (decodedReport, decodedNames)
+        }
         migration.touchedTables = ((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'touched'").text) ?? nil)?
             .split(separator: "\n").map(String.init) ?? []
         return migration
+    }
+
+    /// Whether the store open as `main` is a Core Data store.
+    private var isCoreDataStore: Bool {
+        (try? database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE name = 'Z_PRIMARYKEY'").integer) == 1
+    }
+
+    /// The target's model, from its model cache, when it has one.
+    private static func targetModelOfTarget(_ database: Database, file: String) -> CoreDataModel? {
+        (try? CoreDataModel.read(database, schema: "tgt", file: file)).flatMap { $0 }
+    }
+
+    /// The check of the tables the job touched, once it is complete, with the anomalies the store
+    /// had before the job started carried (``CoreDataStoreCheck/Report/carried``), as Core Data's
+    /// own migration carries them; a job completed by an earlier run reports every finding.
+    ///
+    /// - Throws: ``MigrationError`` naming the file when the store cannot be read.
+    public func checkStore() throws -> CoreDataStoreCheck.Report {
+        let report = try CoreDataStoreCheck.run(store: storeURL, tables: Set(touchedTables))
+        guard let sourceCheck else { return report }
+        return report.carryingOver(from: sourceCheck.report, names: sourceCheck.names)
     }
 
     /// Every batch commits through a rollback journal (`TRUNCATE`), which writes each row once.
@@ -285,14 +331,14 @@ public final class InPlaceMigration: @unchecked Sendable {
     /// Records the job and its steps in the store, in one transaction, with the journal mode the
     /// store had (every batch commits through a rollback journal; the mode comes back at the end).
     private static func record(_ steps: [String], target: String, targetModel: String, mode: String, touched: [String],
-                               in database: Database) throws(SQLiteError) {
+                               extra: [(String, String)], in database: Database) throws(SQLiteError) {
         try database.inTransaction(.immediate) { () throws(SQLiteError) in
             try database.execute("""
                 CREATE TABLE main.\(stateTable) (key TEXT PRIMARY KEY, value TEXT);
                 CREATE TABLE main.\(stepTable) (idx INTEGER PRIMARY KEY, step TEXT NOT NULL, cursor INTEGER, done INTEGER NOT NULL);
                 """)
             let state = try database.prepare("INSERT INTO main.\(stateTable) (key, value) VALUES (?1, ?2)")
-            for (key, value) in [("target", target), ("target_model", targetModel), ("journal_mode", mode), ("touched", touched.joined(separator: "\n"))] {
+            for (key, value) in [("target", target), ("target_model", targetModel), ("journal_mode", mode), ("touched", touched.joined(separator: "\n"))] + extra {
                 try state.bind([.text(key), .text(value)])
                 _ = try state.step()
                 state.reset()

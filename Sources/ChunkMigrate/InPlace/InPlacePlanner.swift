@@ -69,11 +69,18 @@ final class InPlacePlanner {
         if plain {
             writtenOut = plan
         } else {
-            guard let sourceModel = try CoreDataModel.read(database, schema: "main", file: storePath),
-                  let targetModel = try CoreDataModel.read(database, schema: "tgt", file: targetPath) else {
-                throw refuse("a store without a model cache")
+            // Each entity's number in the store and in the target, by name: from their models,
+            // or where a store carries none (written before iOS 10), from its Z_PRIMARYKEY, as
+            // the rows were numbered.
+            func numbers(_ schema: String, _ file: String) throws -> [String: Int64] {
+                if let model = try CoreDataModel.read(database, schema: schema, file: file) {
+                    return Dictionary(try CoreDataLayout(model: model).entities.values.map { ($0.name, $0.number) }, uniquingKeysWith: { a, _ in a })
+                }
+                return Dictionary(try CoreDataEntities.read(database, schema: schema, file: file).entities.values.map { ($0.name, $0.number) },
+                                  uniquingKeysWith: { a, _ in a })
             }
-            writtenOut = try CoreDataStepComposition.entityNumbersWrittenOut(plan, from: sourceModel, to: targetModel, step: nil)
+            writtenOut = try CoreDataStepComposition.entityNumbersWrittenOut(plan, from: try numbers("main", storePath),
+                                                                             to: try numbers("tgt", targetPath), step: nil)
         }
 
         // The sets of keys of a table's rows of some entities that a step reads from its own

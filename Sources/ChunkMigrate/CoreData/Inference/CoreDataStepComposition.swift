@@ -262,15 +262,24 @@ struct CoreDataStepComposition {
     /// the later version's number.
     static func entityNumbersWrittenOut(_ plan: MigrationPlan, from: CoreDataModel, to: CoreDataModel, step: CoreDataStep?) throws -> MigrationPlan {
         let before = try CoreDataLayout(model: from), after = try CoreDataLayout(model: to)
+        return try entityNumbersWrittenOut(plan, from: Dictionary(before.entities.values.map { ($0.name, $0.number) }, uniquingKeysWith: { a, _ in a }),
+                                           to: Dictionary(after.entities.values.map { ($0.name, $0.number) }, uniquingKeysWith: { a, _ in a }),
+                                           step: step)
+    }
+
+    /// ``entityNumbersWrittenOut(_:from:to:step:)`` with the entities' numbers by name, as the
+    /// two stores' `Z_PRIMARYKEY` give them where they carry no model.
+    static func entityNumbersWrittenOut(_ plan: MigrationPlan, from before: [String: Int64], to after: [String: Int64],
+                                        step: CoreDataStep?) throws -> MigrationPlan {
         let label = step.map { "step \($0.from) -> \($0.to): " } ?? ""
         var cases: [String] = []
-        var identity = before.entities.count == after.entities.count
+        var identity = before.count == after.count
         for (destinationName, sourceName) in (plan.coreData?.entities ?? [:]).sorted(by: { $0.key < $1.key }) {
-            guard let a = before.entity(named: sourceName)?.number, let b = after.entity(named: destinationName)?.number else { continue }
+            guard let a = before[sourceName], let b = after[destinationName] else { continue }
             cases.append("WHEN \(a) THEN \(b)")
             if a != b { identity = false }
         }
-        if cases.count != before.entities.count { identity = false }
+        if cases.count != before.count { identity = false }
         func rewrite(_ sql: String) throws -> String {
             var text = sql
             // Each call, case aside, its argument to its closing parenthesis.
@@ -289,7 +298,7 @@ struct CoreDataStepComposition {
                 let call = text[range]
                 let open = call.firstIndex { $0 == "'" || $0 == "\"" }!
                 let name = String(call[call.index(after: open)...].prefix { $0 != call[open] })
-                guard let number = after.entity(named: name)?.number else {
+                guard let number = after[name] else {
                     throw MigrationError(.invalidPlan, "\(label)coredata_entity_number('\(name)'): version \(step?.to ?? "") has no entity \(name)")
                 }
                 text.replaceSubrange(range, with: String(number))

@@ -12,7 +12,7 @@ import Foundation
 /// migration. Only what the source did not have fails the job.
 extension CoreDataStoreCheck.Report {
     /// How a finding of the migrated store is named in its source.
-    public struct SourceNames: Sendable {
+    public struct SourceNames: Sendable, Codable {
         /// Destination entity name -> the source entity its rows come from (the plan's
         /// ``CoreDataMapping/entities``); an entity not listed keeps its name.
         public var entities: [String: String]
