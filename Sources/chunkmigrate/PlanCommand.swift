@@ -57,6 +57,9 @@ struct PlanCommand: ParsableCommand {
     @Option(name: .long, help: "preserve (default: object IDs saved as URIs stay valid) or allocate (keys after each table's largest).")
     var keys: EntityMapping.KeyPolicy = .preserve
 
+    @Flag(name: .long, help: "Do not check the source for what it already is that the job will carry as it is (a required value left NULL, a join row to a deleted row, a missing external file).")
+    var noCheck = false
+
     @Flag(name: .long, help: "Where the new model adds a uniqueness constraint that source rows violate, keep the first row of each value (in key order) and leave the rest out, instead of failing the batch.")
     var keepFirstDuplicate = false
 
@@ -95,6 +98,13 @@ struct PlanCommand: ParsableCommand {
                                                    destination: URL(fileURLWithPath: destination), options: options)
             var report = inferred.decisions.map { "decided: \($0)" }
             report += inferred.notes.map { "note: \($0)" }
+            // What the source already is that Core Data relies on elsewhere (a required value
+            // left NULL, a join row to a row deleted since, a file gone): Core Data migrates it as
+            // it is, and so does the job, whose check then carries it.
+            if inferred.plan.coreData != nil, !noCheck,
+               let check = try? CoreDataStoreCheck.run(store: URL(fileURLWithPath: source), model: options.sourceModel) {
+                report += check.violations.map { "carried: \($0): as it is, as Core Data's migration carries it" }
+            }
             // The disk the job will need, as `run` works it out before it starts.
             let space = try SpaceEstimate.of(plan: inferred.plan, source: URL(fileURLWithPath: source), destination: URL(fileURLWithPath: destination))
             report.append("space: the job \(space)\(space.fits ? "" : ": not enough, run refuses to start")")
