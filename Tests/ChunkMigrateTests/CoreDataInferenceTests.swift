@@ -248,18 +248,12 @@ struct CoreDataInferenceTests {
             ("<entity name=\"A\"><attribute name=\"x\" optional=\"YES\" attributeType=\"String\"/></entity>",
              "<entity name=\"A\"><attribute name=\"x\" optional=\"YES\" attributeType=\"Integer 64\"/></entity>",
              "attribute A.x changes type from String to Integer 64"),
-            ("<entity name=\"A\"><attribute name=\"x\" optional=\"YES\" attributeType=\"Integer 64\"/></entity><entity name=\"B\"/>",
-             "<entity name=\"A\"><relationship name=\"x\" optional=\"YES\" maxCount=\"1\" destinationEntity=\"B\"/></entity><entity name=\"B\"/>",
-             "A.x is a relationship but was the attribute A.x"),
             ("<entity name=\"A\"><attribute name=\"x\" optional=\"YES\" attributeType=\"String\"/></entity>",
              "<entity name=\"A\"><attribute name=\"x\" optional=\"YES\" attributeType=\"String\"/><attribute name=\"y\" attributeType=\"String\"/></entity>",
              "attribute A.y is new, required and has no default value, and the source has 1 rows of A"),
             ("<entity name=\"A\"><attribute name=\"x\" optional=\"YES\" attributeType=\"String\"/></entity><entity name=\"B\"><attribute name=\"y\" optional=\"YES\" attributeType=\"String\"/></entity>",
              "<entity name=\"A\"><attribute name=\"x\" optional=\"YES\" attributeType=\"String\"/></entity><entity name=\"B\" parentEntity=\"A\"><attribute name=\"y\" optional=\"YES\" attributeType=\"String\"/></entity>",
              "lightweight migration cannot merge entity hierarchies"),
-            ("<entity name=\"A\"><relationship name=\"r\" optional=\"YES\" maxCount=\"1\" destinationEntity=\"B\"/></entity><entity name=\"B\"/><entity name=\"C\"/>",
-             "<entity name=\"A\"><relationship name=\"r\" optional=\"YES\" maxCount=\"1\" destinationEntity=\"C\"/></entity><entity name=\"B\"/><entity name=\"C\"/>",
-             "relationship A.r points at C, whose rows do not come from B"),
           ])
     func refusals(_ old: String, _ new: String, _ words: String) throws {
         let folder = try TemporaryFolder()

@@ -131,7 +131,7 @@ struct CoreDataInference {
         if path.count > 2 {
             let names = path.map(\.name)
             let shown = names.count <= 6 ? names : Array(names.prefix(3)) + ["..."] + Array(names.suffix(2))
-            decide("path: \(shown.joined(separator: " -> ")), \(path.count - 1) steps in one job")
+            decide("path: \(shown.joined(separator: " -> ")), \(path.count - 1) steps in one job: inferred from \(from.name) straight to \(to.name), as Core Data does, the versions between read for renames on the way")
         }
         return path
     }
