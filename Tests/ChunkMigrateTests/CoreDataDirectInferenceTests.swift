@@ -203,4 +203,50 @@ struct CoreDataDirectInferenceTests {
         #expect(try CoreDataMigrationTests.rows(abstract, "ZABSTRACTMESSAGE", columns: "Z_PK, Z_ENT, ZSENDER, ZBODY")
                 == [[.integer(1), .integer(textAfter), .integer(1), .text("hi")], [.integer(2), .integer(textAfter), .null, .text("yo")]])
     }
+
+    static let bookmarks = "apps/ddg-browserserviceskit-bookmarks"
+
+    @Test("DuckDuckGo's bookmarks, V1 to V5, each straight to the current model: the tree the app's migration test expects (uuids, titles, urls, folders, order), the legacy favorites folder's favorites in order (5, 4, 33, 32, 2)",
+          .enabled(if: CoreDataStoreTests.fixture(bookmarks) != nil, "shared/fixtures/coredata is absent"),
+          arguments: 1...5)
+    func bookmarksToCurrent(_ version: Int) throws {
+        let folder = try TemporaryFolder()
+        let bundle = try CoreDataModelBundle.read(contentsOf: try #require(CoreDataStoreTests.fixture("\(Self.bookmarks)/BookmarksModel.xcdatamodeld")))
+        #expect(bundle.current == "BookmarksModel 6")
+        let source = try CoreDataModelTests.copy("\(Self.bookmarks)/Bookmarks_V\(version).sqlite", into: folder)
+        let destination = folder.path("current.sqlite")
+        try CoreDataEmptyStore.create(at: destination, model: try #require(bundle.version(named: "BookmarksModel 6")).model)
+        let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, options: InferenceOptions(modelBundle: bundle))
+        let found = version == 1 ? "BookmarksModel" : "BookmarksModel \(version)"
+        #expect(inferred.decisions.contains { $0.hasPrefix("source store: version \(found) (") }, "\(inferred.decisions)")
+
+        // The tree as the app's test builds it: (depth, uuid, title, url, isFolder).
+        let database = try Database(path: destination.path, mode: .source)
+        func children(of uuid: String) throws -> [String] {
+            try database.rows("""
+                SELECT c.ZUUID FROM ZBOOKMARKENTITY c JOIN ZBOOKMARKENTITY p ON p.Z_PK = c.ZPARENT WHERE p.ZUUID = '\(uuid)' ORDER BY c.Z_FOK_PARENT
+                """).compactMap { $0[0].text }
+        }
+        var tree: [[SQLiteValue]] = []
+        func walk(_ uuid: String, depth: Int) throws {
+            for child in try children(of: uuid) {
+                let row = try database.rows("SELECT ZTITLE, ZURL, ZISFOLDER, ZISPENDINGDELETION, ifnull(ZISSTUB, 0) FROM ZBOOKMARKENTITY WHERE ZUUID = '\(child)'")
+                tree.append([.integer(Int64(depth)), .text(child)] + (row.first ?? []))
+                try walk(child, depth: depth + 1)
+            }
+        }
+        try walk("bookmarks_root", depth: 0)
+        func bookmark(_ id: String, _ depth: Int) -> [SQLiteValue] { [.integer(Int64(depth)), .text(id), .text(id), .text(id), .integer(0), .integer(0), .integer(0)] }
+        func folderRow(_ id: String, _ depth: Int) -> [SQLiteValue] { [.integer(Int64(depth)), .text(id), .text(id), .null, .integer(1), .integer(0), .integer(0)] }
+        #expect(tree == [bookmark("1", 0), bookmark("2", 0), folderRow("3", 0), folderRow("31", 1), bookmark("32", 1), bookmark("33", 1),
+                         bookmark("4", 0), bookmark("5", 0)])
+        // What the app's step copies into the form factors' folders, in order.
+        let favorites = try database.rows("""
+            SELECT b.ZUUID FROM Z_1FAVORITES j JOIN ZBOOKMARKENTITY f ON f.Z_PK = j.Z_1FAVORITEFOLDERS JOIN ZBOOKMARKENTITY b ON b.Z_PK = j.Z_1FAVORITES
+            WHERE f.ZUUID = 'favorites_root' ORDER BY j.Z_FOK_1FAVORITES
+            """).compactMap { $0[0].text }
+        #expect(favorites == ["5", "4", "33", "32", "2"])
+        #expect(try database.scalar("SELECT count(*) FROM ZBOOKMARKENTITY") == .integer(10))
+        #expect(try CoreDataStoreCheck.run(store: destination).violations == [])
+    }
 }
