@@ -338,8 +338,8 @@ struct CoreDataInference {
     private mutating func attributeValue(_ attribute: CoreDataModel.Property, of rows: Rows, column: String,
                                          _ context: Context) throws -> Source {
         let new = attribute.attribute!
-        // The default rows without the property take (over several versions, the one it had
-        // when it was added).
+        // The default rows without the property take: the destination's, as Core Data writes it
+        // (over several versions too: its migration goes straight to the last).
         let defaultSQL = context.mapping.newValue(attribute.name, of: rows.entity).flatMap { Self.literal($0, type: new.type) }
         let source = context.mapping.sourceProperty(attribute.name, of: rows.entity)
         if let derivation = new.derivation, Self.computesDerived(derivation, was: source?.property.attribute?.derivation) {
@@ -368,7 +368,7 @@ struct CoreDataInference {
             return externalDataValue(column: column, oldColumn: oldColumn.name, of: "\(declaring).\(attribute.name)",
                                      was: was.allowsExternalStorage, is: new.allowsExternalStorage, table: context.destination.table(of: rows.entity)?.name)
         }
-        // Each type change on the way in turn (one between two versions, or several).
+        // From the source attribute's type to the destination's (over several versions, once).
         let types = context.mapping.types(attribute.name, of: rows.entity)
         var converted = SQL.identifier(oldColumn.name)
         for (from, to) in zip(types, types.dropFirst()) where from != to {
