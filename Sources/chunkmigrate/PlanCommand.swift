@@ -8,8 +8,8 @@ struct PlanCommand: ParsableCommand {
         abstract: "Infer a plan from the source store and the (empty) destination store.",
         discussion: """
             Between Core Data stores, from the models the stores carry (their model caches), the \
-            way lightweight migration infers a mapping model: entities and properties by renaming \
-            identifier or name, each store's columns as Core Data names them for its model, values \
+            way lightweight migration infers a mapping model: entities and properties by \
+            identifier (renaming identifier, else name), each store's columns as Core Data names them for its model, values \
             moved between columns, defaults for rows that did not have an attribute, entity \
             numbers and join tables remapped, keys preserved. A change lightweight migration cannot \
             infer is refused, naming the entity and property. Between plain SQLite stores: tables \
@@ -18,8 +18,10 @@ struct PlanCommand: ParsableCommand {
 
             With --models (the app's .xcdatamodeld or .momd, every version), the stores' versions \
             are found (their version identifiers, else their model caches) and the plan covers \
-            the whole path between them in one job: each version to the next, renames followed \
-            through, defaults as each version added them.
+            the whole path between them in one job, as Core Data's automatic migration does: one \
+            mapping inferred from the source's version straight to the destination's, and where \
+            it leaves an entity or property new, the versions between followed for renames on \
+            the way. Custom steps (--step) cut the path.
             """)
 
     @Option(name: .long, help: "The source store (opened read-only).")

@@ -42,7 +42,7 @@ struct CoreDataVersionPathTests {
         """,
     ]
 
-    @Test("a property renamed through a chain of renaming identifiers keeps its values from the oldest version to the newest; a property added on the way takes the default of the version that added it; NULLs take the default of the version that made it required")
+    @Test("a property renamed through a chain of renaming identifiers keeps its values from the oldest version to the newest; a property added on the way takes the newest version's default, as Core Data's inference straight to it writes; NULLs take the default where the newest version makes it required")
     func chainOfRenames() throws {
         let folder = try TemporaryFolder()
         let bundle = try CoreDataModelBundle.read(contentsOf: try Self.bundle(Self.versions, in: folder))
@@ -56,9 +56,11 @@ struct CoreDataVersionPathTests {
 
         let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, options: InferenceOptions(modelBundle: bundle))
         #expect(inferred.decisions.contains("source store: version Model (by its version identifier v1)"))
-        #expect(inferred.decisions.contains("Model 2 -> Model 3: Item.c: renamed from Item.b (renamingIdentifier)"))
+        #expect(inferred.decisions.contains("Item.c: from Item.a through the versions between (a in Model, b from Model 2, c from Model 3); Core Data's inference from Model straight to Model 3 leaves it new"),
+                "\(inferred.decisions)")
+        // count: Core Data's migration from Model straight to Model 3 writes Model 3's default.
         #expect(try Database(path: destination.path, mode: .source).rows("SELECT Z_PK, ZC, ZCOUNT, ZNOTE FROM ZITEM ORDER BY Z_PK")
-                == [[.integer(1), .text("x"), .integer(5), .text("none")], [.integer(4), .text("y"), .integer(5), .text("kept")]])
+                == [[.integer(1), .text("x"), .integer(7), .text("none")], [.integer(4), .text("y"), .integer(7), .text("kept")]])
     }
 
     @Test("a store's version: its version identifier, else its model cache (the oldest of versions alike); a newer source is refused")
@@ -81,7 +83,7 @@ struct CoreDataVersionPathTests {
                 && CoreDataModelBundle.order("Model 2", "Model 10") && !CoreDataModelBundle.order("zmessaging2.21.1", "zmessaging2.21.0"))
     }
 
-    @Test("over several versions: each type change in turn, renames that apply nowhere refused, versions of unknown order refused, a compiled .momd read")
+    @Test("over several versions: one type conversion from the first version's type to the last's, renames that apply nowhere refused, versions of unknown order refused, a compiled .momd read")
     func pathDetails() throws {
         let folder = try TemporaryFolder()
         let versions = [
@@ -94,9 +96,10 @@ struct CoreDataVersionPathTests {
                                                rows: "INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZSIZE) VALUES (1, 1, 1, 2.7)")
         let destination = try CoreDataTesting.store(bundle.versions[2].model, at: folder.path("v3.sqlite"), uuid: "E0000000-0000-0000-0000-000000000012")
         let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, options: InferenceOptions(modelBundle: bundle))
-        // Version 2 kept the integer part, as one version at a time would.
-        #expect(inferred.decisions.contains("ZSIZE: Double -> Integer 64 -> Double, CAST(CAST(ZSIZE AS INTEGER) AS REAL)"))
-        #expect(try Database(path: destination.path, mode: .source).scalar("SELECT ZSIZE FROM ZITEM") == .real(2))
+        // A Double in Model and Model 3: Core Data's migration straight from one to the other
+        // keeps the fraction that Model 2 (an Integer 64) would have cut.
+        #expect(!inferred.decisions.contains { $0.hasPrefix("ZSIZE") }, "\(inferred.decisions)")
+        #expect(try Database(path: destination.path, mode: .source).scalar("SELECT ZSIZE FROM ZITEM") == .real(2.7))
 
         let renamed = #expect(throws: MigrationError.self) {
             try MigrationPlan.infer(source: source, destination: destination, options: InferenceOptions(renames: ["Itme": "Item"], modelBundle: bundle))
@@ -127,7 +130,7 @@ struct CoreDataVersionPathTests {
         #expect(compiled.versions.map { CoreDataModelBundle.signature($0.model) } == bundle.versions.map { CoreDataModelBundle.signature($0.model) })
     }
 
-    @Test("the Messenger store at 2.6 straight to 2.101.0 in one job equals the same path taken one version at a time, 83 steps",
+    @Test("the Messenger store at 2.6 straight to 2.101.0 in one job: what Core Data's inference from 2.6 straight to 2.101.0 gives, and the values of the properties renamed on the way, which the versions between tell",
           .enabled(if: CoreDataOracleTests.present, "shared/fixtures/coredata is absent"))
     func messengerWholePath() throws {
         let folder = try TemporaryFolder()
@@ -135,33 +138,38 @@ struct CoreDataVersionPathTests {
         let bundle = try CoreDataModelBundle.read(contentsOf: bundleURL)
         #expect(bundle.versions.count == 90 && bundle.current == "zmessaging2.101.0")
         let source = try CoreDataModelTests.copy("Messenger/store2-6.wiredatabase", into: folder)
+        // A muted conversation (this copy only): 2.53 renamed isSilenced mutedStatus.
+        try Database(path: source.path, mode: .readWrite).execute("UPDATE ZCONVERSATION SET ZISSILENCED = 1 WHERE Z_PK = 2")
         let coreData = try CoreDataModelTests.copy("Messenger/store2-101-0.wiredatabase", into: folder)
         let destination = try CoreDataTesting.emptiedCopy(of: coreData, named: "direct.sqlite", in: folder)
         try CoreDataTesting.provideExternalFiles(for: source)
         let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, journal: "direct", batchSize: 7,
                                                           options: InferenceOptions(modelBundle: bundle))
-        #expect(inferred.decisions.contains { $0.hasPrefix("path: zmessaging2.6 -> zmessaging2.7 -> zmessaging2.8 -> ... -> zmessaging2.100.0 -> zmessaging2.101.0, 83 steps") })
-
-        // One version at a time: each step into an empty store of the next version.
-        let path = try #require(bundle.path(from: "zmessaging2.6", to: "zmessaging2.101.0"))
-        var store = source
-        for (index, version) in path.enumerated().dropFirst() {
-            let next = folder.path("step\(index).sqlite")
-            try CoreDataEmptyStore.create(at: next, model: version.model)
-            _ = try CoreDataMigrationTests.migrate(store, into: next, folder: folder, journal: "step\(index)", batchSize: 1000,
-                                                   options: InferenceOptions(sourceModel: path[index - 1].model, destinationModel: version.model))
-            if index > 1 { try CoreDataTesting.provideExternalFiles(for: next) }
-            store = next
-        }
-        var direct = try CoreDataTesting.contents(destination), stepped = try CoreDataTesting.contents(store)
-        for table in ["Z_METADATA", "(triggers)"] { direct[table] = nil; stepped[table] = nil }
-        #expect(CoreDataTesting.difference(direct, stepped) == nil)
-        // Every object of the source is there.
+        let pathLine = "path: zmessaging2.6 -> zmessaging2.7 -> zmessaging2.8 -> ... -> zmessaging2.100.0 -> zmessaging2.101.0, 83 steps in one job: inferred from zmessaging2.6 straight to zmessaging2.101.0, as Core Data does, the versions between read for renames on the way"
+        let muted = "Conversation.mutedStatus: from Conversation.isSilenced through the versions between (isSilenced in zmessaging2.6, mutedStatus from zmessaging2.54.0); Core Data's inference from zmessaging2.6 straight to zmessaging2.101.0 leaves it new"
+        #expect(inferred.decisions.contains(pathLine) && inferred.decisions.contains(muted), "\(inferred.decisions)")
         let before = try Database(path: source.path, mode: .source), after = try Database(path: destination.path, mode: .source)
+        #expect(try after.rows("SELECT Z_PK, ZMUTEDSTATUS FROM ZCONVERSATION ORDER BY Z_PK") == (try before.rows("SELECT Z_PK, ZISSILENCED FROM ZCONVERSATION ORDER BY Z_PK")))
+        // Every object of the source is there.
         for table in ["ZCONVERSATION", "ZMESSAGE", "ZUSER", "ZUSERCLIENT"] {
             #expect(try after.scalar("SELECT count(*) FROM \(table)") == (try before.scalar("SELECT count(*) FROM \(table)")), "\(table)")
         }
         #expect(try CoreDataStoreCheck.run(store: destination).violations == [])
+
+        // Core Data's inference from 2.6 straight to 2.101.0, the two models alone: the same
+        // store but for mutedStatus, new there (its default, 0).
+        let path = try #require(bundle.path(from: "zmessaging2.6", to: "zmessaging2.101.0"))
+        let alone = try CoreDataTesting.emptiedCopy(of: coreData, named: "alone.sqlite", in: folder)
+        let straight = try CoreDataMigrationTests.migrate(source, into: alone, folder: folder, journal: "alone", batchSize: 1000,
+                                                          options: InferenceOptions(sourceModel: path.first!.model, destinationModel: path.last!.model))
+        #expect(Set(inferred.decisions).symmetricDifference(straight.decisions)
+                == [pathLine, muted, "source store: version zmessaging2.6 (by its version identifier 2.6)",
+                    "destination store: version zmessaging2.101.0 (by its version identifier 2.101.0)", "ZMUTEDSTATUS: new in Conversation, takes the default 0"])
+        #expect(try Database(path: alone.path, mode: .source).scalar("SELECT count(*) FROM ZCONVERSATION WHERE ZMUTEDSTATUS <> 0") == .integer(0))
+        try Database(path: destination.path, mode: .readWrite).execute("UPDATE ZCONVERSATION SET ZMUTEDSTATUS = 0")
+        var withVersions = try CoreDataTesting.contents(destination), twoModels = try CoreDataTesting.contents(alone)
+        for table in ["Z_METADATA", "(triggers)"] { withVersions[table] = nil; twoModels[table] = nil }
+        #expect(CoreDataTesting.difference(withVersions, twoModels) == nil)
     }
 }
 

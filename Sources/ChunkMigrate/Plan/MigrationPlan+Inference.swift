@@ -33,8 +33,10 @@ public struct InferenceOptions: Sendable {
     /// row of each value in source-key order and leaves the others out (the report counts them).
     public var keepFirstDuplicate: Bool
     /// Every version of the app's model (an `.xcdatamodeld` or `.momd`): the plan then covers the
-    /// whole path from the source store's version to the destination's, each version to the
-    /// next followed through (``CoreDataModelMapping/init(path:renames:)``).
+    /// whole path from the source store's version to the destination's: one mapping from the
+    /// first straight to the last, as Core Data's automatic migration infers it, with the renames
+    /// of the versions between followed where it leaves an entity or property new
+    /// (``CoreDataModelMapping/init(path:renames:)``).
     public var modelBundle: CoreDataModelBundle?
     /// The source store's version in ``modelBundle``, by name, where its metadata and model cache
     /// do not tell it (`nil`: found from the store).

@@ -23,8 +23,8 @@ struct CoreDataInference {
     private var derived: [CoreDataMapping.DerivedValue] = []
     /// Binary attributes whose values may be external files.
     private var externalData: [CoreDataMapping.ExternalData] = []
-    /// Why Core Data rebuilds the table of a destination root from a version on (`root@since`),
-    /// `nil` for one it alters in place: once a table, not once a column.
+    /// Why Core Data rebuilds the table of a destination root, `nil` for one it alters in place:
+    /// once a table, not once a column.
     private var tableRebuilds: [String: String?] = [:]
 
     init(database: Database, sourcePath: String, destinationPath: String, options: InferenceOptions) {
@@ -45,7 +45,7 @@ struct CoreDataInference {
     }
 
     /// The first Core Data framework version that alters a table in place where a change allows
-    /// it (``CoreDataModelMapping/tableRebuild(ofTreeOf:since:)``). The Messenger stores Core Data
+    /// it (``CoreDataModelMapping/tableRebuild(ofTreeOf:)``). The Messenger stores Core Data
     /// migrated show it: from 977 on (977, 1044, 1145) a column added to a table that keeps its
     /// other columns is appended to its `CREATE TABLE`, as `ALTER TABLE ... ADD COLUMN` leaves it,
     /// and the new attribute's default is in every row of the table; up to 866 (641, 752, 847,
@@ -148,7 +148,7 @@ struct CoreDataInference {
         if path.count > 2 {
             let names = path.map(\.name)
             let shown = names.count <= 6 ? names : Array(names.prefix(3)) + ["..."] + Array(names.suffix(2))
-            decide("path: \(shown.joined(separator: " -> ")), \(path.count - 1) steps in one job")
+            decide("path: \(shown.joined(separator: " -> ")), \(path.count - 1) steps in one job: inferred from \(from.name) straight to \(to.name), as Core Data does, the versions between read for renames on the way")
         }
         return path
     }
@@ -304,14 +304,13 @@ struct CoreDataInference {
             return nil
         }
         let value = sources[first].sql
-        let since = owners.compactMap { context.mapping.versionAdding(property, of: rows[$0].entity) }.min() ?? 1
         let others = rows.indices.filter { !owners.contains($0) }.map { rows[$0].entity }
         guard !others.isEmpty else {
             decide("\(column.name): new in \(owner), takes the default \(value)")
             return nil
         }
         let list = others.joined(separator: ", ")
-        if let reason = rebuild(table, since: since, context) {
+        if let reason = rebuild(table, context) {
             decide("\(column.name): new in \(owner), takes the default \(value) in its rows; those of \(list) stay NULL, as Core Data rebuilds \(table.name): \(reason)")
             return nil
         }
@@ -320,22 +319,20 @@ struct CoreDataInference {
     }
 
     /// Why Core Data, as the plan's Core Data migrates, rebuilds `table` rather than adding a
-    /// column with a default to it in place (on a path, on a step to version `since` or later);
-    /// `nil` where it adds it in place.
-    private mutating func rebuild(_ table: CoreDataLayout.EntityTable, since version: Int = 1, _ context: Context) -> String? {
+    /// column with a default to it in place; `nil` where it adds it in place.
+    private mutating func rebuild(_ table: CoreDataLayout.EntityTable, _ context: Context) -> String? {
         if let framework = context.framework, framework < Self.inPlaceSince {
             return "Core Data before framework version \(Self.inPlaceSince) (the destination store's is \(framework)) makes a table it adds such a column to anew"
         }
         guard let root = context.destination.entities[table.root]?.name else { return nil }
-        return tableRebuild(root, since: version, context)
+        return tableRebuild(root, context)
     }
 
-    /// ``CoreDataModelMapping/tableRebuild(ofTreeOf:since:)``, once a table.
-    private mutating func tableRebuild(_ root: String, since version: Int = 1, _ context: Context) -> String? {
-        let key = "\(root)@\(version)"
-        if let known = tableRebuilds[key] { return known }
-        let reason = context.mapping.tableRebuild(ofTreeOf: root, since: version)
-        tableRebuilds[key] = reason
+    /// ``CoreDataModelMapping/tableRebuild(ofTreeOf:)``, once a table.
+    private mutating func tableRebuild(_ root: String, _ context: Context) -> String? {
+        if let known = tableRebuilds[root] { return known }
+        let reason = context.mapping.tableRebuild(ofTreeOf: root)
+        tableRebuilds[root] = reason
         return reason
     }
 
@@ -411,8 +408,8 @@ struct CoreDataInference {
     private mutating func attributeValue(_ attribute: CoreDataModel.Property, of rows: Rows, column: String,
                                          _ context: Context) throws -> Source {
         let new = attribute.attribute!
-        // The default rows without the property take (over several versions, the one it had
-        // when it was added).
+        // The default rows without the property take: the destination's, as Core Data writes it
+        // (over several versions too: its migration goes straight to the last).
         let defaultSQL = context.mapping.newValue(attribute.name, of: rows.entity).flatMap { Self.literal($0, type: new.type) }
         let source = context.mapping.sourceProperty(attribute.name, of: rows.entity)
         if let derivation = new.derivation, Self.computesDerived(derivation, was: source?.property.attribute?.derivation) {
@@ -439,7 +436,7 @@ struct CoreDataInference {
             return externalDataValue(column: column, oldColumn: oldColumn.name, of: "\(declaring).\(attribute.name)",
                                      was: was.allowsExternalStorage, is: new.allowsExternalStorage, table: context.destination.table(of: rows.entity)?.name)
         }
-        // Each type change on the way in turn (one between two versions, or several).
+        // From the source attribute's type to the destination's (over several versions, once).
         let types = context.mapping.types(attribute.name, of: rows.entity)
         var converted = SQL.identifier(oldColumn.name)
         for (from, to) in zip(types, types.dropFirst()) where from != to {

@@ -3,8 +3,9 @@ import Foundation
 extension CoreDataModelMapping {
     /// Why Core Data's lightweight migration rebuilds the table of the entity tree whose
     /// destination root is `root` (copies its rows into a table made anew) rather than altering
-    /// it in place, on a step to version `since` or a later one; `nil` where each of those steps
-    /// alters it in place. Between two versions `since` is 1, the destination's.
+    /// it in place; `nil` where it alters it in place. Over several versions the mapping is one
+    /// step from the store's version straight to the target, as Core Data's automatic migration
+    /// takes it, and so is the rule.
     ///
     /// What it changes for the rows: in place, an attribute added with a default is written into
     /// every row of the table (`ALTER TABLE ... ADD COLUMN`, then `UPDATE <table> SET <column> =
@@ -32,20 +33,11 @@ extension CoreDataModelMapping {
     /// Anything else keeps it in place: attributes and relationships added, with or without
     /// defaults; properties and sub-entities renamed; new entities; removed entities without
     /// properties of their own; entities renumbered (`Z_ENT` rewritten, `Z<n>_` columns renamed).
-    func tableRebuild(ofTreeOf root: String, since version: Int = 1) -> String? {
-        guard !hops.isEmpty else { return version <= 1 ? rebuildInOneStep(root) : nil }
-        for index in max(version - 1, 0)..<hops.count {
-            // The table at that version is its root's then, where the entity existed.
-            guard let name = entityNames[root]?[index + 1] else { continue }
-            let hop = hops[index]
-            if let reason = hop.rebuildInOneStep(hop.destination.root(of: name)) {
-                return "from version \(versionNames[index]) to \(versionNames[index + 1]), \(reason)"
-            }
-        }
-        return nil
+    func tableRebuild(ofTreeOf root: String) -> String? {
+        rebuildInOneStep(root)
     }
 
-    /// ``tableRebuild(ofTreeOf:since:)`` between the two versions of a mapping.
+    /// ``tableRebuild(ofTreeOf:)`` between the two versions of a mapping.
     private func rebuildInOneStep(_ root: String) -> String? {
         let tree = destination.descendants(of: root)
         guard tree.contains(where: { sourceEntity[$0] != nil }) else { return nil }

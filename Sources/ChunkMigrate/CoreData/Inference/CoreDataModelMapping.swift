@@ -4,19 +4,30 @@ import Foundation
 /// each destination property takes its values from: the mapping Core Data infers between two
 /// versions of a model, before any SQL.
 ///
-/// Matched as Core Data's inferred mapping model matches them:
-/// - an entity by its renaming identifier when it has one, else by name (or a rename the caller
-///   gives);
-/// - a property of a matched entity by its renaming identifier, else by name, among every
-///   property the source entity has (its own and inherited), so a property moved up or down the
-///   hierarchy keeps its values.
+/// Matched as Core Data's inference matches them (`-[_NSMappingModelBuilder
+/// newInferredMappingModel:]`), by identifier: an entity's or property's renaming identifier
+/// when it has one, else its name, on both sides.
+/// - A destination entity takes the rows of the source entity with the same identifier (or of
+///   the entity a rename the caller gives names).
+/// - A property of a matched entity takes the values of the source property with the same
+///   identifier, among every property the source entity has (its own and inherited), so a
+///   property moved up or down the hierarchy keeps its values. A source property of the other
+///   kind (an attribute where the destination has a relationship) is no match: Core Data leaves
+///   the property new.
+/// - Beyond Core Data: an entity or property that no identifier matches takes the rows or values
+///   of the one its renaming identifier names, else of the one of the same name (of the same
+///   kind, not taken by identifier). Core Data's inference leaves those new, losing their values,
+///   where a model keeps a renaming identifier it no longer means (a source property `b` whose
+///   identifier is still `a` meets a destination `b` without one); `decisions` says so each time.
+/// - A relationship keeps the keys of the rows that become its destination entity (or one below
+///   it), whatever entity it pointed at before; where none of the rows it pointed at do (its new
+///   destination's rows come from another entity tree, or from nowhere), it is left empty, as
+///   Core Data's migration manager leaves it. (Core Data's in-place SQLite migration copies the
+///   key column as it is, whose keys would then name rows of another table.)
 ///
-/// What lightweight migration cannot infer is refused here, naming the entity and property: an
-/// attribute that becomes a relationship or the reverse, a type change that is not between
-/// numbers (or strings and URIs), a relationship now pointing at an entity whose rows come from
-/// another entity tree than those it pointed at, two destination entities taking one source
-/// entity's rows. (A relationship narrowed to a sub-entity of its old destination is inferred:
-/// the plan leaves NULL where a row pointed at another entity.)
+/// What Core Data's inference refuses is refused here, naming the entity and property: a type
+/// change that is not between numbers (or strings and URIs), two destination entities taking one
+/// source entity's rows.
 ///
 /// ```swift
 /// let mapping = try CoreDataModelMapping(source: oldModel, destination: newModel)
@@ -33,30 +44,13 @@ public struct CoreDataModelMapping: Sendable {
     /// What was matched other than by an unchanged name, one line each.
     public private(set) var decisions: [String] = []
 
-    /// Over several versions (``init(path:renames:)``): how each property of each destination
-    /// entity takes its value, followed through every version between.
-    private var composed: [String: [String: Composed]]?
-    /// Over several versions: each version to the next, the versions' names, and each
-    /// destination entity's name in every version (`nil` where it does not exist yet).
-    private(set) var hops: [CoreDataModelMapping] = []
-    private(set) var versionNames: [String] = []
-    private(set) var entityNames: [String: [String?]] = [:]
+    /// Destination entity -> property -> the source property it takes its values from.
+    private var sourceProperties: [String: [String: Match]] = [:]
 
-    /// A destination property's value over several versions.
-    private struct Composed: Sendable {
-        /// The source property it comes from, through every rename on the way.
-        var source: (declaredBy: String, property: CoreDataModel.Property)?
-        /// Without a source: the value rows take, the default it had in the version that added
-        /// it (Core Data writes it into the rows then), or the default of a later version that
-        /// made it required.
-        var newValue: CoreDataModel.Value?
-        /// With a source: the value NULLs take, the default of the first version on the way that
-        /// made it required.
-        var nullFill: CoreDataModel.Value?
-        /// With a source: the attribute's type in each version from the source's on.
-        var types: [CoreDataModel.AttributeType] = []
-        /// Without a source: the index of the version that added it.
-        var addedAt: Int?
+    /// A source property and the entity that declares it.
+    private struct Match: Sendable {
+        var declaredBy: String
+        var property: CoreDataModel.Property
     }
 
     /// Source entities that no destination entity takes rows from (removed from the model).
@@ -65,54 +59,41 @@ public struct CoreDataModelMapping: Sendable {
         return source.entities.map(\.name).filter { !mapped.contains($0) }.sorted()
     }
 
-    /// Matches two models.
+    /// Matches two models as Core Data's inference does.
     ///
     /// - Parameter renames: destination entity name -> source entity name, for renames the models
     ///   do not record.
-    /// - Throws: ``MigrationError`` naming the entity and property of a change lightweight
-    ///   migration cannot infer.
+    /// - Throws: ``MigrationError`` naming the entity and property of a change Core Data's
+    ///   inference refuses.
     public init(source: CoreDataModel, destination: CoreDataModel, renames: [String: String] = [:]) throws {
         self.source = source
         self.destination = destination
         for name in renames.keys.sorted() where destination.entity(named: name) == nil {
             throw MigrationError(.invalidPlan, "renames: the destination model has no entity \"\(name)\"\(MigrationPlan.suggestion(for: name, among: destination.entities.map(\.name)))")
         }
-        var claimedBy: [String: String] = [:]
-        for entity in destination.entities {
-            var candidates: [String] = []
-            if let given = renames[entity.name] {
-                guard source.entity(named: given) != nil else {
-                    throw MigrationError(.invalidPlan, "renames: the source model has no entity \"\(given)\" (for \(entity.name))")
-                }
-                candidates = [given]
-            } else {
-                if let previous = entity.renamingIdentifier, !previous.isEmpty, previous != entity.name { candidates.append(previous) }
-                candidates.append(entity.name)
-            }
-            guard let from = candidates.first(where: { source.entity(named: $0) != nil }) else { continue }
-            if let other = claimedBy[from] {
-                throw MigrationError(.invalidPlan, "entities \(other) and \(entity.name) of the destination model both take the rows of source entity \(from); lightweight migration cannot split an entity, write a plan for it")
-            }
-            claimedBy[from] = entity.name
-            sourceEntity[entity.name] = from
-            if from != entity.name {
-                decisions.append("entity \(entity.name): renamed from \(from) (\(renames[entity.name] != nil ? "given" : "renamingIdentifier"))")
-            }
-        }
+        try matchEntities(renames: renames)
+        matchProperties()
         try checkProperties()
     }
 
     /// Matches the first and last of several versions of a model, oldest first, as Core Data's
-    /// migrations from one version to the next would one after the other: each version to the
-    /// next (``init(source:destination:renames:)``), then followed through. A property renamed
-    /// twice (`a` to `b`, then `b` to `c`, each renaming identifier naming only the name before)
-    /// keeps its values; one added on the way takes the default it had in the version that added
-    /// it; one that became required with a default on the way has its NULLs filled with it.
+    /// automatic migration does: one mapping inferred from the first straight to the last
+    /// (``init(source:destination:renames:)``), whatever the versions between did. Where that
+    /// mapping leaves a destination entity or property new, the versions between are followed
+    /// back, each to the one before: an entity or property continues one of the version before
+    /// with the same identifier, or the one its renaming identifier names, or the one of the same
+    /// name (of the same kind). Where that leads to an entity or property of the first version
+    /// through a rename on the way, which the two ends alone do not tell (`a` renamed `b`, then
+    /// `b` renamed `c`, each renaming identifier naming only the name before), it takes the rows
+    /// or values of that one; `decisions` says so.
+    ///
+    /// A step between two versions between that Core Data could not infer does not matter: only
+    /// the two ends are migrated.
     ///
     /// - Parameter renames: destination entity name -> source entity name, applied at the version
     ///   where the name changes.
-    /// - Throws: ``MigrationError`` naming the two versions, the entity and property of a change
-    ///   lightweight migration cannot infer.
+    /// - Throws: ``MigrationError`` naming the entity and property of a change from the first
+    ///   version to the last that Core Data's inference refuses.
     public init(path: [(name: String, model: CoreDataModel)], renames: [String: String] = [:]) throws {
         precondition(path.count >= 2, "a path has two versions at least")
         for (new, old) in renames.sorted(by: { $0.key < $1.key }) {
@@ -120,125 +101,183 @@ public struct CoreDataModelMapping: Sendable {
                 throw MigrationError(.invalidPlan, "renames: no version from \(path.first!.name) to \(path.last!.name) has an entity \(new) where the version before has \(old)")
             }
         }
-        var hops: [CoreDataModelMapping] = []
-        for index in 1..<path.count {
-            let (from, to) = (path[index - 1], path[index])
-            let given = renames.filter { to.model.entity(named: $0.key) != nil && from.model.entity(named: $0.value) != nil }
-            do {
-                hops.append(try CoreDataModelMapping(source: from.model, destination: to.model, renames: given))
-            } catch let error as MigrationError {
-                throw MigrationError(error.code, "from version \(from.name) to \(to.name): \(error.message)", entity: error.entity, column: error.column)
-            }
-        }
         source = path.first!.model
         destination = path.last!.model
-        let last = path.count - 1
-        var composed: [String: [String: Composed]] = [:]
-        for entity in destination.entities {
-            // The entity's name in each version back to where it began.
-            var names: [String?] = Array(repeating: nil, count: path.count)
-            names[last] = entity.name
-            var index = last
-            while index > 0, let previous = hops[index - 1].sourceEntity[names[index]!] {
-                names[index - 1] = previous
-                index -= 1
-            }
-            entityNames[entity.name] = names
-            guard let from = names[0] else { continue }
-            sourceEntity[entity.name] = from
-            if from != entity.name { decisions.append("entity \(entity.name): renamed from \(from) on the way (\(path.first!.name) -> \(path.last!.name))") }
-            var properties: [String: Composed] = [:]
-            for (_, property) in destination.allProperties(of: entity.name) where !property.isTransient {
-                // The property's name in each version back to the one that added it.
-                var propertyNames: [String?] = Array(repeating: nil, count: path.count)
-                propertyNames[last] = property.name
-                var version = last
-                var found: (declaredBy: String, property: CoreDataModel.Property)?
-                while version > 0, let (declaredBy, old) = hops[version - 1].sourceProperty(propertyNames[version]!, of: names[version]!) {
-                    propertyNames[version - 1] = old.name
-                    version -= 1
-                    if version == 0 { found = (declaredBy, old) }
-                }
-                func declared(_ at: Int) -> CoreDataModel.Property? {
-                    propertyNames[at].flatMap { path[at].model.property($0, of: names[at]!)?.property }
-                }
-                var value = Composed(source: found)
-                if found == nil {
-                    value.newValue = declared(version)?.attribute?.defaultValue
-                    value.addedAt = version
-                }
-                if found != nil { value.types = (0..<path.count).compactMap { declared($0)?.attribute?.type } }
-                // Forward from where it began: a version that makes it required with a default
-                // fills what is still empty.
-                for next in (version + 1)..<path.count {
-                    guard let before = declared(next - 1), let after = declared(next), before.isOptional, !after.isOptional,
-                          let fill = after.attribute?.defaultValue else { continue }
-                    if found == nil, value.newValue == nil { value.newValue = fill }
-                    if found != nil, value.nullFill == nil { value.nullFill = fill }
-                }
-                properties[property.name] = value
-            }
-            composed[entity.name] = properties
-        }
-        self.composed = composed
-        self.hops = hops
-        versionNames = path.map(\.name)
-        for (hop, mapping) in hops.enumerated() where !mapping.decisions.isEmpty {
-            decisions += mapping.decisions.map { "\(path[hop].name) -> \(path[hop + 1].name): \($0)" }
+        try matchEntities(renames: renames.filter { destination.entity(named: $0.key) != nil && source.entity(named: $0.value) != nil })
+        matchProperties()
+        if path.count > 2 {
+            followVersionsBetween(VersionChain(path: path, renames: renames))
         }
         try checkProperties()
     }
 
     /// The value rows take for `property` of destination entity `entity` where they have no
-    /// source property: its default, or over several versions the default of the version that
-    /// added it (or made it required).
+    /// source property: its default in the destination model, as Core Data writes it.
     public func newValue(_ property: String, of entity: String) -> CoreDataModel.Value? {
-        if let composed { return composed[entity]?[property]?.newValue }
-        return destination.property(property, of: entity)?.property.attribute?.defaultValue
+        destination.property(property, of: entity)?.property.attribute?.defaultValue
     }
 
-    /// The index of the version that added `property` of destination entity `entity`, which has
-    /// no source property: 1 between two versions, over several the first version that has it.
-    func versionAdding(_ property: String, of entity: String) -> Int? {
-        if let composed { return composed[entity]?[property]?.addedAt }
-        return sourceProperty(property, of: entity) == nil ? 1 : nil
-    }
-
-    /// The types an attribute had on the way from its source attribute, the source's first and
-    /// the destination's last: each change is converted in turn (a double that was an integer on
-    /// the way lost its fraction there).
+    /// The type of an attribute's source attribute and its own: the values are converted from
+    /// the first to the last. Empty for an attribute without a source attribute.
     public func types(_ property: String, of entity: String) -> [CoreDataModel.AttributeType] {
-        if let composed { return composed[entity]?[property]?.types ?? [] }
         guard let new = destination.property(property, of: entity)?.property.attribute,
               let old = sourceProperty(property, of: entity)?.property.attribute else { return [] }
         return [old.type, new.type]
     }
 
-    /// The value NULLs of `property` of destination entity `entity` take: the default of a
-    /// version that made it required (optional in the source), `nil` when none did.
+    /// The value NULLs of `property` of destination entity `entity` take: its default, where the
+    /// destination makes required an attribute that was optional; `nil` otherwise.
     public func nullFill(_ property: String, of entity: String) -> CoreDataModel.Value? {
-        if let composed { return composed[entity]?[property]?.nullFill }
         guard let new = destination.property(property, of: entity)?.property, !new.isOptional,
               let old = sourceProperty(property, of: entity)?.property, old.isOptional else { return nil }
         return new.attribute?.defaultValue
     }
 
-    /// The source property that `property` of destination entity `entity` takes its values from:
-    /// among the properties its source entity has, the one named by its renaming identifier, or
-    /// by its name (over several versions, through every rename on the way). `nil` for a
-    /// property new in the model (or one that was transient).
+    /// The source property that `property` of destination entity `entity` takes its values from
+    /// (over several versions, perhaps through the renames of the versions between). `nil` for a
+    /// property new in the model, one that was transient or of another kind, or a relationship
+    /// left empty.
     public func sourceProperty(_ property: String, of entity: String) -> (declaredBy: String, property: CoreDataModel.Property)? {
-        if let composed { return composed[entity]?[property]?.source }
-        guard let from = sourceEntity[entity], let declared = destination.property(property, of: entity)?.property else { return nil }
-        // The name it had before first, then its own (a renaming identifier the source lacks).
-        let names = declared.previousName == declared.name ? [declared.name] : [declared.previousName, declared.name]
-        for name in names {
-            if let found = source.property(name, of: from), !found.property.isTransient { return found }
-        }
-        return nil
+        sourceProperties[entity]?[property].map { ($0.declaredBy, $0.property) }
     }
 
-    /// Refuses what lightweight migration cannot infer, and notes renamed properties.
+    // MARK: - Matching
+
+    /// Each destination entity to the source entity `renames` names, or of the same identifier
+    /// (Core Data's match); then, for those left, the one the renaming identifier names, or of
+    /// the same name, where no other entity took it.
+    private mutating func matchEntities(renames: [String: String]) throws {
+        // Source entities by identifier; where two share one, the one whose name it is.
+        var byIdentifier: [String: String] = [:]
+        for entity in source.entities where byIdentifier[entity.identifier] == nil || entity.name == entity.identifier {
+            byIdentifier[entity.identifier] = entity.name
+        }
+        var claimedBy: [String: String] = [:]
+        for entity in destination.entities {
+            let given = renames[entity.name]
+            if let given, source.entity(named: given) == nil {
+                throw MigrationError(.invalidPlan, "renames: the source model has no entity \"\(given)\" (for \(entity.name))")
+            }
+            guard let from = given ?? byIdentifier[entity.identifier] else { continue }
+            if let other = claimedBy[from] {
+                throw MigrationError(.invalidPlan, "entities \(other) and \(entity.name) of the destination model both take the rows of source entity \(from); lightweight migration cannot split an entity, write a plan for it")
+            }
+            claimedBy[from] = entity.name
+            sourceEntity[entity.name] = from
+            if from != entity.name {
+                decisions.append("entity \(entity.name): renamed from \(from) (\(given != nil ? "given" : "renamingIdentifier"))")
+            }
+        }
+        for entity in destination.entities where sourceEntity[entity.name] == nil {
+            let (candidates, rule) = Self.fallback(entity.renamingIdentifier, entity.name, among: source.entities.map(\.name))
+            guard let from = candidates.first(where: { claimedBy[$0] == nil }), let old = source.entity(named: from) else { continue }
+            claimedBy[from] = entity.name
+            sourceEntity[entity.name] = from
+            decisions.append("entity \(entity.name): from \(from) by \(rule); \(Self.identifiers(entity.identifier, old.identifier))")
+        }
+    }
+
+    /// Each property of each matched destination entity (of those named, or all) to the source
+    /// entity's property of the same identifier (Core Data's match), of the same kind; then, for
+    /// those left, the one its renaming identifier names, or of the same name, of the same kind,
+    /// that no other property took by identifier.
+    private mutating func matchProperties(of names: Set<String>? = nil) {
+        for entity in destination.entities where names?.contains(entity.name) ?? true {
+            guard let from = sourceEntity[entity.name] else { continue }
+            let available = source.allProperties(of: from).filter { !$0.property.isTransient }.map { Match(declaredBy: $0.declaredBy, property: $0.property) }
+            var byIdentifier: [String: Match] = [:]
+            for candidate in available where byIdentifier[candidate.property.identifier] == nil || candidate.property.name == candidate.property.identifier {
+                byIdentifier[candidate.property.identifier] = candidate
+            }
+            let properties = destination.allProperties(of: entity.name).filter { !$0.property.isTransient }
+            var taken: Set<String> = []
+            var left: [(owner: String, property: CoreDataModel.Property)] = []
+            for (owner, property) in properties {
+                guard let found = byIdentifier[property.identifier] else {
+                    left.append((owner, property))
+                    continue
+                }
+                guard found.property.isRelationship == property.isRelationship else {
+                    decide("\(owner).\(property.name): \(property.isRelationship ? "a relationship" : "an attribute"), was the \(found.property.isRelationship ? "relationship" : "attribute") \(found.declaredBy).\(found.property.name); Core Data's inference maps no property to another kind, so it is new")
+                    continue
+                }
+                taken.insert(found.property.name)
+                sourceProperties[entity.name, default: [:]][property.name] = found
+            }
+            for (owner, property) in left {
+                let sameKind = available.filter { $0.property.isRelationship == property.isRelationship && !taken.contains($0.property.name) }
+                let (candidates, rule) = Self.fallback(property.renamingIdentifier, property.name, among: sameKind.map(\.property.name))
+                guard let name = candidates.first, let found = sameKind.first(where: { $0.property.name == name }) else { continue }
+                sourceProperties[entity.name, default: [:]][property.name] = found
+                decide("\(owner).\(property.name): from \(found.declaredBy).\(found.property.name) by \(rule); \(Self.identifiers(property.identifier, found.property.identifier))")
+            }
+        }
+    }
+
+    /// Beyond Core Data's match by identifier: the name a renaming identifier gives, else the
+    /// same name, among `names`; and which of the two it was.
+    private static func fallback(_ renamingIdentifier: String?, _ name: String, among names: [String]) -> (candidates: [String], rule: String) {
+        if let renamed = renamingIdentifier.flatMap({ $0.isEmpty ? nil : $0 }), names.contains(renamed) {
+            return ([renamed], "the name its renaming identifier gives")
+        }
+        return (names.filter { $0 == name }, "its name")
+    }
+
+    /// Why Core Data's inference would not have matched them, and what it would have done.
+    private static func identifiers(_ new: String, _ old: String) -> String {
+        "Core Data's inference matches identifiers (renaming identifier, else name: \(new) and \(old) here) and would leave it new"
+    }
+
+    /// Where the mapping from the first version to the last leaves a destination entity or
+    /// property new: the one of the first version the versions between lead it back to, through
+    /// a rename on the way.
+    private mutating func followVersionsBetween(_ chain: VersionChain) {
+        let (first, last) = (chain.path.first!.name, chain.path.last!.name)
+        let leavesNew = "Core Data's inference from \(first) straight to \(last) leaves it new"
+        var claimed = Set(sourceEntity.values)
+        var followed: Set<String> = []
+        for entity in destination.entities where sourceEntity[entity.name] == nil {
+            let names = chain.entityNames(entity.name)
+            guard let from = names[0], names.contains(where: { $0 != entity.name }) else { continue }
+            guard !claimed.contains(from) else {
+                decide("entity \(entity.name): the versions between lead it back to \(from), whose rows \(destination.entities.first { sourceEntity[$0.name] == from }?.name ?? "another entity") takes; \(leavesNew)")
+                continue
+            }
+            claimed.insert(from)
+            sourceEntity[entity.name] = from
+            followed.insert(entity.name)
+            decide("entity \(entity.name): from \(from) through the versions between (\(chain.describe(names))); \(leavesNew)")
+        }
+        // Their properties matched as Core Data matches those of one entity to another's.
+        matchProperties(of: followed)
+        for entity in destination.entities {
+            guard let from = sourceEntity[entity.name] else { continue }
+            let names = chain.entityNames(entity.name)
+            guard names[0] == from else { continue }
+            for (owner, property) in destination.allProperties(of: entity.name) where !property.isTransient {
+                let propertyNames = chain.propertyNames(property.name, entityNames: names)
+                let path = "\(owner).\(property.name)"
+                if let matched = sourceProperties[entity.name]?[property.name] {
+                    // Matched from end to end; say so where the versions between do not carry it.
+                    if propertyNames[0] == nil, let gap = propertyNames.lastIndex(of: nil) {
+                        decide("\(path): from \(matched.declaredBy).\(matched.property.name) as Core Data's inference from \(first) straight to \(last) matches them, though \(chain.path[gap].name) does not have it")
+                    }
+                    continue
+                }
+                guard let oldName = propertyNames[0], propertyNames.contains(where: { $0 != property.name }),
+                      let (declaredBy, old) = source.property(oldName, of: from), !old.isTransient else { continue }
+                if let new = property.attribute, let was = old.attribute, new.type != was.type, !Self.convertible(was.type, new.type) {
+                    decide("\(path): the versions between lead it back to \(declaredBy).\(old.name), a \(was.type.xmlName), which does not convert to \(new.type.xmlName); \(leavesNew)")
+                    continue
+                }
+                sourceProperties[entity.name, default: [:]][property.name] = Match(declaredBy: declaredBy, property: old)
+                decide("\(path): from \(declaredBy).\(old.name) through the versions between (\(chain.describe(propertyNames))); \(leavesNew)")
+            }
+        }
+    }
+
+    /// Refuses a type change Core Data's inference refuses, empties a relationship none of whose
+    /// rows become its destination, and notes renamed properties.
     private mutating func checkProperties() throws {
         for entity in destination.entities {
             guard sourceEntity[entity.name] != nil else { continue }
@@ -247,25 +286,30 @@ public struct CoreDataModelMapping: Sendable {
             for (owner, property) in destination.allProperties(of: entity.name) where !property.isTransient {
                 guard let (declaredBy, old) = sourceProperty(property.name, of: entity.name) else { continue }
                 let path = "\(owner).\(property.name)"
-                let renamed = "\(path): renamed from \(declaredBy).\(old.name) (renamingIdentifier)"
-                if old.name != property.name, !decisions.contains(renamed) { decisions.append(renamed) }
+                if old.name != property.name, !decisions.contains(where: { $0.hasPrefix("\(path): from ") }) {
+                    decide("\(path): renamed from \(declaredBy).\(old.name) (renamingIdentifier)")
+                }
                 switch (property.kind, old.kind) {
                 case let (.attribute(new), .attribute(was)):
                     guard new.type == was.type || Self.convertible(was.type, new.type) else {
                         throw MigrationError(.invalidPlan, "attribute \(path) changes type from \(was.type.xmlName) to \(new.type.xmlName), which lightweight migration cannot infer; write the conversion in the plan's column for it, or make it a new attribute")
                     }
                 case let (.relationship(new), .relationship(was)):
-                    guard let target = sourceEntity[new.destination], source.root(of: target) == source.root(of: was.destination) else {
-                        throw MigrationError(.invalidPlan, "relationship \(path) points at \(new.destination), whose rows do not come from \(was.destination), where it pointed before; lightweight migration cannot infer that")
-                    }
-                case (.attribute, .relationship):
-                    throw MigrationError(.invalidPlan, "\(path) is an attribute but was the relationship \(declaredBy).\(old.name); lightweight migration cannot infer that")
-                case (.relationship, .attribute):
-                    throw MigrationError(.invalidPlan, "\(path) is a relationship but was the attribute \(declaredBy).\(old.name); lightweight migration cannot infer that")
+                    // The rows it pointed at that become its destination (or an entity below it)
+                    // are in the tree of the entity it pointed at, or there are none.
+                    let tree = source.root(of: was.destination)
+                    let becoming = destination.descendants(of: new.destination).compactMap { sourceEntity[$0] }
+                    guard !becoming.contains(where: { source.root(of: $0) == tree }) else { continue }
+                    sourceProperties[entity.name]?[property.name] = nil
+                    decide("\(path): points at \(new.destination), which no row of \(was.destination) (where \(declaredBy).\(old.name) pointed) becomes; left empty, as Core Data's migration manager leaves it")
+                default:
+                    continue
                 }
             }
         }
     }
+
+    private mutating func decide(_ line: String) { if !decisions.contains(line) { decisions.append(line) } }
 
     /// Whether values of `from` convert to `to` by SQLite's numeric conversion: between integer,
     /// boolean, decimal and floating-point types, and between strings and URIs.
@@ -274,4 +318,86 @@ public struct CoreDataModelMapping: Sendable {
         let texts: Set<CoreDataModel.AttributeType> = [.string, .uri]
         return (numbers.contains(from) && numbers.contains(to)) || (texts.contains(from) && texts.contains(to))
     }
+}
+
+/// Several versions of a model, oldest first, followed back from the last: what each entity and
+/// property of a version continues in the version before.
+///
+/// An entity or property continues, in order: the one a rename the caller gives names (entities
+/// only), the one with the same identifier (renaming identifier, else name, as Core Data matches
+/// them), the one its renaming identifier names (a rename declared by the name before), the one
+/// of the same name; a property only one of its own kind, neither transient.
+struct VersionChain {
+    let path: [(name: String, model: CoreDataModel)]
+    /// Destination entity name -> source entity name, applied where the names are.
+    let renames: [String: String]
+
+    /// The names of the last version's entity `name` in every version, `nil` from where it
+    /// began.
+    func entityNames(_ name: String) -> [String?] {
+        var names = [String?](repeating: nil, count: path.count)
+        names[path.count - 1] = name
+        var index = path.count - 1
+        while index > 0, let current = names[index], let previous = previousEntity(current, at: index) {
+            names[index - 1] = previous
+            index -= 1
+        }
+        return names
+    }
+
+    /// The names of property `name` of the last version's entity whose names `entityNames`
+    /// gives, in every version, `nil` from where it began.
+    func propertyNames(_ name: String, entityNames: [String?]) -> [String?] {
+        var names = [String?](repeating: nil, count: path.count)
+        names[path.count - 1] = name
+        var index = path.count - 1
+        while index > 0, let current = names[index], let entity = entityNames[index], let before = entityNames[index - 1],
+              let property = path[index].model.property(current, of: entity)?.property, !property.isTransient {
+            let candidates = path[index - 1].model.allProperties(of: before).map(\.property)
+                .filter { !$0.isTransient && $0.isRelationship == property.isRelationship }
+            guard let previous = candidates.first(where: { $0.identifier == property.identifier })
+                    ?? candidates.first(where: { $0.name == property.renamingIdentifier })
+                    ?? candidates.first(where: { $0.name == property.name }) else { break }
+            names[index - 1] = previous.name
+            index -= 1
+        }
+        return names
+    }
+
+    /// What entity `name` of version `index` continues in the version before.
+    private func previousEntity(_ name: String, at index: Int) -> String? {
+        let before = path[index - 1].model
+        if let given = renames[name], before.entity(named: given) != nil { return given }
+        guard let entity = path[index].model.entity(named: name) else { return nil }
+        return before.entities.first(where: { $0.identifier == entity.identifier })?.name
+            ?? entity.renamingIdentifier.flatMap { before.entity(named: $0)?.name }
+            ?? before.entity(named: name)?.name
+    }
+
+    /// `a in Model, b from Model 2, c from Model 5`: the first name and each change.
+    func describe(_ names: [String?]) -> String {
+        var parts: [String] = []
+        var last: String?
+        for (index, name) in names.enumerated() {
+            guard let name, name != last else { continue }
+            parts.append("\(name) \(parts.isEmpty ? "in" : "from") \(path[index].name)")
+            last = name
+        }
+        return parts.joined(separator: ", ")
+    }
+}
+
+extension CoreDataModel.Entity {
+    /// What Core Data matches the entity by between two models: its renaming identifier, or its
+    /// name.
+    var identifier: String { renamingIdentifier.flatMap { $0.isEmpty ? nil : $0 } ?? name }
+}
+
+extension CoreDataModel.Property {
+    /// What Core Data matches the property by between two models: its renaming identifier, or
+    /// its name.
+    var identifier: String { previousName }
+
+    /// Whether the property is a relationship.
+    var isRelationship: Bool { relationship != nil }
 }
