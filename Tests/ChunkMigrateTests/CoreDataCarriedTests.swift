@@ -72,6 +72,20 @@ struct CoreDataCarriedTests {
         }
     }
 
+    @Test("a store whose Z_PRIMARYKEY still names an entity as it was before a rename (Core Data numbers entities from the model and never reads the name) migrates as any other")
+    func entityNameFromBeforeARename() throws {
+        let folder = try TemporaryFolder()
+        let stores = try Self.stores(in: folder)
+        try Database(path: stores.source.path, mode: .readWrite).execute("UPDATE Z_PRIMARYKEY SET Z_NAME = 'Memo' WHERE Z_NAME = 'Note'")
+        let inferred = try MigrationPlan.infer(source: stores.source, destination: stores.destination)
+        #expect(inferred.notes.contains { $0.hasPrefix("Z_PRIMARYKEY of the source names entity 2 Memo, its name before a rename to Note") }, "\(inferred.notes)")
+        let report = try Self.run(inferred.plan, stores, in: folder)
+        #expect(report.isValid, "\(report.violations)")
+        #expect(try CoreDataMigrationTests.rows(stores.destination, "ZNOTE", columns: "Z_PK, Z_ENT, ZBODY")
+                == (try CoreDataMigrationTests.rows(stores.source, "ZNOTE", columns: "Z_PK, Z_ENT, ZBODY")))
+        #expect(try CoreDataMigrationTests.entityNames(stores.destination)[2] == "Note")
+    }
+
     @Test("findings compared by invariant, entity, property and rows, through the plan's names")
     func sameFinding() {
         typealias Finding = CoreDataStoreCheck.Finding

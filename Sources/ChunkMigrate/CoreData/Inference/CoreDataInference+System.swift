@@ -23,6 +23,9 @@ extension CoreDataInference {
     mutating func systemEntityMappings(_ context: Context) throws -> [EntityMapping] {
         let source = try CoreDataEntities.read(database, schema: "src", file: sourcePath)
         let destination = try CoreDataEntities.read(database, schema: "main", file: destinationPath)
+        for (number, stale) in source.staleNames.sorted(by: { $0.key < $1.key }) {
+            notes.append("Z_PRIMARYKEY of the source names entity \(number) \(stale), its name before a rename to \(source.entities[number]?.name ?? "?"): carried as it is, as Core Data reads Z_PRIMARYKEY by number")
+        }
         // Source entity number -> destination number, for the model's entities carried over.
         var mapped: [Int64: Int64] = [:]
         for (to, from) in context.mapping.sourceEntity {

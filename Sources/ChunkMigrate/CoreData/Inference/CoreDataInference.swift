@@ -14,7 +14,7 @@ struct CoreDataInference {
     let destinationPath: String
     let options: InferenceOptions
     private var decisions: [String] = []
-    private var notes: [String] = []
+    var notes: [String] = []
     /// Destination entity table -> the conditions on source rows (as `s`) beyond their entity that
     /// its copy adds (a uniqueness constraint's keep-first filter). Join rows that refer to a row
     /// not copied are left out with it.

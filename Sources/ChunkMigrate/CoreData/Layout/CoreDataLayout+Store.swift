@@ -103,12 +103,19 @@ extension CoreDataLayout {
         return (resolved, others)
     }
 
-    /// `Z_PRIMARYKEY` must number the model's entities as Core Data does.
+    /// `Z_PRIMARYKEY` must number the model's entities as Core Data does. A row that names an
+    /// entity as it was before a rename, with the number and parent the model gives the entity
+    /// now, is the entity's: Core Data reads `Z_PRIMARYKEY` by number, never by name
+    /// (``CoreDataEntities/staleNames``).
     private func checkEntityNumbers(_ rows: [[SQLiteValue]], file: String) throws {
         var stored: [String: (Int64, Int64)] = [:]
         for row in rows {
             guard let number = row[0].integer, let name = row[1].text else { continue }
             stored[name] = (number, row[2].integer ?? 0)
+        }
+        for entity in entities.values where stored[entity.name] == nil {
+            guard let stale = stored.first(where: { self.entity(named: $0.key) == nil && $0.value == (entity.number, entity.parent ?? 0) })?.key else { continue }
+            stored[entity.name] = stored.removeValue(forKey: stale)
         }
         for entity in entities.values.sorted(by: { $0.number < $1.number }) {
             guard let (number, parent) = stored[entity.name] else {

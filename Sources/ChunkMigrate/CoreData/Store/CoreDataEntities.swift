@@ -28,6 +28,9 @@ public struct CoreDataEntities: Sendable {
     /// `Z_PRIMARYKEY`, each in a table `A<NAME>`: persistent history (`CHANGE`, `TRANSACTION`,
     /// `TRANSACTIONSTRING`) and CloudKit mirroring (`NSCKRecordMetadata`, ...).
     public var system: [Int64: Entity] = [:]
+    /// Entities `Z_PRIMARYKEY` names as they were before a rename (`Z_NAME` never rewritten):
+    /// number -> the stale name; ``entities`` names them as the store's model does.
+    public var staleNames: [Int64: String] = [:]
 
     /// `Z_PRIMARYKEY` rows from this number up are persistent-history entities (`CHANGE`,
     /// `TRANSACTION`, ...), whose tables are named `A<NAME>`.
@@ -111,6 +114,35 @@ public struct CoreDataEntities: Sendable {
             entities[number]!.table = byUpperName[table.uppercased()] ?? table
         }
         for number in system.keys { system[number]!.table = byUpperName[system[number]!.table.uppercased()] ?? system[number]!.table }
-        return CoreDataEntities(entities: entities, system: system)
+        var result = CoreDataEntities(entities: entities, system: system)
+        try result.nameAsTheModel(database, schema: schema, file: file)
+        return result
+    }
+
+    /// Names the entities as the store's own model does where `Z_PRIMARYKEY` still names one as
+    /// it was before a rename. Core Data never reads `Z_NAME`: it numbers the entities from its
+    /// model and reads and raises `Z_MAX` by number (`SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT
+    /// = ?`, `UPDATE OR FAIL Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ? AND Z_MAX = ?` in its SQL
+    /// log), so such a store is a sound one. The metadata's version hashes name the model's
+    /// entities: only where a name is not among them is the model read.
+    private mutating func nameAsTheModel(_ database: Database, schema: String, file: String) throws {
+        guard let hashed = (try? CoreDataMetadata.read(database, schema: schema, file: file))?.hashedEntities,
+              entities.values.contains(where: { !hashed.contains($0.name) }),
+              let model = try? CoreDataModel.read(database, schema: schema, file: file),
+              let layout = try? CoreDataLayout(model: model) else { return }
+        let listed = Set(entities.values.map(\.name))
+        for (number, entity) in entities where !hashed.contains(entity.name) {
+            guard let modelled = layout.entities[number], !listed.contains(modelled.name),
+                  modelled.parent == entity.parent else { continue }
+            staleNames[number] = entity.name
+            entities[number]!.name = modelled.name
+        }
+        // A root's table is its model name's.
+        let tableNames = Set(try database.rows("SELECT upper(name) FROM \(schema).sqlite_schema WHERE type = 'table'").compactMap { $0[0].text })
+        for number in staleNames.keys where entities[number]?.parent == nil {
+            let table = "Z" + entities[number]!.name.uppercased()
+            guard tableNames.contains(table) else { continue }
+            for other in entities.keys where entities[other]!.root == number { entities[other]!.table = table }
+        }
     }
 }
