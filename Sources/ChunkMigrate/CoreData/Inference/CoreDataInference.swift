@@ -72,7 +72,7 @@ struct CoreDataInference {
         let (source, sourceOthers) = try CoreDataLayout(model: sourceModel).resolved(against: database, schema: "src", file: sourcePath)
         let (destination, _) = try CoreDataLayout(model: destinationModel).resolved(against: database, schema: "main", file: destinationPath)
         guard !mapping.sourceEntity.isEmpty else {
-            throw MigrationError(.store, "the two stores' models have no entity in common: they are not two versions of one model",
+            throw MigrationError(.store, "the two stores' models have no entity in common: they are not two versions of one model (Core Data's inference would map nothing and leave the new store empty)",
                                  file: destinationPath)
         }
         let framework = try options.coreDataFramework ?? CoreDataMetadata.read(database, schema: "main", file: destinationPath).frameworkVersion
@@ -637,7 +637,7 @@ struct CoreDataInference {
                       context.mapping.sourceProperty(property.name, of: row.entity) == nil else { continue }
                 let count = try count("SELECT count(*) FROM src.\(SQL.quote(from.name)) WHERE Z_ENT = \(row.number)")
                 guard count > 0 else { continue }
-                throw MigrationError(.invalidPlan, "attribute \(owner).\(property.name) is new, required and has no default value, and the source has \(count) rows of \(row.source): lightweight migration fails on it too; give it a default value in the model, or make it optional")
+                throw MigrationError(.invalidPlan, "attribute \(owner).\(property.name) is new, required and has no default value, and the source has \(count) rows of \(row.source): Core Data's migration fails on it too (the rows would break validation, NSValidationMissingMandatoryPropertyError 1570); give it a default value in the model, or make it optional")
             }
         }
     }

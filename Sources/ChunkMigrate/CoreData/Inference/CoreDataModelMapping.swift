@@ -160,7 +160,7 @@ public struct CoreDataModelMapping: Sendable {
             }
             guard let from = given ?? byIdentifier[entity.identifier] else { continue }
             if let other = claimedBy[from] {
-                throw MigrationError(.invalidPlan, "entities \(other) and \(entity.name) of the destination model both take the rows of source entity \(from); lightweight migration cannot split an entity, write a plan for it")
+                throw MigrationError(.invalidPlan, "entities \(other) and \(entity.name) of the destination model both take the rows of source entity \(from); Core Data's inference refuses it too (two destination entities with one renaming identifier) and wants a mapping model; write a plan for it")
             }
             claimedBy[from] = entity.name
             sourceEntity[entity.name] = from
@@ -292,7 +292,7 @@ public struct CoreDataModelMapping: Sendable {
                 switch (property.kind, old.kind) {
                 case let (.attribute(new), .attribute(was)):
                     guard new.type == was.type || Self.convertible(was.type, new.type) else {
-                        throw MigrationError(.invalidPlan, "attribute \(path) changes type from \(was.type.xmlName) to \(new.type.xmlName), which lightweight migration cannot infer; write the conversion in the plan's column for it, or make it a new attribute")
+                        throw MigrationError(.invalidPlan, "attribute \(path) changes type from \(was.type.xmlName) to \(new.type.xmlName), which lightweight migration cannot infer (Core Data's inference refuses it too, NSInferredMappingModelError 134190, and wants a mapping model); write the conversion in the plan's column for it, or make it a new attribute")
                     }
                 case let (.relationship(new), .relationship(was)):
                     // The rows it pointed at that become its destination (or an entity below it)
