@@ -246,6 +246,7 @@ struct ChunkMigrateCoreDataTests {
                                   "relationships": { "ZPOST": { "from": "Z_PK", "to": "Post" } } } ] }
                 """.utf8).write(to: URL(fileURLWithPath: directory + "/step.json"))
             let plan = try chunkmigrate("plan", "--source", source, "--destination", empty, "--models", models, "--step", directory + "/step.json",
+                                        "--version-order", "CoreDataMigration_Example,CoreDataMigration_Example 2,CoreDataMigration_Example 3,CoreDataMigration_Example 4",
                                         "--out", directory + "/plan.json")
             #expect(plan.exitCode == 0 && plan.stderr.contains("3 parts composed into one job"), "\(plan)")
             func run(_ name: String, environment: [String: String] = [:]) throws -> CommandResult {
