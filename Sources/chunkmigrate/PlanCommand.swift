@@ -23,6 +23,10 @@ struct PlanCommand: ParsableCommand {
             defaults as each version added them. --models again for each bundle an app merges \
             into one model at run time. Where the names of the versions do not tell their order \
             and the renames on the way need it, --version-order gives it.
+
+            A store without a model cache takes the other store's model (or one given) where \
+            their entity version hashes are equal; where neither carries one, two stores of the \
+            same hashes (or, without hashes, the same schema) are copied table for table.
             """)
 
     @Option(name: .long, help: "The source store (opened read-only).")

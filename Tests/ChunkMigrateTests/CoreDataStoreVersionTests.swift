@@ -181,4 +181,54 @@ struct CoreDataStoreVersionTests {
             #expect(try CoreDataMigrationTests.rows(destination, table).count == (try CoreDataMigrationTests.rows(source, table).count) && (try CoreDataMigrationTests.rows(source, table).count) > 0, "\(table)")
         }
     }
+
+    // MARK: - Stores without a model cache
+
+    @Test("a store without a model cache into an emptied copy of itself, neither carrying a model: equal hashes (kik) or, without hashes, the same schema (NotesV7) make them one model; every table copied as it is",
+          .enabled(if: CoreDataStoreTests.fixture("kik.sqlite") != nil, "shared/fixtures/coredata is absent"), arguments: ["kik.sqlite", "NotesV7.storedata"])
+    func identityWithoutModel(_ name: String) throws {
+        let folder = try TemporaryFolder()
+        let source = try CoreDataStoreTests.copy(name, into: folder)
+        let destination = try CoreDataTesting.emptiedCopy(of: source, named: "new.sqlite", in: folder)
+        #expect(try CoreDataModel.read(store: source) == nil && CoreDataModel.read(store: destination) == nil)
+        let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder)
+        let evidence = name == "kik.sqlite" ? "their entity version hashes are equal" : "neither records entity version hashes and their schemas are the same"
+        #expect(inferred.decisions.first == "one model: neither store carries it (no model cache, none given), and \(evidence), as Core Data tells a store's model; every table copied as it is, column for column, keys preserved, entity numbers by name")
+        var before = try CoreDataTesting.contents(source), after = try CoreDataTesting.contents(destination)
+        #expect(after.values.map(\.count).reduce(0, +) > 30)
+        // The metadata: the destination's own, the source's UUID.
+        for table in ["Z_METADATA"] { before[table] = nil; after[table] = nil }
+        #expect(CoreDataTesting.difference(after, before) == nil)
+        let uuid = { (url: URL) in try CoreDataMetadata.read(Database(path: url.path, mode: .source), file: url.path).uuid }
+        #expect(try uuid(destination) == uuid(source))
+
+        // In place, into a store of the same model: nothing to do, the store left as it is.
+        let other = try TemporaryFolder()
+        let store = try CoreDataStoreTests.copy(name, into: other)
+        let target = try CoreDataTesting.emptiedCopy(of: source, named: "target.sqlite", in: folder)
+        let contents = try CoreDataTesting.contents(store)
+        #expect(try InPlaceMigration.startOrResume(plan: inferred.plan, store: store, target: target).runBlocking() == .complete)
+        #expect(CoreDataTesting.difference(try CoreDataTesting.contents(store), contents) == nil)
+    }
+
+    @Test("a store without a model cache takes the other store's model where its hashes are that model's; refused, naming it, where they are not")
+    func modelFromTheOtherStore() throws {
+        let folder = try TemporaryFolder()
+        let v1 = try CoreDataTesting.model(CoreDataVersionPathTests.versions[0]), v2 = try CoreDataTesting.model(CoreDataVersionPathTests.versions[1])
+        let source = try CoreDataTesting.store(v1, at: folder.path("old.sqlite"), uuid: "E0000000-0000-0000-0000-000000000041",
+                                               rows: "INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZA) VALUES (1, 1, 1, 'x')")
+        try Database(path: source.path, mode: .readWrite).execute("DROP TABLE Z_MODELCACHE")
+        let same = try CoreDataTesting.store(v1, at: folder.path("same.sqlite"), uuid: "E0000000-0000-0000-0000-000000000042")
+        let inferred = try CoreDataMigrationTests.migrate(source, into: same, folder: folder)
+        #expect(inferred.decisions.first == "source store: no model cache; its entity version hashes are the destination's model's, so that is its model")
+        #expect(try Database(path: same.path, mode: .source).scalar("SELECT ZA FROM ZITEM") == .text("x"))
+
+        let other = try CoreDataTesting.store(v2, at: folder.path("other.sqlite"), uuid: "E0000000-0000-0000-0000-000000000043")
+        let refused = #expect(throws: MigrationError.self) { try MigrationPlan.infer(source: source, destination: other) }
+        #expect(refused?.file == source.path && refused?.message == "the store has no model cache (Z_MODELCACHE, written since iOS 10), and its entity version hashes are not the other store's model's: give its model with --model-from (the .xcdatamodel folder inside the .xcdatamodeld, or a compiled .mom), or every version of the app's model with --models",
+                "\(String(describing: refused))")
+        // A model given for one store gives the other its model by their hashes too.
+        let given = try MigrationPlan.infer(source: source, destination: other, options: InferenceOptions(sourceModel: v1))
+        #expect(given.plan.entities.first?.columns["ZB"] == "ZA")
+    }
 }

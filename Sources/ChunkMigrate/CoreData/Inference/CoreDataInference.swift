@@ -47,10 +47,13 @@ struct CoreDataInference {
                 ? try CoreDataModelMapping(source: sourceModel, destination: destinationModel, renames: options.renames)
                 : try CoreDataModelMapping(path: path.map { ($0.name, $0.model) }, renames: options.renames)
         } else {
-            sourceModel = try CoreDataModel.required(database, schema: "src", file: sourcePath, given: options.sourceModel,
-                                                     option: "--model-from")
-            destinationModel = try CoreDataModel.required(database, schema: "main", file: destinationPath,
-                                                          given: options.destinationModel, option: "--model-to")
+            guard let models = try storeModels() else {
+                // Neither store carries its model, and the two are one model.
+                let plan = try CoreDataSameModelPlan(database: database, sourcePath: sourcePath, destinationPath: destinationPath,
+                                                     options: options).infer()
+                return InferredPlan(plan: plan.plan, decisions: decisions + plan.decisions, notes: notes + plan.notes)
+            }
+            (sourceModel, destinationModel) = models
             mapping = try CoreDataModelMapping(source: sourceModel, destination: destinationModel, renames: options.renames)
         }
         let (source, sourceOthers) = try CoreDataLayout(model: sourceModel).resolved(against: database, schema: "src", file: sourcePath)
