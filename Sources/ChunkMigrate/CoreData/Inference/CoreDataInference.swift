@@ -133,6 +133,7 @@ struct CoreDataInference {
         do { path = try bundle.versions(from: from.name, to: to.name) } catch let error as MigrationError {
             throw MigrationError(error.code, error.message, file: sourcePath)
         }
+        try checkMappingModels(bundle, path: path)
         if path.count > 2 {
             let names = path.map(\.name)
             let shown = names.count <= 6 ? names : Array(names.prefix(3)) + ["..."] + Array(names.suffix(2))

@@ -52,17 +52,51 @@ extension CoreDataModelBundle {
         return numbered.mapValues(\.numbers)
     }
 
-    /// Versions whose place among the others their names do not tell: a name without a number
-    /// (`Initial`, `AddTags`, or the first version `Model` beside `Model 2`), every name where the
-    /// names follow two schemes (`Model 2` beside `Model_v3`); empty where the order is known
-    /// (one version, names of one scheme, an order given). For merged bundles, those of each
-    /// bundle.
+    /// For each version, the versions known to come after it: the order given, or the order of
+    /// the numbered names and of the app's mapping models (one from `A` to `B` puts `A` first),
+    /// followed through.
+    private func knownSuccessors() -> [String: Set<String>] {
+        var next: [String: Set<String>] = [:]
+        if isOrderGiven {
+            for (a, b) in zip(versions, versions.dropFirst()) { next[a.name, default: []].insert(b.name) }
+        } else {
+            let places = placeByName.sorted { $0.value.lexicographicallyPrecedes($1.value) }
+            for (a, b) in zip(places, places.dropFirst()) where a.value != b.value { next[a.key, default: []].insert(b.key) }
+            for mapping in mappingModels { next[mapping.source, default: []].insert(mapping.destination) }
+        }
+        var result: [String: Set<String>] = [:]
+        for version in versions {
+            var reached: Set<String> = [], queue = Array(next[version.name] ?? [])
+            while let name = queue.popLast() {
+                if reached.insert(name).inserted { queue += next[name] ?? [] }
+            }
+            result[version.name] = reached
+        }
+        return result
+    }
+
+    /// Whether `a` comes before `b` in `successors`; `nil` where neither or both is known.
+    private static func compare(_ a: String, _ b: String, _ successors: [String: Set<String>]) -> Bool? {
+        let (before, after) = (successors[a]?.contains(b) == true, successors[b]?.contains(a) == true)
+        return before == after ? nil : before
+    }
+
+    /// Versions whose place among the others is not known: a name without a number (`Initial`,
+    /// `AddTags`, or the first version `Model` beside `Model 2`), every name where the names follow
+    /// two schemes (`Model 2` beside `Model_v3`), unless the app's mapping models place them
+    /// (one from `Model` to `Model 2`); empty where the order is known (one version, names of one
+    /// scheme, an order given). For merged bundles, those of each bundle.
     public var unorderedVersions: [String] {
         if !members.isEmpty { return members.flatMap(\.unorderedVersions) }
         if isOrderGiven || versions.count < 2 { return [] }
-        let places = placeByName
-        // Without one numbered scheme, no version has a place.
-        return places.isEmpty ? versions.map(\.name) : versions.map(\.name).filter { places[$0] == nil }
+        let successors = knownSuccessors()
+        // The versions the names place, where they place some, else all: a version without a
+        // place is one whose order with one of them is not known.
+        let placed = Set(placeByName.keys)
+        let others = placed.isEmpty ? versions.map(\.name) : Array(placed)
+        return versions.map(\.name).filter { name in
+            others.contains { $0 != name && Self.compare(name, $0, successors) == nil }
+        }
     }
 
     /// Whether version `a` is known to come before version `b` (`true`), after it (`false`), or
@@ -78,13 +112,7 @@ extension CoreDataModelBundle {
             }
             return direction
         }
-        if isOrderGiven {
-            guard let i = versions.firstIndex(where: { $0.name == a }), let j = versions.firstIndex(where: { $0.name == b }) else { return nil }
-            return i < j
-        }
-        let places = placeByName
-        guard let x = places[a], let y = places[b], x != y else { return nil }
-        return x.lexicographicallyPrecedes(y)
+        return Self.compare(a, b, knownSuccessors())
     }
 
     /// The versions a store goes through from version `from` to version `to`, oldest first:
@@ -112,6 +140,8 @@ extension CoreDataModelBundle {
             }
             return result
         }
+        let successors = knownSuccessors()
+        func isKnown(_ a: String, before b: String) -> Bool? { Self.compare(a, b, successors) }
         if isKnown(from, before: to) == false {
             throw MigrationError(.invalidPlan, "the source store is at version \(from), newer than the destination's \(to): a migration goes forward")
         }
@@ -129,7 +159,7 @@ extension CoreDataModelBundle {
         if let (version, renames) = unknown.first {
             let names = unknown.map(\.version.name)
             let shown = renames.prefix(3).joined(separator: ", ") + (renames.count > 3 ? ", ..." : "")
-            throw MigrationError(.invalidPlan, "the order of the model's versions is not known from their names (\(unorderedVersions.joined(separator: ", ")) \(unorderedVersions.count == 1 ? "has" : "have") no place among the others), and version\(names.count == 1 ? "" : "s") \(names.joined(separator: ", ")), which may lie between the source's \(from) and the destination's \(to), record\(names.count == 1 ? "s" : "") renames that \(to) does not (\(version.name): \(shown)): following them needs the order; give it with --version-order, every version oldest first (\(versions.map(\.name).joined(separator: ",")))")
+            throw MigrationError(.invalidPlan, "the order of the model's versions is not known from their names or the app's mapping models (\(unorderedVersions.joined(separator: ", ")) \(unorderedVersions.count == 1 ? "has" : "have") no place among the others), and version\(names.count == 1 ? "" : "s") \(names.joined(separator: ", ")), which may lie between the source's \(from) and the destination's \(to), record\(names.count == 1 ? "s" : "") renames that \(to) does not (\(version.name): \(shown)): following them needs the order; give it with --version-order, every version oldest first (\(versions.map(\.name).joined(separator: ",")))")
         }
         return [first] + between.sorted { isKnown($0.name, before: $1.name) == true } + [last]
     }

@@ -13,8 +13,9 @@ import Foundation
 /// (`zmessaging1.27`, `zmessaging2.6`, `zmessaging2.10`, `zmessaging2.100.0`; `Model 2`,
 /// `Model 10`; `SampleModel3_v2`, `SampleModel3_v3`). A name without a number (`Initial`, or the
 /// first version `Model` that Xcode names after the model, beside `Model 2`), or a second naming
-/// scheme, has no known place; ``ordered(_:)`` gives the order where the names do not. The
-/// current version (`.xccurrentversion`) says nothing of the order either: it may name the oldest.
+/// scheme, has no known place unless the app's mapping models give it (one from `Model` to
+/// `Model 2` puts `Model` first); ``ordered(_:)`` gives the order where they do not. The current
+/// version (`.xccurrentversion`) says nothing of the order: it may name the oldest.
 ///
 /// ```swift
 /// let bundle = try CoreDataModelBundle.read(contentsOf: modelsURL)   // App.xcdatamodeld or App.momd
@@ -56,6 +57,9 @@ public struct CoreDataModelBundle: Sendable {
     public private(set) var members: [CoreDataModelBundle] = []
     /// The order of ``versions`` was given (``ordered(_:)``), not read from their names.
     public private(set) var isOrderGiven = false
+    /// The app's mapping models between versions of the bundle, found beside it (an
+    /// `.xcmappingmodel` in the folder that holds the bundle or a folder in it).
+    public var mappingModels: [CoreDataMappingModelFile] = []
 
     /// A bundle of the versions given, in that order, and its current version.
     public init(versions: [Version], current: String) {
@@ -99,7 +103,10 @@ public struct CoreDataModelBundle: Sendable {
         guard versions.contains(where: { $0.name == current }) else {
             throw MigrationError(.store, "the model bundle's current version \(current) is not among its versions", file: url.path)
         }
-        return CoreDataModelBundle(versions: versions, current: current)
+        var bundle = CoreDataModelBundle(versions: versions, current: current)
+        bundle.mappingModels = CoreDataMappingModelFile.beside(url).compactMap { try? CoreDataMappingModelFile.read(contentsOf: $0) }
+            .filter { bundle.version(named: $0.source) != nil && bundle.version(named: $0.destination) != nil }
+        return bundle
     }
 
     /// Reads the bundles at `urls`, gives each the order of versions that names its versions
