@@ -119,6 +119,28 @@ struct ChunkMigrateCoreDataTests {
         }
     }
 
+    @Test("--models once per bundle an app merges: empty-store writes their current versions merged, plan finds the store's version of each by its hashes and says how, run carries every row",
+          .enabled(if: FileManager.default.fileExists(atPath: fixtures + "/apps/ddg-ios-appratingprompt/AppRatingPrompt_v1/Database.sqlite"), "shared/fixtures/coredata/apps is absent"))
+    func mergedBundles() throws {
+        try withTemporaryDirectory { directory in
+            let app = Self.fixtures + "/apps/ddg-ios-appratingprompt/"
+            let models = ["AppRatingPrompt.xcdatamodeld", "merged-models/RemoteMessaging.xcdatamodeld", "merged-models/HTTPSUpgrade.xcdatamodeld"]
+                .flatMap { ["--models", app + $0] }
+            let source = directory + "/Database.sqlite", destination = directory + "/new.sqlite"
+            for suffix in ["", "-wal", "-shm"] {
+                try FileManager.default.copyItem(atPath: app + "AppRatingPrompt_v1/Database.sqlite" + suffix, toPath: source + suffix)
+            }
+            #expect(try chunkmigrate(["empty-store"] + models + [destination]).exitCode == 0)
+            let plan = try chunkmigrate(["plan", "--source", source, "--destination", destination, "--out", directory + "/plan.json"] + models)
+            #expect(plan.exitCode == 0 && plan.stderr.contains("decided: source store: version AppRatingPrompt + RemoteMessaging + HTTPSUpgrade 3 (its entity version hashes)\n")
+                    && plan.stderr.contains("decided: destination store: version AppRatingPrompt 2 + RemoteMessaging + HTTPSUpgrade 3 (its entity version hashes)\n"), "\(plan)")
+            let run = try chunkmigrate("run", "--source", source, "--destination", destination, "--plan", directory + "/plan.json", "--journal", directory + "/journal")
+            #expect(run.exitCode == 0, "\(run)")
+            #expect(try SQLiteShell.integer(destination, "SELECT count(*) FROM ZHTTPSEXCLUDEDDOMAIN") == 30)
+            #expect(try SQLiteShell.integer(destination, "SELECT count(*) FROM ZAPPRATINGPROMPTENTITY") == 1)
+        }
+    }
+
     @Test("empty-store --model STORE: the empty store of the model in a store's cache, its metadata holding the entity version hashes, their digest and the version identifiers the store records; a store without a model cache is refused, naming it",
           .enabled(if: ["Messenger/store2-101-0.wiredatabase", "BookMigration/Model1.sqlite"].allSatisfy { FileManager.default.fileExists(atPath: fixtures + "/" + $0) },
                    "shared/fixtures/coredata is absent"))
