@@ -20,8 +20,9 @@ struct EmptyStoreCommand: ParsableCommand {
     @Option(name: .long, help: "The model: an .xcdatamodel folder, its contents XML, a compiled .mom, or a store (its model cache).")
     var model: String?
 
-    @Option(name: .long, help: "Every version of the model (.xcdatamodeld or .momd), with --version.")
-    var models: String?
+    @Option(name: .long, parsing: .singleValue,
+            help: "Every version of the model (.xcdatamodeld or .momd), with --version; repeatable for bundles an app merges into one model at run time (their current versions merged, or --version A + B + C).")
+    var models: [String] = []
 
     @Option(name: .long, help: "With --models: the version, by name (default: the bundle's current version).")
     var version: String?
@@ -30,8 +31,8 @@ struct EmptyStoreCommand: ParsableCommand {
     var history = false
 
     func validate() throws {
-        guard (model == nil) != (models == nil) else { throw ValidationError("give --model or --models") }
-        if version != nil, models == nil { throw ValidationError("--version names a version of --models") }
+        guard (model == nil) != models.isEmpty else { throw ValidationError("give --model or --models") }
+        if version != nil, models.isEmpty { throw ValidationError("--version names a version of --models") }
     }
 
     func run() throws {
@@ -40,11 +41,11 @@ struct EmptyStoreCommand: ParsableCommand {
             if let model {
                 chosen = try CoreDataModel.read(contentsOf: URL(fileURLWithPath: model))
             } else {
-                let bundle = try CoreDataModelBundle.read(contentsOf: URL(fileURLWithPath: models!))
+                let bundle = try CoreDataModelBundle.read(contentsOf: models.map { URL(fileURLWithPath: $0) })
                 let name = version ?? bundle.current
                 guard let found = bundle.version(named: name) else {
                     throw MigrationError(.invalidPlan, "--version \(name): the model bundle has no such version (it has \(bundle.versions.map(\.name).joined(separator: ", ")))",
-                                         file: models)
+                                         file: models.first)
                 }
                 chosen = found.model
             }

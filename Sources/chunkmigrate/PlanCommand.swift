@@ -17,11 +17,18 @@ struct PlanCommand: ParsableCommand {
             and what it could not on stderr, and writes an ordinary plan that you can edit.
 
             With --models (the app's .xcdatamodeld or .momd, every version), the stores' versions \
-            are found (their version identifiers, else their model caches) and the plan covers \
-            the whole path between them in one job, as Core Data's automatic migration does: one \
-            mapping inferred from the source's version straight to the destination's, and where \
-            it leaves an entity or property new, the versions between followed for renames on \
-            the way. Custom steps (--step) cut the path.
+            are found by their entity version hashes, as Core Data finds them (or by their \
+            schemas where the hashes tell none they fit), and the plan covers the whole path \
+            between them in one job, as Core Data's automatic migration does: one mapping \
+            inferred from the source's version straight to the destination's, and where it \
+            leaves an entity or property new, the versions between followed for renames on the \
+            way. Custom steps (--step) cut the path. --models again for each bundle an app merges \
+            into one model at run time. Where the names of the versions do not tell their order \
+            and the renames on the way need it, --version-order gives it.
+
+            A store without a model cache takes the other store's model (or one given) where \
+            their entity version hashes are equal; where neither carries one, two stores of the \
+            same hashes (or, without hashes, the same schema) are copied table for table.
             """)
 
     @Option(name: .long, help: "The source store (opened read-only).")
@@ -43,8 +50,13 @@ struct PlanCommand: ParsableCommand {
     @Option(name: .long, help: "The destination store's model, for a store without a model cache: its .xcdatamodel folder, contents XML, or compiled .mom.")
     var modelTo: String?
 
-    @Option(name: .long, help: "Every version of the app's model: its .xcdatamodeld folder or compiled .momd. The plan goes from the source store's version to the destination's through every version between.")
-    var models: String?
+    @Option(name: .long, parsing: .singleValue,
+            help: "Every version of the app's model: its .xcdatamodeld folder or compiled .momd. The plan goes from the source store's version to the destination's through every version between. Repeatable: bundles merged into one model at run time.")
+    var models: [String] = []
+
+    @Option(name: .long, parsing: .singleValue,
+            help: "With --models: the order of a bundle's versions, oldest first, comma-separated (\"Model,Model 2,Model 3\"), where their names do not tell it (repeatable, one per bundle).")
+    var versionOrder: [String] = []
 
     @Option(name: .long, parsing: .singleValue,
             help: "With --models: a custom step between two versions, a JSON file {\"from\": VERSION, \"to\": VERSION, \"entities\": [...]} whose entity mappings fill what the step cannot infer (repeatable); composed with the inferred steps into one plan.")
@@ -69,11 +81,11 @@ struct PlanCommand: ParsableCommand {
         for pair in rename where pair.split(separator: "=").count != 2 {
             throw ValidationError("--rename takes NEW=OLD, not \(pair)")
         }
-        if models != nil, modelFrom != nil || modelTo != nil {
+        if !models.isEmpty, modelFrom != nil || modelTo != nil {
             throw ValidationError("--models gives every version; --model-from and --model-to give one each: use one or the other")
         }
-        if models == nil, fromVersion != nil || toVersion != nil || !step.isEmpty {
-            throw ValidationError("--from-version, --to-version and --step name versions of --models")
+        if models.isEmpty, fromVersion != nil || toVersion != nil || !step.isEmpty || !versionOrder.isEmpty {
+            throw ValidationError("--from-version, --to-version, --version-order and --step name versions of --models")
         }
     }
 
@@ -88,7 +100,8 @@ struct PlanCommand: ParsableCommand {
                 sourceModel: try modelFrom.map { try CoreDataModel.read(contentsOf: URL(fileURLWithPath: $0)) },
                 destinationModel: try modelTo.map { try CoreDataModel.read(contentsOf: URL(fileURLWithPath: $0)) },
                 keys: keys, keepFirstDuplicate: keepFirstDuplicate,
-                modelBundle: try models.map { try CoreDataModelBundle.read(contentsOf: URL(fileURLWithPath: $0)) },
+                modelBundle: models.isEmpty ? nil : try CoreDataModelBundle.read(contentsOf: models.map { URL(fileURLWithPath: $0) },
+                                                                                 orders: versionOrder.map { $0.split(separator: ",").map(String.init) }),
                 sourceVersion: fromVersion, destinationVersion: toVersion)
             options.steps = try step.map { file in
                 guard let data = FileManager.default.contents(atPath: file) else {

@@ -89,7 +89,7 @@ struct ChunkMigrateCoreDataTests {
         }
     }
 
-    @Test("a store without a model cache: plan exits 3 naming the option that gives its model, and runs with the models given; check-coredata takes the model too",
+    @Test("a store without a model cache: into a copy of itself emptied (the same hashes), copied table for table; into another model's store, plan exits 3 naming the option that gives its model, and runs with the models given; check-coredata takes the model too",
           .enabled(if: FileManager.default.fileExists(atPath: fixtures + "/BookMigration/Model1.sqlite"), "shared/fixtures/coredata is absent"))
     func storeWithoutModelCache() throws {
         try withTemporaryDirectory { directory in
@@ -98,7 +98,12 @@ struct ChunkMigrateCoreDataTests {
             try FileManager.default.copyItem(atPath: Self.fixtures + "/BookMigration/Model1.sqlite", toPath: destination)
             try FileManager.default.copyItem(atPath: Self.fixtures + "/BookMigration/Model1.xcdatamodel.xml", toPath: model)
             try SQLiteShell.execute(destination, "DELETE FROM ZBOOK; DELETE FROM ZUSER; UPDATE Z_PRIMARYKEY SET Z_MAX = 0;")
-            let refused = try chunkmigrate("plan", "--source", source, "--destination", destination, "--out", directory + "/plan.json")
+            let same = try chunkmigrate("plan", "--source", source, "--destination", destination, "--out", directory + "/same.json")
+            #expect(same.exitCode == 0 && same.stderr.contains("decided: one model: neither store carries it (no model cache, none given), and their entity version hashes are equal"), "\(same)")
+
+            let other = directory + "/model2.sqlite"
+            #expect(try chunkmigrate("empty-store", "--model", Self.fixtures + "/BookMigration/Model2.xcdatamodel.xml", other).exitCode == 0)
+            let refused = try chunkmigrate("plan", "--source", source, "--destination", other, "--out", directory + "/plan.json")
             #expect(refused.exitCode == 3 && refused.stderr.contains("\(source): the store has no model cache") && refused.stderr.contains("--model-from"), "\(refused)")
             #expect(!FileManager.default.fileExists(atPath: directory + "/plan.json"))
 
@@ -111,6 +116,28 @@ struct ChunkMigrateCoreDataTests {
             let check = try chunkmigrate("check-coredata", destination, "--model", model)
             #expect(check.exitCode == 0 && !check.stdout.contains("not checked") && check.stdout.contains("checks passed"), "\(check)")
             #expect(try SQLiteShell.integer(destination, "SELECT count(*) FROM ZBOOK") == 4)
+        }
+    }
+
+    @Test("--models once per bundle an app merges: empty-store writes their current versions merged, plan finds the store's version of each by its hashes and says how, run carries every row",
+          .enabled(if: FileManager.default.fileExists(atPath: fixtures + "/apps/ddg-ios-appratingprompt/AppRatingPrompt_v1/Database.sqlite"), "shared/fixtures/coredata/apps is absent"))
+    func mergedBundles() throws {
+        try withTemporaryDirectory { directory in
+            let app = Self.fixtures + "/apps/ddg-ios-appratingprompt/"
+            let models = ["AppRatingPrompt.xcdatamodeld", "merged-models/RemoteMessaging.xcdatamodeld", "merged-models/HTTPSUpgrade.xcdatamodeld"]
+                .flatMap { ["--models", app + $0] }
+            let source = directory + "/Database.sqlite", destination = directory + "/new.sqlite"
+            for suffix in ["", "-wal", "-shm"] {
+                try FileManager.default.copyItem(atPath: app + "AppRatingPrompt_v1/Database.sqlite" + suffix, toPath: source + suffix)
+            }
+            #expect(try chunkmigrate(["empty-store"] + models + [destination]).exitCode == 0)
+            let plan = try chunkmigrate(["plan", "--source", source, "--destination", destination, "--out", directory + "/plan.json"] + models)
+            #expect(plan.exitCode == 0 && plan.stderr.contains("decided: source store: version AppRatingPrompt + RemoteMessaging + HTTPSUpgrade 3 (its entity version hashes)\n")
+                    && plan.stderr.contains("decided: destination store: version AppRatingPrompt 2 + RemoteMessaging + HTTPSUpgrade 3 (its entity version hashes)\n"), "\(plan)")
+            let run = try chunkmigrate("run", "--source", source, "--destination", destination, "--plan", directory + "/plan.json", "--journal", directory + "/journal")
+            #expect(run.exitCode == 0, "\(run)")
+            #expect(try SQLiteShell.integer(destination, "SELECT count(*) FROM ZHTTPSEXCLUDEDDOMAIN") == 30)
+            #expect(try SQLiteShell.integer(destination, "SELECT count(*) FROM ZAPPRATINGPROMPTENTITY") == 1)
         }
     }
 
@@ -246,6 +273,7 @@ struct ChunkMigrateCoreDataTests {
                                   "relationships": { "ZPOST": { "from": "Z_PK", "to": "Post" } } } ] }
                 """.utf8).write(to: URL(fileURLWithPath: directory + "/step.json"))
             let plan = try chunkmigrate("plan", "--source", source, "--destination", empty, "--models", models, "--step", directory + "/step.json",
+                                        "--version-order", "CoreDataMigration_Example,CoreDataMigration_Example 2,CoreDataMigration_Example 3,CoreDataMigration_Example 4",
                                         "--out", directory + "/plan.json")
             #expect(plan.exitCode == 0 && plan.stderr.contains("3 parts composed into one job"), "\(plan)")
             func run(_ name: String, environment: [String: String] = [:]) throws -> CommandResult {

@@ -41,7 +41,9 @@ struct CoreDataDirectInferenceTests {
     @Test("direct and through the versions between: a property and an entity renamed twice followed through the versions between; the rest as inferred straight: a property renamed back, the target's default, one type conversion, an attribute the versions between dropped kept")
     func directAndChain() throws {
         let folder = try TemporaryFolder()
-        let bundle = try CoreDataModelBundle.read(contentsOf: try CoreDataVersionPathTests.bundle(Self.versions, in: folder))
+        // The first version, named after the model without a number, has no place its name
+        // tells, and the renames on the way need the order: it is given.
+        let bundle = try CoreDataModelBundle.read(contentsOf: try CoreDataVersionPathTests.bundle(Self.versions, in: folder)).ordered(["Model", "Model 2", "Model 3"])
         let rows = """
             INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZA, ZR, ZX, ZSIZE, ZNOTE) VALUES (1, 1, 1, 'a1', 'r1', 'x1', 2.7, NULL), (2, 1, 1, 'a2', 'r2', NULL, 1.5, 'n');
             INSERT INTO ZNOTE (Z_PK, Z_ENT, Z_OPT, ZTEXT) VALUES (1, 2, 1, 't')
@@ -138,7 +140,8 @@ struct CoreDataDirectInferenceTests {
 
         let v3 = try CoreDataTesting.store(bundle.versions[2].model, at: folder.path("v3.sqlite"), uuid: "E0000000-0000-0000-0000-000000000043")
         let inferred = try CoreDataMigrationTests.migrate(source, into: v3, folder: folder, options: InferenceOptions(modelBundle: bundle))
-        #expect(inferred.decisions.contains("source store: version Model (by its version identifier v1)"))
+        // Model 3 is Model again: the two hash alike, one model to Core Data.
+        #expect(inferred.decisions.contains("source store: version Model (its entity version hashes; alike: Model 3)"), "\(inferred.decisions)")
         #expect(try CoreDataMigrationTests.rows(v3, "ZITEM", columns: "Z_PK, ZLABEL, ZOWNER") == [[.integer(1), .text("L"), .integer(1)], [.integer(2), .null, .null]])
         #expect(try CoreDataMigrationTests.rows(v3, "ZPERSON", columns: "Z_PK, ZNAME") == [[.integer(1), .text("p")]])
     }

@@ -45,7 +45,9 @@ struct CoreDataVersionPathTests {
     @Test("a property renamed through a chain of renaming identifiers keeps its values from the oldest version to the newest; a property added on the way takes the newest version's default, as Core Data's inference straight to it writes; NULLs take the default where the newest version makes it required")
     func chainOfRenames() throws {
         let folder = try TemporaryFolder()
-        let bundle = try CoreDataModelBundle.read(contentsOf: try Self.bundle(Self.versions, in: folder))
+        // The first version, named after the model without a number, has no place its name
+        // tells: the order is given.
+        let bundle = try CoreDataModelBundle.read(contentsOf: try Self.bundle(Self.versions, in: folder)).ordered(["Model", "Model 2", "Model 3"])
         #expect(bundle.versions.map(\.name) == ["Model", "Model 2", "Model 3"] && bundle.current == "Model 3")
         let source = try CoreDataTesting.store(bundle.versions[0].model, at: folder.path("v1.sqlite"), uuid: "E0000000-0000-0000-0000-000000000001",
                                                metadata: [:], rows: "INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZA, ZNOTE) VALUES (1, 1, 1, 'x', NULL), (4, 1, 1, 'y', 'kept')")
@@ -55,7 +57,7 @@ struct CoreDataVersionPathTests {
         #expect(direct.plan.entities.first { $0.name == "Item" }?.columns["ZC"] == nil)
 
         let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, options: InferenceOptions(modelBundle: bundle))
-        #expect(inferred.decisions.contains("source store: version Model (by its version identifier v1)"))
+        #expect(inferred.decisions.contains("source store: version Model (its entity version hashes)"), "\(inferred.decisions)")
         #expect(inferred.decisions.contains("Item.c: from Item.a through the versions between (a in Model, b from Model 2, c from Model 3); Core Data's inference from Model straight to Model 3 leaves it new"),
                 "\(inferred.decisions)")
         // count: Core Data's migration from Model straight to Model 3 writes Model 3's default.
@@ -63,16 +65,17 @@ struct CoreDataVersionPathTests {
                 == [[.integer(1), .text("x"), .integer(7), .text("none")], [.integer(4), .text("y"), .integer(7), .text("kept")]])
     }
 
-    @Test("a store's version: its version identifier, else its model cache (the oldest of versions alike); a newer source is refused")
+    @Test("a store's version: the one whose entity version hashes are its own, with or without a model cache or identifiers (the oldest of versions alike); a newer source is refused")
     func versionOfAStore() throws {
         let folder = try TemporaryFolder()
-        // Versions 2 and 3 alike but for a version identifier the stores do not carry.
+        // Versions 2 and 3 alike but for a version identifier the store does not carry.
         let versions = [Self.versions[0], Self.versions[1], Self.versions[1]]
-        let bundle = try CoreDataModelBundle.read(contentsOf: try Self.bundle(versions, in: folder))
+        let bundle = try CoreDataModelBundle.read(contentsOf: try Self.bundle(versions, in: folder)).ordered(["Model", "Model 2", "Model 3"])
         let store = folder.path("s.sqlite")
-        try CoreDataEmptyStore.create(at: store, model: CoreDataModel(entities: bundle.versions[1].model.entities, versionIdentifiers: [""]))
-        let (version, how) = try bundle.version(ofStoreAt: store)
-        #expect(version.name == "Model 2" && how == "its model cache (alike: Model 2, Model 3)")
+        try CoreDataEmptyStore.create(at: store, model: CoreDataModel(entities: bundle.versions[1].model.entities, versionIdentifiers: ["v1"]))
+        try Database(path: store.path, mode: .readWrite).execute("DELETE FROM Z_MODELCACHE")
+        let found = try bundle.version(ofStoreAt: store)
+        #expect(found.version.name == "Model 2" && found.evidence == .hashes && found.alike == ["Model 3"] && found.how == "its entity version hashes; alike: Model 3")
 
         let old = try CoreDataTesting.store(bundle.versions[0].model, at: folder.path("v1.sqlite"), uuid: "E0000000-0000-0000-0000-000000000004")
         let error = #expect(throws: MigrationError.self) {
@@ -91,11 +94,15 @@ struct CoreDataVersionPathTests {
             #"<entity name="Item"><attribute name="size" optional="YES" attributeType="Integer 64"/></entity>"#,
             #"<entity name="Item"><attribute name="size" optional="YES" attributeType="Double"/></entity>"#,
         ]
-        let bundle = try CoreDataModelBundle.read(contentsOf: try Self.bundle(versions, in: folder))
+        let bundle = try CoreDataModelBundle.read(contentsOf: try Self.bundle(versions, in: folder)).ordered(["Model", "Model 2", "Model 3"])
         let source = try CoreDataTesting.store(bundle.versions[0].model, at: folder.path("v1.sqlite"), uuid: "E0000000-0000-0000-0000-000000000011",
                                                rows: "INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZSIZE) VALUES (1, 1, 1, 2.7)")
         let destination = try CoreDataTesting.store(bundle.versions[2].model, at: folder.path("v3.sqlite"), uuid: "E0000000-0000-0000-0000-000000000012")
         let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, options: InferenceOptions(modelBundle: bundle))
+        // Versions 1 and 3 hash alike (one model to Core Data): the source takes the first, the
+        // destination the current.
+        #expect(inferred.decisions.prefix(2) == ["source store: version Model (its entity version hashes; alike: Model 3)",
+                                                 "destination store: version Model 3 (its entity version hashes; alike: Model)"])
         // A Double in Model and Model 3: Core Data's migration straight from one to the other
         // keeps the fraction that Model 2 (an Integer 64) would have cut.
         #expect(!inferred.decisions.contains { $0.hasPrefix("ZSIZE") }, "\(inferred.decisions)")
@@ -105,19 +112,6 @@ struct CoreDataVersionPathTests {
             try MigrationPlan.infer(source: source, destination: destination, options: InferenceOptions(renames: ["Itme": "Item"], modelBundle: bundle))
         }
         #expect(renamed?.message == "renames: no version from Model to Model 3 has an entity Itme where the version before has Item")
-
-        // Names without numbers: no order.
-        let unordered = folder.path("Unordered.xcdatamodeld")
-        for name in ["Initial", "AddTags"] {
-            try FileManager.default.createDirectory(at: unordered.appendingPathComponent("\(name).xcdatamodel"), withIntermediateDirectories: true)
-            try FileManager.default.copyItem(at: folder.path("Model.xcdatamodeld/Model.xcdatamodel/contents"),
-                                             to: unordered.appendingPathComponent("\(name).xcdatamodel/contents"))
-        }
-        let noOrder = #expect(throws: MigrationError.self) {
-            try MigrationPlan.infer(source: source, destination: destination,
-                                    options: InferenceOptions(modelBundle: try CoreDataModelBundle.read(contentsOf: unordered), destinationVersion: "Initial"))
-        }
-        #expect(noOrder?.message.contains("the model bundle's versions AddTags, Initial have no number in their names") == true, "\(String(describing: noOrder))")
 
         // A compiled bundle: .mom archives and VersionInfo.plist.
         let momd = folder.path("Model.momd")
@@ -163,8 +157,8 @@ struct CoreDataVersionPathTests {
         let straight = try CoreDataMigrationTests.migrate(source, into: alone, folder: folder, journal: "alone", batchSize: 1000,
                                                           options: InferenceOptions(sourceModel: path.first!.model, destinationModel: path.last!.model))
         #expect(Set(inferred.decisions).symmetricDifference(straight.decisions)
-                == [pathLine, muted, "source store: version zmessaging2.6 (by its version identifier 2.6)",
-                    "destination store: version zmessaging2.101.0 (by its version identifier 2.101.0)", "ZMUTEDSTATUS: new in Conversation, takes the default 0"])
+                == [pathLine, muted, "source store: version zmessaging2.6 (its entity version hashes)",
+                    "destination store: version zmessaging2.101.0 (its entity version hashes)", "ZMUTEDSTATUS: new in Conversation, takes the default 0"])
         #expect(try Database(path: alone.path, mode: .source).scalar("SELECT count(*) FROM ZCONVERSATION WHERE ZMUTEDSTATUS <> 0") == .integer(0))
         try Database(path: destination.path, mode: .readWrite).execute("UPDATE ZCONVERSATION SET ZMUTEDSTATUS = 0")
         var withVersions = try CoreDataTesting.contents(destination), twoModels = try CoreDataTesting.contents(alone)
@@ -179,6 +173,9 @@ struct CoreDataStepTests {
     static let progressive = "ProgressiveMigration/CoreDataMigration_Example.xcdatamodeld"
     static let splitName = "SplitName/MWKCoreDataTests.xcdatamodeld"
     static var present: Bool { CoreDataStoreTests.fixture(progressive) != nil && CoreDataStoreTests.fixture(splitName) != nil }
+    /// ProgressiveMigration's versions, oldest first: the first, named after the model, has no
+    /// number to tell its place, and steps need the order.
+    static let progressiveOrder = ["CoreDataMigration_Example", "CoreDataMigration_Example 2", "CoreDataMigration_Example 3", "CoreDataMigration_Example 4"]
 
     /// ProgressiveMigration's 2 -> 3 mapping model and policy as a step: one Section per Post, its
     /// body the post's content, its title the first 4 characters and "...", index 0.
@@ -200,7 +197,7 @@ struct CoreDataStepTests {
           .enabled(if: present, "shared/fixtures/coredata is absent"))
     func progressiveMigration() throws {
         let folder = try TemporaryFolder()
-        let bundle = try CoreDataModelBundle.read(contentsOf: try #require(CoreDataStoreTests.fixture(Self.progressive)))
+        let bundle = try CoreDataModelBundle.read(contentsOf: try #require(CoreDataStoreTests.fixture(Self.progressive))).ordered(Self.progressiveOrder)
         let source = try CoreDataModelTests.copy("ProgressiveMigration/CoreDataMigration_Example_1.sqlite", into: folder)
         let destination = try Self.emptyStore(bundle, version: "CoreDataMigration_Example 4", at: folder.path("v4.sqlite"))
         var options = InferenceOptions(modelBundle: bundle)
@@ -236,7 +233,7 @@ struct CoreDataStepTests {
           .enabled(if: present, "shared/fixtures/coredata is absent"))
     func splitName() throws {
         let folder = try TemporaryFolder()
-        let bundle = try CoreDataModelBundle.read(contentsOf: try #require(CoreDataStoreTests.fixture(Self.splitName)))
+        let bundle = try CoreDataModelBundle.read(contentsOf: try #require(CoreDataStoreTests.fixture(Self.splitName))).ordered(["MWKCoreDataTests", "MWKCoreDataTests2", "MWKCoreDataTests3"])
         let step = CoreDataStep(from: "MWKCoreDataTests2", to: "MWKCoreDataTests3", entities: [
             EntityMapping(name: "Employee", source: .init(table: "ZEMPLOYEE", key: "Z_PK"), destination: .init(table: "ZEMPLOYEE", key: "Z_PK"),
                           keys: .preserve,
@@ -264,7 +261,7 @@ struct CoreDataStepTests {
           .enabled(if: present, "shared/fixtures/coredata is absent"))
     func compositionRefused() throws {
         let folder = try TemporaryFolder()
-        let bundle = try CoreDataModelBundle.read(contentsOf: try #require(CoreDataStoreTests.fixture(Self.progressive)))
+        let bundle = try CoreDataModelBundle.read(contentsOf: try #require(CoreDataStoreTests.fixture(Self.progressive))).ordered(Self.progressiveOrder)
         let source = try CoreDataModelTests.copy("ProgressiveMigration/CoreDataMigration_Example_1.sqlite", into: folder)
         let destination = try Self.emptyStore(bundle, version: "CoreDataMigration_Example 4", at: folder.path("v4.sqlite"))
         let renumbered = CoreDataStep(from: "CoreDataMigration_Example", to: "CoreDataMigration_Example 2", entities: [
@@ -320,7 +317,7 @@ struct CoreDataStepTests {
             #"<entity name="Item"><attribute name="loud" optional="YES" attributeType="String" derived="YES" derivationExpression="uppercase:(title)"/><attribute name="title" optional="YES" attributeType="String"/></entity>"#,
             #"<entity name="Item"><attribute name="loud" optional="YES" attributeType="String" derived="YES" derivationExpression="uppercase:(title)"/><attribute name="title" optional="YES" attributeType="String"/><attribute name="code" attributeType="String"/></entity>"#,
         ]
-        let bundle = try CoreDataModelBundle.read(contentsOf: try CoreDataVersionPathTests.bundle(versions, in: folder))
+        let bundle = try CoreDataModelBundle.read(contentsOf: try CoreDataVersionPathTests.bundle(versions, in: folder)).ordered(["Model", "Model 2", "Model 3", "Model 4"])
         let source = try CoreDataTesting.store(bundle.versions[0].model, at: folder.path("v1.sqlite"), uuid: "E0000000-0000-0000-0000-000000000021",
                                                rows: "INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (1, 1, 1, 'ab'), (2, 1, 1, 'cd')")
         let step = CoreDataStep(from: "Model 2", to: "Model 3", entities: [

@@ -205,16 +205,19 @@ public final class InPlaceMigration: @unchecked Sendable {
             }
         }
         // A store already at the target's model (a job that finished, run again): nothing to do.
-        // Two Core Data stores are of one model when they record the same entity version hashes,
-        // with or without a model cache, as Core Data tells them.
-        func hashes(_ schema: String, _ file: String) -> CoreDataVersionHashes? {
-            (try? CoreDataMetadata.read(database, schema: schema, file: file).plist).flatMap { $0 }.flatMap(CoreDataVersionHashes.init(metadata:))
-        }
         let already: Bool
         if halfMigrated {
             already = false
-        } else if let storeHashes = hashes("main", store.path), let targetHashes = hashes("tgt", target.path) {
-            already = storeHashes == targetHashes
+        } else if let hashes = storeHashes(database, schema: "main", file: store.path), hashes == storeHashes(database, schema: "tgt", file: target.path) {
+            // Equal entity version hashes: the same model, as Core Data tells it, with or without
+            // a model cache.
+            already = true
+        } else if targetCoreDataModel == nil, (try? CoreDataModel.read(database, schema: "main", file: store.path)) == nil,
+                  ["main", "tgt"].allSatisfy({ (try? CoreDataEntities.isCoreData(database, schema: $0)) == true }),
+                  storeHashes(database, schema: "main", file: store.path) == nil, storeHashes(database, schema: "tgt", file: target.path) == nil {
+            // Core Data stores that carry no model and record no hashes: the same model where
+            // their tables are the same (the plan between them copies every table as it is).
+            already = (try? InPlacePlanner.tables("main", in: database)) == (try? InPlacePlanner.tables("tgt", in: database))
         } else if targetCoreDataModel == nil {
             already = try plainStoreIsDone(database, plan: plan, file: store.path)
         } else {
@@ -283,6 +286,13 @@ public final class InPlaceMigration: @unchecked Sendable {
         let report = try CoreDataStoreCheck.run(store: storeURL, tables: Set(touchedTables))
         guard let sourceCheck else { return report }
         return report.carryingOver(from: sourceCheck.report, names: sourceCheck.names)
+    }
+
+    /// The entity version hashes the metadata of the Core Data store open as `schema` records;
+    /// `nil` for a store that records none or is not a Core Data store.
+    private static func storeHashes(_ database: Database, schema: String, file: String) -> CoreDataVersionHashes? {
+        guard (try? CoreDataEntities.isCoreData(database, schema: schema)) == true else { return nil }
+        return ((try? CoreDataMetadata.read(database, schema: schema, file: file))?.plist).flatMap { CoreDataVersionHashes(metadata: $0) }
     }
 
     /// Every batch commits through a rollback journal (`TRUNCATE`), which writes each row once.

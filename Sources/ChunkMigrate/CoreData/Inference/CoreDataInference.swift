@@ -63,10 +63,13 @@ struct CoreDataInference {
                 ? try CoreDataModelMapping(source: sourceModel, destination: destinationModel, renames: options.renames)
                 : try CoreDataModelMapping(path: path.map { ($0.name, $0.model) }, renames: options.renames)
         } else {
-            sourceModel = try CoreDataModel.required(database, schema: "src", file: sourcePath, given: options.sourceModel,
-                                                     option: "--model-from")
-            destinationModel = try CoreDataModel.required(database, schema: "main", file: destinationPath,
-                                                          given: options.destinationModel, option: "--model-to")
+            guard let models = try storeModels() else {
+                // Neither store carries its model, and the two are one model.
+                let plan = try CoreDataSameModelPlan(database: database, sourcePath: sourcePath, destinationPath: destinationPath,
+                                                     options: options).infer()
+                return InferredPlan(plan: plan.plan, decisions: decisions + plan.decisions, notes: notes + plan.notes)
+            }
+            (sourceModel, destinationModel) = models
             mapping = try CoreDataModelMapping(source: sourceModel, destination: destinationModel, renames: options.renames)
         }
         let (source, sourceOthers) = try CoreDataLayout(model: sourceModel).resolved(against: database, schema: "src", file: sourcePath)
@@ -124,27 +127,30 @@ struct CoreDataInference {
     }
 
     /// The versions from the source store's to the destination store's, each found from the
-    /// store (or given by name), oldest first.
+    /// store by its entity version hashes, as Core Data finds it (or given by name), oldest first
+    /// (``CoreDataModelBundle/versions(from:to:)``).
     private mutating func versionPath(_ bundle: CoreDataModelBundle) throws -> [CoreDataModelBundle.Version] {
         func find(_ name: String?, schema: String, file: String, option: String) throws -> CoreDataModelBundle.Version {
+            let role = schema == "src" ? "source" : "destination"
             if let name {
                 guard let version = bundle.version(named: name) else {
                     throw MigrationError(.invalidPlan, "\(option) \(name): the model bundle has no such version\(MigrationPlan.suggestion(for: name, among: bundle.versions.map(\.name)))")
                 }
-                decide("\(schema == "src" ? "source" : "destination") store: version \(name) (given)")
+                decide("\(role) store: version \(name) (given)")
                 return version
             }
-            let (version, how) = try bundle.version(of: database, schema: schema, file: file)
-            decide("\(schema == "src" ? "source" : "destination") store: version \(version.name) (by \(how))")
-            return version
+            let found = try bundle.version(of: database, schema: schema, file: file, asTarget: schema == "main")
+            decide("\(role) store: version \(found.version.name) (\(found.how))")
+            if found.evidence == .schema { note("\(role) store: \(found.how); migrated from version \(found.version.name)") }
+            return found.version
         }
         let from = try find(options.sourceVersion, schema: "src", file: sourcePath, option: "--from-version")
-        try Self.refuseUnordered(bundle)
         let to = try find(options.destinationVersion, schema: "main", file: destinationPath, option: "--to-version")
-        guard let path = bundle.path(from: from.name, to: to.name) else {
-            throw MigrationError(.invalidPlan, "the source store is at version \(from.name), newer than the destination's \(to.name): a migration goes forward",
-                                 file: sourcePath)
+        let path: [CoreDataModelBundle.Version]
+        do { path = try bundle.versions(from: from.name, to: to.name) } catch let error as MigrationError {
+            throw MigrationError(error.code, error.message, file: sourcePath)
         }
+        try checkMappingModels(bundle, path: path)
         if path.count > 2 {
             let names = path.map(\.name)
             let shown = names.count <= 6 ? names : Array(names.prefix(3)) + ["..."] + Array(names.suffix(2))
@@ -153,11 +159,11 @@ struct CoreDataInference {
         return path
     }
 
-    /// Refuses a bundle whose versions' order its names do not tell.
+    /// Refuses a bundle whose versions' order its names do not tell and was not given.
     static func refuseUnordered(_ bundle: CoreDataModelBundle) throws {
         let unordered = bundle.unorderedVersions
         guard !unordered.isEmpty else { return }
-        throw MigrationError(.invalidPlan, "the model bundle's versions \(unordered.joined(separator: ", ")) have no number in their names, so their order is not known: name them as Xcode does (Model, Model 2, Model 3), or migrate between two versions with --model-from and --model-to")
+        throw MigrationError(.invalidPlan, "the model bundle's versions \(unordered.joined(separator: ", ")) have no place among the others that their names tell (no number, or another naming scheme), so the order of the versions is not known: give it with --version-order, every version oldest first (\(bundle.versions.map(\.name).joined(separator: ",")))")
     }
 
     // MARK: - Entity tables

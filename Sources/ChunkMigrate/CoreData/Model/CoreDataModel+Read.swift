@@ -75,18 +75,4 @@ extension CoreDataModel {
             throw MigrationError(.store, "Z_MODELCACHE: \(error.message)", file: file)
         }
     }
-
-    /// The model of the store open as `schema`: `given` when the caller has it, else the store's
-    /// own model cache.
-    ///
-    /// - Throws: ``MigrationError`` naming the store when it has no model cache and none is given,
-    ///   naming the option that gives one.
-    static func required(_ database: Database, schema: String, file: String, given: CoreDataModel?, option: String) throws -> CoreDataModel {
-        if let given { return given }
-        guard let model = try read(database, schema: schema, file: file) else {
-            throw MigrationError(.store, "the store has no model cache (Z_MODELCACHE, written since iOS 10): give its model with \(option) (the .xcdatamodel folder inside the .xcdatamodeld, or a compiled .mom)",
-                                 file: file)
-        }
-        return model
-    }
 }

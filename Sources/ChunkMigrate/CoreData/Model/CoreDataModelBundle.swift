@@ -1,31 +1,71 @@
 import Foundation
 
 /// Every version of an app's model: an `.xcdatamodeld` folder (one `.xcdatamodel` per version,
-/// each with its `contents` XML) or a compiled `.momd` (one `.mom` per version), oldest first.
+/// each with its `contents` XML) or a compiled `.momd` (one `.mom` per version), or several such
+/// bundles merged into one model at run time (``merging(_:)``).
 ///
-/// Versions are ordered by their names, numbers compared as numbers (`zmessaging`, `zmessaging1.27`,
-/// `zmessaging2.6`, `zmessaging2.10`, `zmessaging2.100.0`; `Model`, `Model 2`, `Model 3`), as Xcode
-/// names the versions it adds. Where more than one name has no number, the order is not known
-/// (``unorderedVersions``) and a path through them is refused. A store's version is found from its metadata's
-/// `NSStoreModelVersionIdentifiers` when exactly one version has that identifier, else from its
-/// model cache compared with each version (``version(ofStoreAt:)``).
+/// Each version carries its entity version hashes (``Version/hashes``), which is how Core Data
+/// tells the version of a store: ``version(ofStoreAt:)`` finds the version whose hashes equal the
+/// ones the store's metadata records, with or without a model cache.
+///
+/// The order of the versions is what their names tell, and no more (``unorderedVersions``): the
+/// numbered names of one scheme in the order of their numbers, compared as numbers
+/// (`zmessaging1.27`, `zmessaging2.6`, `zmessaging2.10`, `zmessaging2.100.0`; `Model 2`,
+/// `Model 10`; `SampleModel3_v2`, `SampleModel3_v3`). A name without a number (`Initial`, or the
+/// first version `Model` that Xcode names after the model, beside `Model 2`), or a second naming
+/// scheme, has no known place unless the app's mapping models give it (one from `Model` to
+/// `Model 2` puts `Model` first); ``ordered(_:)`` gives the order where they do not. The current
+/// version (`.xccurrentversion`) says nothing of the order: it may name the oldest.
 ///
 /// ```swift
 /// let bundle = try CoreDataModelBundle.read(contentsOf: modelsURL)   // App.xcdatamodeld or App.momd
-/// let path = bundle.path(from: "Model 2", to: bundle.current)        // [Model 2, Model 3, Model 4]
+/// let found = try bundle.version(ofStoreAt: storeURL)                // by its entity version hashes
+/// let versions = try bundle.versions(from: found.version.name, to: bundle.current)
 /// ```
 public struct CoreDataModelBundle: Sendable {
-    /// One version: its name (the file's, without extension) and its model.
+    /// One version: its name (the file's, without extension), its model and its entity version
+    /// hashes.
     public struct Version: Sendable {
         public var name: String
         public var model: CoreDataModel
+        /// The entity version hashes Core Data compares with a store's metadata: the compiled
+        /// bundle's own (`VersionInfo.plist`), else computed from the model
+        /// (``CoreDataVersionHashes``).
+        public var hashes: CoreDataVersionHashes
+        /// For a version of merged bundles, the version of each bundle it merges, in the bundles'
+        /// order; empty otherwise.
+        public var parts: [String]
+
+        /// A version of `model` named `name`, its hashes computed from the model unless given.
+        public init(name: String, model: CoreDataModel, hashes: CoreDataVersionHashes? = nil, parts: [String] = []) {
+            self.name = name
+            self.model = model
+            self.hashes = hashes ?? CoreDataVersionHashes(model: model)
+            self.parts = parts
+        }
     }
 
-    /// The versions, oldest first.
+    /// The versions: in the order their names tell where they tell it (see
+    /// ``unorderedVersions``), the order given (``ordered(_:)``), or, for merged bundles, each
+    /// combination of one version per bundle.
     public var versions: [Version]
     /// The name of the current version (`.xccurrentversion`, or the `.momd`'s `VersionInfo.plist`),
-    /// the newest when the bundle does not say.
+    /// the last when the bundle does not say; for merged bundles, the combination of each bundle's
+    /// current version.
     public var current: String
+    /// The bundles merged (``merging(_:)``); empty for one bundle.
+    public private(set) var members: [CoreDataModelBundle] = []
+    /// The order of ``versions`` was given (``ordered(_:)``), not read from their names.
+    public private(set) var isOrderGiven = false
+    /// The app's mapping models between versions of the bundle, found beside it (an
+    /// `.xcmappingmodel` in the folder that holds the bundle or a folder in it).
+    public var mappingModels: [CoreDataMappingModelFile] = []
+
+    /// A bundle of the versions given, in that order, and its current version.
+    public init(versions: [Version], current: String) {
+        self.versions = versions
+        self.current = current
+    }
 
     /// Reads a model bundle.
     ///
@@ -36,31 +76,125 @@ public struct CoreDataModelBundle: Sendable {
         guard let names = try? files.contentsOfDirectory(atPath: url.path) else {
             throw MigrationError(.store, "cannot read the model bundle: not a folder (give an .xcdatamodeld or a .momd)", file: url.path)
         }
+        var info: [String: Any] = [:]
+        for file in [".xccurrentversion", "VersionInfo.plist"] {
+            guard let data = files.contents(atPath: url.appendingPathComponent(file).path),
+                  let plist = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any] else { continue }
+            info.merge(plist) { _, new in new }
+        }
+        // A compiled bundle lists each version's hashes as the model compiler computed them:
+        // those are what Core Data compares with a store's.
+        let compiledHashes = info["NSManagedObjectModel_VersionHashes"] as? [String: Any] ?? [:]
         var versions: [Version] = []
         for name in names where name.hasSuffix(".xcdatamodel") || name.hasSuffix(".mom") {
             let model = try CoreDataModel.read(contentsOf: url.appendingPathComponent(name))
-            versions.append(Version(name: (name as NSString).deletingPathExtension, model: model))
+            let versionName = (name as NSString).deletingPathExtension
+            let hashes = (compiledHashes[versionName] as? [String: Any]).flatMap { CoreDataVersionHashes(metadata: ["NSStoreModelVersionHashes": $0]) }
+            versions.append(Version(name: versionName, model: model, hashes: hashes))
         }
         guard !versions.isEmpty else {
             throw MigrationError(.store, "the model bundle holds no model version (.xcdatamodel or .mom)", file: url.path)
         }
         versions.sort { order($0.name, $1.name) }
         var current = versions.last!.name
-        for info in [".xccurrentversion", "VersionInfo.plist"] {
-            guard let data = files.contents(atPath: url.appendingPathComponent(info).path),
-                  let plist = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any] else { continue }
-            for key in ["_XCCurrentVersionName", "NSManagedObjectModel_CurrentVersionName"] {
-                if let name = plist[key] as? String { current = (name as NSString).deletingPathExtension }
-            }
+        for key in ["_XCCurrentVersionName", "NSManagedObjectModel_CurrentVersionName"] {
+            if let name = info[key] as? String { current = (name as NSString).deletingPathExtension }
         }
         guard versions.contains(where: { $0.name == current }) else {
             throw MigrationError(.store, "the model bundle's current version \(current) is not among its versions", file: url.path)
         }
-        return CoreDataModelBundle(versions: versions, current: current)
+        var bundle = CoreDataModelBundle(versions: versions, current: current)
+        bundle.mappingModels = CoreDataMappingModelFile.beside(url).compactMap { try? CoreDataMappingModelFile.read(contentsOf: $0) }
+            .filter { bundle.version(named: $0.source) != nil && bundle.version(named: $0.destination) != nil }
+        return bundle
     }
 
-    /// Whether version name `a` comes before `b`: the numbers in the names compared as numbers,
-    /// a name without numbers first.
+    /// Reads the bundles at `urls`, gives each the order of versions that names its versions
+    /// (``ordered(_:)``), and merges them (``merging(_:)``): the model of an app that merges
+    /// several bundles at run time, or one bundle as read.
+    ///
+    /// - Throws: ``MigrationError`` when a bundle does not read, an order names versions of no
+    ///   bundle or of several, or the bundles do not merge.
+    public static func read(contentsOf urls: [URL], orders: [[String]] = []) throws -> CoreDataModelBundle {
+        var bundles = try urls.map { try read(contentsOf: $0) }
+        for order in orders {
+            let owners = bundles.indices.filter { index in order.contains { name in bundles[index].version(named: name) != nil || bundles[index].version(named: (name as NSString).deletingPathExtension) != nil } }
+            guard owners.count == 1, let owner = owners.first else {
+                throw MigrationError(.invalidPlan, "--version-order \(order.joined(separator: ",")): \(owners.isEmpty ? "names no version of the model bundles" : "names versions of several model bundles; give one order per bundle")")
+            }
+            bundles[owner] = try bundles[owner].ordered(order)
+        }
+        return try merging(bundles)
+    }
+
+    /// Several bundles merged into one model, as an app merges them at run time
+    /// (`NSManagedObjectModel(byMerging:)`, `mergedModelFromBundles:`): each version is one
+    /// version of each bundle, its model their entities together, its hashes theirs, named
+    /// `A 2 + B + C 3`. One bundle is returned as it is.
+    ///
+    /// - Throws: ``MigrationError`` when two bundles declare an entity of the same name (Core Data
+    ///   refuses to merge them), or the combinations are too many to list.
+    public static func merging(_ bundles: [CoreDataModelBundle]) throws -> CoreDataModelBundle {
+        guard bundles.count > 1 else {
+            guard let only = bundles.first else { throw MigrationError(.invalidPlan, "no model bundle to merge") }
+            return only
+        }
+        var owner: [String: Int] = [:]
+        for (index, bundle) in bundles.enumerated() {
+            for entity in Set(bundle.versions.flatMap { $0.model.entities.map(\.name) }) {
+                if let other = owner[entity], other != index {
+                    throw MigrationError(.invalidPlan, "the model bundles \(bundles[other].describedName) and \(bundle.describedName) both declare entity \(entity): Core Data cannot merge them", entity: entity)
+                }
+                owner[entity] = index
+            }
+        }
+        let count = bundles.reduce(1) { $0 * $1.versions.count }
+        guard count <= 4096 else {
+            throw MigrationError(.invalidPlan, "the model bundles merged make \(count) combinations of versions, more than 4096: merge fewer")
+        }
+        var combinations: [[Version]] = [[]]
+        for bundle in bundles {
+            combinations = combinations.flatMap { prefix in bundle.versions.map { prefix + [$0] } }
+        }
+        let versions = combinations.map { parts in
+            Version(name: parts.map(\.name).joined(separator: " + "),
+                    model: CoreDataModel(entities: parts.flatMap(\.model.entities),
+                                         versionIdentifiers: parts.flatMap(\.model.versionIdentifiers).reduce(into: []) { if !$0.contains($1) { $0.append($1) } }),
+                    hashes: CoreDataVersionHashes(entities: parts.reduce(into: [:]) { $0.merge($1.hashes.entities) { a, _ in a } }),
+                    parts: parts.map(\.name))
+        }
+        var merged = CoreDataModelBundle(versions: versions, current: bundles.map(\.current).joined(separator: " + "))
+        merged.members = bundles
+        return merged
+    }
+
+    /// The bundle with its versions in the order given, oldest first: every version named once.
+    ///
+    /// - Throws: ``MigrationError`` naming the versions the list lacks, or names that are none of
+    ///   the bundle's.
+    public func ordered(_ names: [String]) throws -> CoreDataModelBundle {
+        let names = names.map { $0.trimmingCharacters(in: .whitespaces) }.map { ($0 as NSString).pathExtension == "xcdatamodel" ? ($0 as NSString).deletingPathExtension : $0 }
+        let unknown = names.filter { version(named: $0) == nil }
+        guard unknown.isEmpty else {
+            throw MigrationError(.invalidPlan, "--version-order: \(unknown.joined(separator: ", ")) \(unknown.count == 1 ? "is" : "are") not a version of the model bundle\(MigrationPlan.suggestion(for: unknown[0], among: versions.map(\.name)))")
+        }
+        let missing = versions.map(\.name).filter { !names.contains($0) }
+        guard missing.isEmpty, Set(names).count == names.count else {
+            throw MigrationError(.invalidPlan, "--version-order names every version of the bundle once, oldest first; \(missing.isEmpty ? "some are named twice" : "it lacks \(missing.joined(separator: ", "))")")
+        }
+        var result = self
+        result.versions = names.map { version(named: $0)! }
+        result.isOrderGiven = true
+        return result
+    }
+
+    /// A short name for messages: the first version's, with the number of versions.
+    var describedName: String { "of \(versions.first?.name ?? "?") (\(versions.count) version\(versions.count == 1 ? "" : "s"))" }
+
+    /// Whether version name `a` comes before `b` in the order versions are listed in: the
+    /// numbers in the names compared as numbers, a name without numbers first. A listing order;
+    /// where the names of a bundle do not tell its versions' order (``unorderedVersions``), not
+    /// that order.
     static func order(_ a: String, _ b: String) -> Bool {
         func numbers(_ name: String) -> [Int] {
             name.split { !$0.isNumber }.compactMap { Int($0) }
@@ -72,63 +206,13 @@ public struct CoreDataModelBundle: Sendable {
     /// The version named `name`.
     public func version(named name: String) -> Version? { versions.first { $0.name == name } }
 
-    /// The versions from `from` to `to`, both included, oldest first; `nil` when `from` is newer.
+    /// The versions from `from` to `to` as ``versions`` lists them, both included; `nil` when
+    /// `from` is listed after `to`. Where the order is not known (``unorderedVersions``), a
+    /// listing, not a path: ``versions(from:to:)`` says what is known.
     public func path(from: String, to: String) -> [Version]? {
         guard let start = versions.firstIndex(where: { $0.name == from }),
               let end = versions.firstIndex(where: { $0.name == to }), start <= end else { return nil }
         return Array(versions[start...end])
-    }
-
-    /// The version a store was written with, and how it was told.
-    ///
-    /// - Throws: ``MigrationError`` naming the store when no version matches, or several do and
-    ///   the store carries no model cache to tell them apart.
-    public func version(ofStoreAt url: URL) throws -> (version: Version, how: String) {
-        let database: Database
-        do { database = try Database(path: url.path, mode: .source) } catch {
-            throw MigrationError(.store, "cannot open the store: \(error.message)", file: url.path)
-        }
-        return try version(of: database, schema: "main", file: url.path)
-    }
-
-    /// The version of the store open as `schema` in `database`.
-    func version(of database: Database, schema: String, file: String) throws -> (version: Version, how: String) {
-        let identifiers = (try? CoreDataMetadata.read(database, schema: schema, file: file).plist?["NSStoreModelVersionIdentifiers"] as? [String]) ?? nil
-        let cached = try CoreDataModel.read(database, schema: schema, file: file)
-        var candidates = versions
-        if let identifiers {
-            let named = versions.filter { $0.model.versionIdentifiers == identifiers }
-            // An identifier names a version only where the store's model, when it carries one,
-            // is that version's: identifiers are the app's, and not always changed.
-            if named.count == 1, cached.map({ Self.signature($0) == Self.signature(named[0].model) }) ?? true {
-                return (named[0], "its version identifier \(identifiers.joined(separator: ", "))")
-            }
-            if named.count > 1 { candidates = named }
-        }
-        if let cached {
-            let signature = Self.signature(cached)
-            var same = candidates.filter { Self.signature($0.model) == signature }
-            if same.isEmpty, candidates.count < versions.count { same = versions.filter { Self.signature($0.model) == signature } }
-            // Versions alike in every stored detail lay the store out alike: the oldest of them,
-            // so that no step after it is skipped (the steps between alike versions do nothing).
-            if let match = same.first {
-                let alike = same.count > 1 ? " (alike: \(same.map(\.name).joined(separator: ", ")))" : ""
-                return (match, "its model cache\(alike)")
-            }
-            throw MigrationError(.store, "the store's model (its model cache) is none of the bundle's \(versions.count) versions: was it written by another model?",
-                                 file: file)
-        }
-        throw MigrationError(.store, candidates.count == versions.count
-            ? "the store names no version identifier of the bundle and has no model cache: give its version (--from-version)"
-            : "\(candidates.count) versions of the bundle have the store's version identifier (\(candidates.map(\.name).joined(separator: ", "))) and it has no model cache to tell them apart: give its version (--from-version)",
-                             file: file)
-    }
-
-    /// Versions whose order the names do not tell: more than one name without a number
-    /// (`Initial`, `AddTags`, `Final`); empty when the order is known.
-    public var unorderedVersions: [String] {
-        let plain = versions.filter { $0.name.allSatisfy { !$0.isNumber } }.map(\.name)
-        return plain.count > 1 ? plain : []
     }
 
     /// What of a model decides a store's layout and values: entities with their parents and
