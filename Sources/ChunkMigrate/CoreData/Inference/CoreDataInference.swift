@@ -26,6 +26,8 @@ struct CoreDataInference {
     /// Why Core Data rebuilds the table of a destination root, `nil` for one it alters in place:
     /// once a table, not once a column.
     private var tableRebuilds: [String: String?] = [:]
+    /// The app's mapping models on the store's path, without custom policies.
+    var mappingModelsOnPath: [CoreDataMappingModelFile] = []
 
     init(database: Database, sourcePath: String, destinationPath: String, options: InferenceOptions) {
         self.database = database
@@ -89,11 +91,15 @@ struct CoreDataInference {
                 notes.append("entity \(entity.name) (\(entity.number)): new in the destination model; left empty")
             }
         }
+        var dropped: [String: Int64] = [:]
         for name in mapping.removedEntities {
             guard let entity = source.entity(named: name) else { continue }
             let rows = try count("SELECT count(*) FROM src.\(SQL.quote(entity.table)) WHERE Z_ENT = \(entity.number)")
+            dropped[name] = rows
             notes.append("entity \(name) (\(entity.number)): no counterpart in the destination model; its \(rows) rows are not copied")
         }
+        try checkRowsMappingModelsKeep(dropped: dropped)
+        try noteAttributesLeftOut(context)
 
         // Which rows each table keeps, before any column: a to-one into another table must know
         // which of that table's rows are left out.
@@ -877,6 +883,31 @@ struct CoreDataInference {
 
     mutating func decide(_ line: String) { if !decisions.contains(line) { decisions.append(line) } }
     mutating func note(_ line: String) { if !notes.contains(line) { notes.append(line) } }
+
+    /// Notes each attribute of a source entity the plan copies that no destination property
+    /// takes, where rows hold a value in it: Core Data's inference drops it too, and an app that
+    /// carries it does so by its own code (a custom migration stage or policy), which the plan
+    /// cannot see.
+    private mutating func noteAttributesLeftOut(_ context: Context) throws {
+        var taken: Set<String> = []
+        for (destination, _) in context.mapping.sourceEntity {
+            for (_, property) in context.mapping.destination.allProperties(of: destination) {
+                if let match = context.mapping.sourceProperty(property.name, of: destination) { taken.insert("\(match.declaredBy).\(match.property.name)") }
+            }
+        }
+        let copied = Set(context.mapping.sourceEntity.values)
+        for entity in context.mapping.source.entities.sorted(by: { $0.name < $1.name }) where copied.contains(entity.name) {
+            for property in entity.properties where property.attribute != nil && !property.isTransient
+                && property.attribute?.derivation == nil && !taken.contains("\(entity.name).\(property.name)") {
+                guard let table = context.source.table(of: entity.name), let column = context.source.column(of: property.name, entity: entity.name),
+                      let number = context.source.entity(named: entity.name)?.number else { continue }
+                let owners = context.source.descendants(of: number).map(String.init).joined(separator: ", ")
+                let rows = try count("SELECT count(*) FROM src.\(SQL.quote(table.name)) WHERE \(SQL.quote(column.name)) IS NOT NULL AND Z_ENT IN (\(owners))")
+                guard rows > 0 else { continue }
+                notes.append("\(entity.name).\(property.name): not in the destination model; \(rows) rows hold a value, which the plan does not copy, as Core Data's inference does not; where the app carries it by its own code (a custom migration stage or policy), give that as a step (--step)")
+            }
+        }
+    }
 
     func count(_ sql: String) throws -> Int64 {
         do { return try database.scalar(sql).integer ?? 0 } catch {
