@@ -11,6 +11,8 @@ extension CoreDataInference {
     /// - Throws: ``MigrationError`` naming the mapping model and its policies.
     mutating func checkMappingModels(_ bundle: CoreDataModelBundle, path: [CoreDataModelBundle.Version]) throws {
         let names = path.map(\.name)
+        pathNames = names
+        versionEntities = path.map { Set($0.model.entities.map(\.name)) }
         for mapping in bundle.mappingModels {
             guard let from = names.firstIndex(of: mapping.source), let to = names.firstIndex(of: mapping.destination), from < to,
                   !options.steps.contains(where: { $0.from == mapping.source && $0.to == mapping.destination }) else { continue }
@@ -24,23 +26,40 @@ extension CoreDataInference {
         }
     }
 
-    /// Refuses a plan that leaves out the rows of a source entity that one of the app's mapping
-    /// models on the path takes into another entity (Apptentive's text, file and automated
-    /// messages merged into one message entity): Core Data's inference straight to the target
-    /// would lose them too, but the app migrates with its mapping models, and running them is not
-    /// inferring them. Names the mapping model, the entity and its rows, and what gives them.
+    /// Refuses a plan that leaves out the rows of a source entity that the app's mapping models on
+    /// the path take into the target (Apptentive's text, file and automated messages merged into
+    /// one message entity): the entity is followed along the path, through each mapping model's
+    /// entity mappings where one covers a step, by name where none does; where that reaches an
+    /// entity of the target through a mapping model, the app keeps the rows. Core Data's
+    /// inference straight to the target would lose them too, but the app migrates with its
+    /// mapping models, and running them is not inferring them. Names the mapping models, the
+    /// entity and its rows.
     ///
     /// - Parameter dropped: the source entities the plan does not copy, with their rows.
-    /// - Throws: ``MigrationError`` naming the mapping model and the entities.
+    /// - Throws: ``MigrationError`` naming the mapping models and the entities.
     func checkRowsMappingModelsKeep(dropped: [String: Int64]) throws {
-        for mapping in mappingModelsOnPath {
-            let kept = mapping.entityMappings.compactMap { entity -> String? in
-                guard let source = entity.source, let destination = entity.destination, let rows = dropped[source], rows > 0 else { return nil }
-                return "\(source) (\(rows) rows) -> \(destination)"
+        guard !mappingModelsOnPath.isEmpty, let names = pathNames else { return }
+        var kept: [(entity: String, rows: Int64, target: String, through: [CoreDataMappingModelFile])] = []
+        for (entity, rows) in dropped.sorted(by: { $0.key < $1.key }) where rows > 0 {
+            var name: String? = entity
+            var through: [CoreDataMappingModelFile] = []
+            var index = 0
+            while index < names.count - 1, let current = name {
+                if let mapping = mappingModelsOnPath.first(where: { $0.source == names[index] }),
+                   let end = names.firstIndex(of: mapping.destination), end > index {
+                    name = mapping.entityMappings.first { $0.source == current }?.destination
+                    if name != nil { through.append(mapping) }
+                    index = end
+                } else {
+                    index += 1
+                    name = versionEntities[index].contains(current) ? current : nil
+                }
             }
-            guard !kept.isEmpty else { continue }
-            throw MigrationError(.invalidPlan, "the app's mapping model \(mapping.url.lastPathComponent) migrates version \(mapping.source) to \(mapping.destination) and takes rows that the inferred plan leaves out: \(kept.joined(separator: ", ")); Core Data's inference straight to the target would lose them too, but the app migrates with its mapping models: give that step as a step from \(mapping.source) to \(mapping.destination) (--step)",
-                                 file: mapping.url.path)
+            if let name, !through.isEmpty { kept.append((entity, rows, name, through)) }
         }
+        guard let first = kept.first else { return }
+        let files = Array(Set(kept.flatMap { $0.through.map(\.url.lastPathComponent) })).sorted()
+        throw MigrationError(.invalidPlan, "the app's mapping models (\(files.joined(separator: ", "))) take rows into version \(names.last!) that the inferred plan leaves out: \(kept.map { "\($0.entity) (\($0.rows) rows) -> \($0.target)" }.joined(separator: ", ")); Core Data's inference straight to the target would lose them too, but the app migrates with its mapping models: give those steps as steps (--step)",
+                             file: first.through.last!.url.path)
     }
 }

@@ -26,8 +26,11 @@ struct CoreDataInference {
     /// Why Core Data rebuilds the table of a destination root, `nil` for one it alters in place:
     /// once a table, not once a column.
     private var tableRebuilds: [String: String?] = [:]
-    /// The app's mapping models on the store's path, without custom policies.
+    /// The app's mapping models on the store's path, without custom policies, in the path's
+    /// order; the versions of the path, and each one's entities.
     var mappingModelsOnPath: [CoreDataMappingModelFile] = []
+    var pathNames: [String]?
+    var versionEntities: [Set<String>] = []
 
     init(database: Database, sourcePath: String, destinationPath: String, options: InferenceOptions) {
         self.database = database
