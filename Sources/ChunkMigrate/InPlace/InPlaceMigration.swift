@@ -49,9 +49,51 @@ public final class InPlaceMigration: @unchecked Sendable {
     private let database: Database
     private let options: MigrationOptions
     private let pauseRequested = Locked(false)
-    /// The check of the tables the job touches as they were before it started, and how their
-    /// findings are named after it: what the store already was, carried (``checkStore()``).
-    private var sourceCheck: (report: CoreDataStoreCheck.Report, names: CoreDataStoreCheck.Report.SourceNames)?
+    /// What the job writes, to tell what the store already was from what the job brought about
+    /// (``checkStore()``).
+    private var writes: Writes?
+
+    /// The columns a job writes (`TABLE.COLUMN`, in capitals: a value other than a column's as it
+    /// was), and the tables it leaves rows out of.
+    struct Writes: Codable, Equatable {
+        var columns: Set<String>
+        var leavesRowsOut: Set<String>
+
+        /// What `plan` writes: every column whose expression is not a column as it is (renamed or
+        /// not), and every table an entity mapping filters.
+        init(plan: MigrationPlan) {
+            var columns: Set<String> = [], leavesRowsOut: Set<String> = []
+            for entity in plan.entities {
+                let table = entity.destination.table.uppercased()
+                for (column, expression) in entity.columns {
+                    let bare = expression.trimmingCharacters(in: CharacterSet(charactersIn: "() "))
+                    if bare.range(of: #"^("[^"]+"|[A-Za-z_][A-Za-z0-9_]*)$"#, options: .regularExpression) == nil {
+                        columns.insert("\(table).\(column.uppercased())")
+                    }
+                }
+                if entity.source.where != nil { leavesRowsOut.insert(table) }
+            }
+            self.columns = columns
+            self.leavesRowsOut = leavesRowsOut
+        }
+
+        /// Why a finding of the migrated store is the store's own, or nil where the job may have
+        /// brought it about: a value the job did not write is the store's as it was; a key that
+        /// points nowhere is the store's where the job left no row out of the table it points into.
+        func carried(_ finding: CoreDataStoreCheck.Finding) -> String? {
+            guard let table = finding.table?.uppercased(), let column = finding.column?.uppercased(),
+                  !columns.contains("\(table).\(column)") else { return nil }
+            switch finding.kind {
+            case .required, .entityWithoutKey, .orderWithoutKey, .entityOutsideTree, .externalFile, .joinWithoutOrder:
+                return "as the store was: the job does not write \(finding.column!)"
+            case .dangling, .danglingJoin:
+                guard let target = finding.targetTable?.uppercased(), !leavesRowsOut.contains(target) else { return nil }
+                return "as the store was: the job does not write \(finding.column!) and leaves no row of \(finding.targetTable!) out"
+            default:
+                return nil
+            }
+        }
+    }
     static let stateTable = "_chunkmigrate_inplace"
     static let stepTable = "_chunkmigrate_inplace_step"
 
@@ -236,15 +278,10 @@ public final class InPlaceMigration: @unchecked Sendable {
             // The rollback journal first, so that a store the job cannot have to itself is not
             // marked part-way through; the mode it had is recorded with the steps.
             let mode = (try? database.scalar("PRAGMA main.journal_mode").text) ?? nil ?? "delete"
-            // What the store already is, before anything changes: the anomalies Core Data
-            // migrates as they are, so that the check at the end carries them.
+            // What the job writes: a finding of the check at the end elsewhere is what the store
+            // already was, which Core Data migrates as it is.
             var extra: [(String, String)] = []
-            if options.checksStore, migration.isCoreDataStore, let check = try? CoreDataStoreCheck.run(store: store, tables: Set(touched)) {
-                let names = CoreDataStoreCheck.Report.SourceNames(plan: plan, destination: targetModelOfTarget(database, file: target.path))
-                if let report = try? JSONEncoder().encode(check), let names = try? JSONEncoder().encode(names) {
-                    extra = [("source_check", String(decoding: report, as: UTF8.self)), ("source_names", String(decoding: names, as: UTF8.self))]
-                }
-            }
+            if let writes = try? JSONEncoder().encode(Writes(plan: plan)) { extra = [("writes", String(decoding: writes, as: UTF8.self))] }
             try useRollbackJournal(database, file: store.path)
             do {
                 try record(encoded, target: target.path, targetModel: targetModel ?? "", mode: mode, touched: touched, extra: extra, in: database)
@@ -256,11 +293,10 @@ public final class InPlaceMigration: @unchecked Sendable {
             try useRollbackJournal(database, file: store.path)
         }
         migration.isCoreData = migration.isCoreDataStore
-        if let report = ((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'source_check'").text) ?? nil),
-           let names = ((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'source_names'").text) ?? nil),
-           let decodedReport = try? JSONDecoder().decode(CoreDataStoreCheck.Report.self, from: Data(report.utf8)),
-           let decodedNames = try? JSONDecoder().decode(CoreDataStoreCheck.Report.SourceNames.self, from: Data(names.utf8)) {
-            migration.sourceCheck = (decodedReport, decodedNames)
+        if let writes = ((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'writes'").text) ?? nil) {
+            migration.writes = try? JSONDecoder().decode(Writes.self, from: Data(writes.utf8))
+        } else if let plan {
+            migration.writes = Writes(plan: plan)
         }
         migration.touchedTables = ((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'touched'").text) ?? nil)?
             .split(separator: "\n").map(String.init) ?? []
@@ -272,20 +308,18 @@ public final class InPlaceMigration: @unchecked Sendable {
         (try? database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE name = 'Z_PRIMARYKEY'").integer) == 1
     }
 
-    /// The target's model, from its model cache, when it has one.
-    private static func targetModelOfTarget(_ database: Database, file: String) -> CoreDataModel? {
-        (try? CoreDataModel.read(database, schema: "tgt", file: file)).flatMap { $0 }
-    }
-
-    /// The check of the tables the job touched, once it is complete, with the anomalies the store
-    /// had before the job started carried (``CoreDataStoreCheck/Report/carried``), as Core Data's
-    /// own migration carries them; a job completed by an earlier run reports every finding.
+    /// The check of the tables the job touched, once it is complete, with what the store already
+    /// was carried (``CoreDataStoreCheck/Report/carried``), as Core Data's own migration carries
+    /// it: a finding in a column the job does not write (a required value left NULL, a key that
+    /// points into a table the job leaves no row out of) is the store's. Nothing is checked
+    /// before the job starts; a job completed by an earlier run, whose plan is gone with its
+    /// state, reports every finding.
     ///
     /// - Throws: ``MigrationError`` naming the file when the store cannot be read.
     public func checkStore() throws -> CoreDataStoreCheck.Report {
         let report = try CoreDataStoreCheck.run(store: storeURL, tables: Set(touchedTables))
-        guard let sourceCheck else { return report }
-        return report.carryingOver(from: sourceCheck.report, names: sourceCheck.names)
+        guard let writes else { return report }
+        return report.carryingOver(writes.carried)
     }
 
     /// The entity version hashes the metadata of the Core Data store open as `schema` records;

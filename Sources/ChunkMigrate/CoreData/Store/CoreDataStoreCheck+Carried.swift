@@ -59,14 +59,22 @@ extension CoreDataStoreCheck.Report {
     ///   - source: the check of the source store, under its own model.
     ///   - names: how the findings of this store are named in the source.
     public func carryingOver(from source: Self, names: SourceNames) -> Self {
+        carryingOver { finding in
+            source.findings.first { Self.same(finding, $0, names: names) }.map { had in had.line == finding.line ? "as in the source" : "the source: \(had.line)" }
+        }
+    }
+
+    /// This report with each finding that `source` tells the source already had moved to
+    /// ``carried``, with what it says of it.
+    func carryingOver(_ source: (CoreDataStoreCheck.Finding) -> String?) -> Self {
         var result = self
         result.violations = []
         result.findings = []
         let found = Set(findings.map(\.line))
         for line in violations where !found.contains(line) { result.violations.append(line) }
         for finding in findings {
-            if let had = source.findings.first(where: { Self.same(finding, $0, names: names) }) {
-                result.carried.append(had.line == finding.line ? "\(finding.line) (as in the source)" : "\(finding.line) (the source: \(had.line))")
+            if let why = source(finding) {
+                result.carried.append("\(finding.line) (\(why))")
             } else {
                 result.add(finding)
             }

@@ -127,18 +127,27 @@ public enum CoreDataStoreCheck {
         public var keys: [Int64]
         /// The report's line.
         public var line: String
+        /// Where it is: the table and column, and for a key that points nowhere, the table it
+        /// points into; `nil` where the finding is not about one column.
+        public var table: String?
+        public var column: String?
+        public var targetTable: String?
 
         /// The most keys a finding keeps.
         static let keyLimit = 1_000
 
         /// Creates a finding.
-        public init(_ kind: Kind, entity: String?, property: String? = nil, count: Int64, keys: [Int64] = [], line: String) {
+        public init(_ kind: Kind, entity: String?, property: String? = nil, count: Int64, keys: [Int64] = [], line: String,
+                    table: String? = nil, column: String? = nil, targetTable: String? = nil) {
             self.kind = kind
             self.entity = entity
             self.property = property
             self.count = count
             self.keys = keys
             self.line = line
+            self.table = table
+            self.column = column
+            self.targetTable = targetTable
         }
     }
 
@@ -432,6 +441,9 @@ private struct Checker {
         var kind: CoreDataStoreCheck.Finding.Kind
         var entity: String?
         var property: String?
+        /// The column it is about, and for a key, the table it points into.
+        var column: String? = nil
+        var targetTable: String? = nil
         /// The report's line, given how many rows and the first one's key (", the first with Z_PK 7").
         var line: (_ count: Int64, _ first: String) -> String
     }
@@ -492,7 +504,8 @@ private struct Checker {
                 let line = condition.line(count, first(keys.first))
                 if condition.isNote { report.notes.append(line) } else {
                     report.add(CoreDataStoreCheck.Finding(condition.kind, entity: condition.entity, property: condition.property, count: count,
-                                     keys: count <= CoreDataStoreCheck.Finding.keyLimit ? keys : [], line: line))
+                                     keys: count <= CoreDataStoreCheck.Finding.keyLimit ? keys : [], line: line,
+                                     table: root.table, column: condition.column ?? "Z_ENT", targetTable: condition.targetTable))
                 }
             }
         }
@@ -534,7 +547,7 @@ private struct Checker {
                 AND t.Z_ENT IN (\(list(layout.descendants(of: destination.number)))) AND t.Z_ENT IS s.\(SQL.quote(entityColumn.name)))
                 """
             lookups.append(("K:\(table.name).\(column.name)".uppercased(), targetTable.name,
-                            Condition(sql: sql, kind: .dangling, entity: owner, property: property) { count, first in
+                            Condition(sql: sql, kind: .dangling, entity: owner, property: property, column: column.name, targetTable: targetTable.name) { count, first in
                 "\(table.name).\(column.name): \(count) rows point at no row of \(target) or disagree with \(entityColumn.name)\(first)"
             }))
         }
@@ -570,20 +583,21 @@ private struct Checker {
                     })
                 }
                 if !declared.isOptional, declared.attribute?.derivation == nil {
-                    conditions.append(Condition(sql: "\(quoted) IS NULL AND Z_ENT IN (\(list(owners)))", kind: .required, entity: owner, property: property) { count, first in
+                    conditions.append(Condition(sql: "\(quoted) IS NULL AND Z_ENT IN (\(list(owners)))", kind: .required, entity: owner, property: property,
+                                                column: column.name) { count, first in
                         "\(table.name).\(column.name): \(count) rows of \(owner) have no value for the required \(owner).\(property)\(first)"
                     })
                 }
                 guard case .toOne = column.role else { continue }
                 if let entityColumn = table.column(for: .toOneEntity(entity: owner, property: property)) {
                     conditions.append(Condition(sql: "\(quoted) IS NULL AND \(SQL.quote(entityColumn.name)) IS NOT NULL",
-                                                kind: .entityWithoutKey, entity: owner, property: property) { count, first in
+                                                kind: .entityWithoutKey, entity: owner, property: property, column: entityColumn.name) { count, first in
                         "\(table.name).\(entityColumn.name): \(count) rows name an entity while \(column.name) is NULL\(first)"
                     })
                 }
                 if let order = table.column(for: .toOneOrder(entity: owner, property: property)) {
                     conditions.append(Condition(sql: "(\(quoted) IS NULL) <> (\(SQL.quote(order.name)) IS NULL)",
-                                                kind: .orderWithoutKey, entity: owner, property: property) { count, first in
+                                                kind: .orderWithoutKey, entity: owner, property: property, column: order.name) { count, first in
                         "\(table.name).\(order.name): \(count) rows have an order without a key in \(column.name), or a key without an order\(first)"
                     })
                 }
@@ -632,7 +646,7 @@ private struct Checker {
                 // The rows whose key the lookup above found wrong, by the same condition.
                 let condition = Condition(sql: """
                     \(key) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(SQL.quote(targetTable.name)) AS t WHERE t.Z_PK = \(key) AND t.Z_ENT IN (\(allowed)))
-                    """, kind: .dangling, entity: owner, property: property) { count, first in
+                    """, kind: .dangling, entity: owner, property: property, column: column.name, targetTable: targetTable.name) { count, first in
                     "\(table.name).\(column.name): \(count) rows point at no row of \(target)\(first)"
                 }
                 let (dangling, _) = try count("SELECT count(*), NULL FROM \(SQL.quote(table.name)) AS s WHERE \(condition.sql)")
@@ -645,7 +659,8 @@ private struct Checker {
     mutating func addDangling(_ condition: Condition, count: Int64, table: String) throws {
         let keys = try self.keys(from: SQL.quote(table), where: condition.sql, count: count)
         report.add(CoreDataStoreCheck.Finding(condition.kind, entity: condition.entity, property: condition.property, count: count,
-                         keys: count <= CoreDataStoreCheck.Finding.keyLimit ? keys : [], line: condition.line(count, first(keys.first))))
+                         keys: count <= CoreDataStoreCheck.Finding.keyLimit ? keys : [], line: condition.line(count, first(keys.first)),
+                         table: table, column: condition.column, targetTable: condition.targetTable))
     }
 
     /// Every join-table key points at a row of its side's entity; order columns are set.
@@ -674,13 +689,14 @@ private struct Checker {
                     """).integer ?? 0
                 if dangling > 0 {
                     report.add(CoreDataStoreCheck.Finding(.danglingJoin, entity: side.entity, property: side.property ?? "REFLEXIVE", count: dangling,
-                                     line: "\(join.name).\(side.column): \(dangling) rows point at no row of \(entity.name)"))
+                                     line: "\(join.name).\(side.column): \(dangling) rows point at no row of \(entity.name)",
+                                     table: join.name, column: side.column, targetTable: table.name))
                 }
                 guard let order = side.order else { continue }
                 let (unordered, _) = try count("SELECT count(*), NULL FROM \(SQL.quote(join.name)) WHERE \(SQL.quote(order)) IS NULL")
                 if unordered > 0 {
                     report.add(CoreDataStoreCheck.Finding(.joinWithoutOrder, entity: side.entity, property: side.property ?? "REFLEXIVE", count: unordered,
-                                     line: "\(join.name).\(order): \(unordered) rows have no position"))
+                                     line: "\(join.name).\(order): \(unordered) rows have no position", table: join.name, column: order))
                 }
             }
         }
@@ -779,7 +795,8 @@ private struct Checker {
                 if let (key, name) = firstMissing {
                     report.add(CoreDataStoreCheck.Finding(.externalFile, entity: entity.name, property: property.name, count: Int64(missing),
                                      keys: missing <= CoreDataStoreCheck.Finding.keyLimit ? missingKeys : [],
-                                     line: "\(table.name).\(column.name): \(missing) values of \(entity.name).\(property.name) name a file missing from \(folder.path), the first \(name) (Z_PK \(key))"))
+                                     line: "\(table.name).\(column.name): \(missing) values of \(entity.name).\(property.name) name a file missing from \(folder.path), the first \(name) (Z_PK \(key))",
+                                     table: table.name, column: column.name))
                 }
             }
         }
