@@ -15,6 +15,11 @@ enum SQL {
         return plain && !Database.isKeyword(name) ? name : quote(name)
     }
 
+    /// `text` as an SQL string literal: `'it''s'`.
+    static func literal(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    }
+
     /// The key column of a table side, or `rowid` when the plan names none.
     static func key(_ column: String?) -> String {
         column.map(quote) ?? "rowid"

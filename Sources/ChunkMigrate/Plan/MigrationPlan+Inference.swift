@@ -48,6 +48,11 @@ public struct InferenceOptions: Sendable {
     public var steps: [CoreDataStep] = []
     /// Destination tables the inference leaves alone (a custom step fills them).
     var skippedTables: Set<String> = []
+    /// The app's mapping model the plan runs between its two versions, in place of the inferred
+    /// mapping (a part of a path, ``CoreDataStepComposition``).
+    var mappingModel: CoreDataMappingModelFile?
+    /// The options of one part of a composed path, inferred as it is.
+    var isPart = false
     /// The Core Data framework version whose migration the plan follows (which tables it alters
     /// in place); `nil` reads the destination store's `NSPersistenceFrameworkVersion`.
     var coreDataFramework: Int?
@@ -104,7 +109,7 @@ extension MigrationPlan {
         }
         switch (try CoreDataEntities.isCoreData(database, schema: "src"), try CoreDataEntities.isCoreData(database, schema: "main")) {
         case (true, true):
-            if !options.steps.isEmpty {
+            if !options.isPart, !options.steps.isEmpty || !(options.modelBundle?.mappingModels.isEmpty ?? true) {
                 return try CoreDataStepComposition(source: source, destination: destination, database: database, options: options).compose()
             }
             var inference = CoreDataInference(database: database, sourcePath: source.path,

@@ -1,65 +1,80 @@
 import Foundation
 
-/// The app's own mapping models on a store's path. Core Data migrates with a mapping model it
-/// finds from the store's model to the current one instead of inferring one, and an app's own
-/// migrator may go through one per version; a custom migration policy in one is the app's code.
+/// The app's mapping model, run as Core Data's migration manager runs it, in SQL: each entity
+/// mapping's rows (its source entity's own, through its filter predicate), each property's value
+/// expression (``CoreDataModelMapping/init(mappingModel:source:destination:)`` matches those that
+/// read a source property as it is; the others are translated by ``CoreDataMappingModelSQL``).
 extension CoreDataInference {
-    /// Refuses a path through a mapping model with custom migration policies (unless a custom
-    /// step takes its place), naming the mapping model, its versions and its policies; notes one
-    /// without, which Core Data would migrate with instead of the inferred mapping.
+    /// The value of `property` of the rows of `rows` where the entity mapping's value expression
+    /// is not a source property read as it is: its SQL (`.null` for a constant `nil`); `nil`
+    /// where the plan takes what the inference gives (no mapping model, no entity mapping, no
+    /// expression: the destination's default).
     ///
-    /// - Throws: ``MigrationError`` naming the mapping model and its policies.
-    mutating func checkMappingModels(_ bundle: CoreDataModelBundle, path: [CoreDataModelBundle.Version]) throws {
-        let names = path.map(\.name)
-        pathNames = names
-        versionEntities = path.map { Set($0.model.entities.map(\.name)) }
-        for mapping in bundle.mappingModels {
-            guard let from = names.firstIndex(of: mapping.source), let to = names.firstIndex(of: mapping.destination), from < to,
-                  !options.steps.contains(where: { $0.from == mapping.source && $0.to == mapping.destination }) else { continue }
-            let file = mapping.url.lastPathComponent
-            if !mapping.policies.isEmpty {
-                throw MigrationError(.invalidPlan, "the app's mapping model \(file) migrates version \(mapping.source) to \(mapping.destination) with custom migration policies, the app's code, which Core Data runs in place of an inferred mapping and chunkmigrate cannot: \(mapping.policies.joined(separator: ", ")); give what they do as a step from \(mapping.source) to \(mapping.destination) (--step)",
-                                     file: mapping.url.path)
+    /// - Throws: ``MigrationError`` naming the mapping model, the entity mapping, the property
+    ///   and the expression, where it has no SQL.
+    mutating func mappedValue(_ property: String, of rows: Rows, relationship: Bool, _ context: Context) throws -> Source? {
+        guard let model = context.mapping.mappingModel,
+              let mapping = context.mapping.entityMapping(into: rows.entity, from: rows.source),
+              let value = (relationship ? mapping.relationships : mapping.attributes).first(where: { $0.name == property })?.value else { return nil }
+        func refuse(_ why: String) -> MigrationError {
+            MigrationError(.invalidPlan, "the mapping model \(model.url.lastPathComponent), entity mapping \(mapping.name) (\(rows.source) -> \(rows.entity)), \(property) = \(value): \(why); chunkmigrate cannot run it: give the entity mapping as a step (--step \(model.source) -> \(model.destination))",
+                           entity: rows.entity, column: property, file: model.url.path)
+        }
+        if relationship {
+            // A relationship takes the rows of the source instances the migration manager is
+            // given (matched by the mapping); anything else is the app's to say.
+            throw refuse(CoreDataModelMapping.sourcePath(value) == nil
+                         ? "a relationship's value other than the migration manager's destination instances of $source's relationship"
+                         : "the source entity \(rows.source) has no relationship at that key path")
+        }
+        do {
+            guard let sql = try CoreDataMappingModelSQL.value(value, resolve: resolver(rows, context)) else {
+                decide("\(model.url.lastPathComponent): \(rows.entity).\(property) of the rows of \(rows.source) is nil (\(mapping.name))")
+                return .null
             }
-            mappingModelsOnPath.append(mapping)
-            note("the app's mapping model \(file) migrates version \(mapping.source) to \(mapping.destination) (\(mapping.entityMappings.map { "\($0.source ?? "none") -> \($0.destination ?? "none")" }.joined(separator: ", "))), with no custom policy; Core Data migrates with it in place of an inferred mapping, this plan infers that step: compare them, or give the mapping as a step (--step)")
+            decide("\(model.url.lastPathComponent): \(rows.entity).\(property) of the rows of \(rows.source) = \(value), in SQL \(sql) (\(mapping.name))")
+            return .expression(sql)
+        } catch let error as CoreDataMappingModelSQL.Untranslatable {
+            throw refuse(error.description)
         }
     }
 
-    /// Refuses a plan that leaves out the rows of a source entity that the app's mapping models on
-    /// the path take into the target (Apptentive's text, file and automated messages merged into
-    /// one message entity): the entity is followed along the path, through each mapping model's
-    /// entity mappings where one covers a step, by name where none does; where that reaches an
-    /// entity of the target through a mapping model, the app keeps the rows. Core Data's
-    /// inference straight to the target would lose them too, but the app migrates with its
-    /// mapping models, and running them is not inferring them. Names the mapping models, the
-    /// entity and its rows.
+    /// The conditions on source rows (as `s`) of the entity mappings' filter predicates of a
+    /// table's rows, one per filtered source entity: `Z_ENT <> n OR (filter)`.
     ///
-    /// - Parameter dropped: the source entities the plan does not copy, with their rows.
-    /// - Throws: ``MigrationError`` naming the mapping models and the entities.
-    func checkRowsMappingModelsKeep(dropped: [String: Int64]) throws {
-        guard !mappingModelsOnPath.isEmpty, let names = pathNames else { return }
-        var kept: [(entity: String, rows: Int64, target: String, through: [CoreDataMappingModelFile])] = []
-        for (entity, rows) in dropped.sorted(by: { $0.key < $1.key }) where rows > 0 {
-            var name: String? = entity
-            var through: [CoreDataMappingModelFile] = []
-            var index = 0
-            while index < names.count - 1, let current = name {
-                if let mapping = mappingModelsOnPath.first(where: { $0.source == names[index] }),
-                   let end = names.firstIndex(of: mapping.destination), end > index {
-                    name = mapping.entityMappings.first { $0.source == current }?.destination
-                    if name != nil { through.append(mapping) }
-                    index = end
-                } else {
-                    index += 1
-                    name = versionEntities[index].contains(current) ? current : nil
-                }
+    /// - Throws: ``MigrationError`` naming the mapping model, the entity mapping and the
+    ///   predicate, where it has no SQL.
+    mutating func filters(_ rows: [Rows], _ context: Context) throws -> [String] {
+        guard let model = context.mapping.mappingModel else { return [] }
+        var conditions: [String] = []
+        for row in rows {
+            guard let mapping = context.mapping.entityMapping(into: row.entity, from: row.source), let filter = mapping.filter else { continue }
+            do {
+                let sql = try CoreDataMappingModelSQL.condition(filter, resolve: resolver(row, context))
+                decide("\(model.url.lastPathComponent): the rows of \(row.source) that \(mapping.name) takes: \(filter), in SQL \(sql)")
+                conditions.append("(Z_ENT <> \(row.number) OR \(sql))")
+            } catch let error as CoreDataMappingModelSQL.Untranslatable {
+                throw MigrationError(.invalidPlan, "the mapping model \(model.url.lastPathComponent), entity mapping \(mapping.name) (\(row.source) -> \(row.entity)), its filter \(filter): \(error); chunkmigrate cannot run it: give the entity mapping as a step (--step \(model.source) -> \(model.destination))",
+                                     entity: row.source, file: model.url.path)
             }
-            if let name, !through.isEmpty { kept.append((entity, rows, name, through)) }
         }
-        guard let first = kept.first else { return }
-        let files = Array(Set(kept.flatMap { $0.through.map(\.url.lastPathComponent) })).sorted()
-        throw MigrationError(.invalidPlan, "the app's mapping models (\(files.joined(separator: ", "))) take rows into version \(names.last!) that the inferred plan leaves out: \(kept.map { "\($0.entity) (\($0.rows) rows) -> \($0.target)" }.joined(separator: ", ")); Core Data's inference straight to the target would lose them too, but the app migrates with its mapping models: give those steps as steps (--step)",
-                             file: first.through.last!.url.path)
+        return conditions
+    }
+
+    /// A key path of the source entity of `rows` to the SQL of its value for a source row `s`:
+    /// a property's column, a path through to-ones a subquery of each table on the way.
+    func resolver(_ rows: Rows, _ context: Context) -> CoreDataMappingModelSQL.Resolver {
+        let layout = context.source
+        func resolve(_ parts: ArraySlice<String>, entity: String, row: String) -> String? {
+            guard let first = parts.first, let column = layout.column(of: first, entity: entity) else { return nil }
+            // The row's own column bare, as the plan's expressions name them.
+            if parts.count == 1 { return row == "s" ? SQL.identifier(column.name) : "\(row).\(SQL.quote(column.name))" }
+            guard let relationship = layout.model.property(first, of: entity)?.property.relationship, !relationship.isToMany,
+                  let table = layout.table(of: relationship.destination) else { return nil }
+            let alias = "t\(parts.count)"
+            guard let inner = resolve(parts.dropFirst(), entity: relationship.destination, row: alias) else { return nil }
+            return "(SELECT \(inner) FROM src.\(SQL.quote(table.name)) AS \(alias) WHERE \(alias).Z_PK = \(row).\(SQL.quote(column.name)))"
+        }
+        return { path in resolve(ArraySlice(path.split(separator: ".").map(String.init)), entity: rows.source, row: "s") }
     }
 }

@@ -26,11 +26,6 @@ struct CoreDataInference {
     /// Why Core Data rebuilds the table of a destination root, `nil` for one it alters in place:
     /// once a table, not once a column.
     private var tableRebuilds: [String: String?] = [:]
-    /// The app's mapping models on the store's path, without custom policies, in the path's
-    /// order; the versions of the path, and each one's entities.
-    var mappingModelsOnPath: [CoreDataMappingModelFile] = []
-    var pathNames: [String]?
-    var versionEntities: [Set<String>] = []
 
     init(database: Database, sourcePath: String, destinationPath: String, options: InferenceOptions) {
         self.database = database
@@ -64,9 +59,9 @@ struct CoreDataInference {
         if let bundle = options.modelBundle {
             let path = try versionPath(bundle)
             (sourceModel, destinationModel) = (path.first!.model, path.last!.model)
-            mapping = path.count == 1
+            mapping = try options.mappingModel.map { try CoreDataModelMapping(mappingModel: $0, source: sourceModel, destination: destinationModel) } ?? (path.count == 1
                 ? try CoreDataModelMapping(source: sourceModel, destination: destinationModel, renames: options.renames)
-                : try CoreDataModelMapping(path: path.map { ($0.name, $0.model) }, renames: options.renames)
+                : try CoreDataModelMapping(path: path.map { ($0.name, $0.model) }, renames: options.renames))
         } else {
             guard let models = try storeModels() else {
                 // Neither store carries its model, and the two are one model.
@@ -88,7 +83,14 @@ struct CoreDataInference {
         decisions += mapping.decisions
 
         for entity in destination.entities.values.sorted(by: { $0.number < $1.number }) {
-            if let from = mapping.sourceEntity[entity.name].flatMap({ source.entity(named: $0) }) {
+            if mapping.mappingModel != nil, let model = mapping.mappingModel?.url.lastPathComponent {
+                let sources = mapping.sourceEntities(of: entity.name).compactMap { source.entity(named: $0) }
+                if sources.isEmpty {
+                    notes.append("entity \(entity.name) (\(entity.number)): no entity mapping of \(model) fills it; left empty")
+                } else {
+                    decisions.append("entity \(entity.name): \(sources.map { "\($0.name) (\($0.number))" }.joined(separator: ", ")) -> \(entity.number) (\(model): \(sources.compactMap { mapping.entityMapping(into: entity.name, from: $0.name)?.name }.joined(separator: ", ")))")
+                }
+            } else if let from = mapping.sourceEntity[entity.name].flatMap({ source.entity(named: $0) }) {
                 decisions.append("entity \(entity.name)\(from.name == entity.name ? "" : " (renamed from \(from.name))"): number \(from.number) -> \(entity.number)")
             } else {
                 notes.append("entity \(entity.name) (\(entity.number)): new in the destination model; left empty")
@@ -101,7 +103,6 @@ struct CoreDataInference {
             dropped[name] = rows
             notes.append("entity \(name) (\(entity.number)): no counterpart in the destination model; its \(rows) rows are not copied")
         }
-        try checkRowsMappingModelsKeep(dropped: dropped)
         try noteAttributesLeftOut(context)
 
         // Which rows each table keeps, before any column: a to-one into another table must know
@@ -110,7 +111,7 @@ struct CoreDataInference {
         let skipped = Set(options.skippedTables.map { $0.uppercased() })
         for table in destination.tables.values.sorted(by: { $0.name < $1.name }) where !skipped.contains(table.name.uppercased()) {
             guard let (rows, from) = try sourceRows(of: table, context) else { continue }
-            keptRows[table.name] = try checkNewUniqueness(table, from: from, rows: rows, context)
+            keptRows[table.name] = try checkNewUniqueness(table, from: from, rows: rows, context) + filters(rows, context)
         }
         var entities: [EntityMapping] = []
         for table in destination.tables.values.sorted(by: { $0.name < $1.name }) where !skipped.contains(table.name.uppercased()) {
@@ -159,7 +160,6 @@ struct CoreDataInference {
         do { path = try bundle.versions(from: from.name, to: to.name) } catch let error as MigrationError {
             throw MigrationError(error.code, error.message, file: sourcePath)
         }
-        try checkMappingModels(bundle, path: path)
         if path.count > 2 {
             let names = path.map(\.name)
             let shown = names.count <= 6 ? names : Array(names.prefix(3)) + ["..."] + Array(names.suffix(2))
@@ -222,10 +222,11 @@ struct CoreDataInference {
     ///   merged), which lightweight migration cannot infer either.
     private func sourceRows(of table: CoreDataLayout.EntityTable, _ context: Context) throws -> (rows: [Rows], from: CoreDataLayout.EntityTable)? {
         let destination = context.destination, source = context.source
-        let rows: [Rows] = destination.descendants(of: table.root).sorted().compactMap { number in
-            guard let name = destination.entities[number]?.name, let from = context.mapping.sourceEntity[name],
-                  let entity = source.entity(named: from) else { return nil }
-            return Rows(entity: name, source: from, number: entity.number)
+        let rows: [Rows] = destination.descendants(of: table.root).sorted().flatMap { number -> [Rows] in
+            guard let name = destination.entities[number]?.name else { return [] }
+            return context.mapping.sourceEntities(of: name).compactMap { from in
+                source.entity(named: from).map { Rows(entity: name, source: from, number: $0.number) }
+            }
         }
         guard !rows.isEmpty else { return nil }
         let sourceRoots = Set(rows.map { source.model.root(of: $0.source) })
@@ -249,7 +250,10 @@ struct CoreDataInference {
             case .key:
                 continue
             case .entityNumber:
-                columns[column.name] = "coredata_entity(Z_ENT)"
+                // With the app's mapping model, each row is the entity of the entity mapping
+                // that takes it (entities merged into one take its number).
+                columns[column.name] = context.mapping.mappingModel == nil ? "coredata_entity(Z_ENT)"
+                    : combine(rows.map { .expression("coredata_entity_number(\(SQL.literal($0.entity)))") }, rows: rows)!
             case .version:
                 columns[column.name] = "Z_OPT"
             default:
@@ -426,7 +430,10 @@ struct CoreDataInference {
         // The default rows without the property take: the destination's, as Core Data writes it
         // (over several versions too: its migration goes straight to the last).
         let defaultSQL = context.mapping.newValue(attribute.name, of: rows.entity).flatMap { Self.literal($0, type: new.type) }
-        let source = context.mapping.sourceProperty(attribute.name, of: rows.entity)
+        let source = context.mapping.sourceProperty(attribute.name, of: rows.entity, from: rows.source)
+        if new.derivation == nil, source == nil, let expression = try mappedValue(attribute.name, of: rows, relationship: false, context) {
+            return expression
+        }
         if let derivation = new.derivation, Self.computesDerived(derivation, was: source?.property.attribute?.derivation) {
             // New, derived differently, or from other rows (which the migration may leave out):
             // computed from the migrated rows once they are in, by Core Data's derivation SQL.
@@ -452,7 +459,7 @@ struct CoreDataInference {
                                      was: was.allowsExternalStorage, is: new.allowsExternalStorage, table: context.destination.table(of: rows.entity)?.name)
         }
         // From the source attribute's type to the destination's (over several versions, once).
-        let types = context.mapping.types(attribute.name, of: rows.entity)
+        let types = context.mapping.types(attribute.name, of: rows.entity, from: rows.source)
         var converted = SQL.identifier(oldColumn.name)
         for (from, to) in zip(types, types.dropFirst()) where from != to {
             guard let next = conversion(converted, from: from, to: to) else { continue }
@@ -462,7 +469,7 @@ struct CoreDataInference {
             decide("\(column): \(types.map(\.xmlName).reduce(into: [String]()) { if $0.last != $1 { $0.append($1) } }.joined(separator: " -> ")), \(converted)")
             value = .ofColumn(converted, column: oldColumn.name)
         }
-        if let fill = context.mapping.nullFill(attribute.name, of: rows.entity).flatMap({ Self.literal($0, type: new.type) }) {
+        if let fill = context.mapping.nullFill(attribute.name, of: rows.entity, from: rows.source).flatMap({ Self.literal($0, type: new.type) }) {
             decide("\(column): optional in \(declaredBy), required with default \(fill) in \(rows.entity): NULLs take the default")
             value = .expression("ifnull(\(value.sql), \(fill))")
         }
@@ -519,8 +526,11 @@ struct CoreDataInference {
     /// The source of a to-one relationship's key: the source to-one's column, or, where the
     /// relationship was to-many, the smallest key among its targets.
     private mutating func toOneKey(_ property: String, of rows: Rows, _ context: Context) throws -> Source? {
-        guard let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity),
-              let relationship = old.relationship else { return try keyFromInverse(property, of: rows, context) }
+        guard let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity, from: rows.source),
+              let relationship = old.relationship else {
+            _ = try mappedValue(property, of: rows, relationship: true, context)
+            return try keyFromInverse(property, of: rows, context)
+        }
         if !relationship.isToMany {
             return context.source.column(of: old.name, entity: rows.source).map { .column($0.name) }
         }
@@ -596,7 +606,7 @@ struct CoreDataInference {
         guard value != .null, let key = try toOneKey(property, of: rows, context),
               let destination = context.destination.model.property(property, of: rows.entity)?.property.relationship?.destination,
               let number = context.destination.entity(named: destination)?.number,
-              let (table, condition) = copiedRows(of: number, context) else { return value }
+              let (table, condition) = copiedRows(of: number, pointedAt: pointedAt(property, of: rows, context), context) else { return value }
         decide("\(rows.entity).\(property): NULL where it points at a row that is not copied as \(destination)")
         return .expression("CASE WHEN \(key.sql) IN (SELECT s.Z_PK FROM src.\(SQL.quote(table)) AS s WHERE \(condition)) THEN \(value.sql) END")
     }
@@ -749,7 +759,17 @@ struct CoreDataInference {
 
     /// The source rows copied as destination entity `number` or one below it: the source table
     /// and a condition over its rows (as `s`); `nil` when every row of the table is.
-    private func copiedRows(of number: Int64, _ context: Context) -> (table: String, condition: String)? {
+    /// The source entity (and those below it) the source relationship of `property` points at.
+    private func pointedAt(_ property: String, of rows: Rows, _ context: Context) -> Set<Int64>? {
+        guard let old = context.mapping.sourceProperty(property, of: rows.entity, from: rows.source)?.property.relationship,
+              let number = context.source.entity(named: old.destination)?.number else { return nil }
+        return context.source.descendants(of: number)
+    }
+
+    /// The source rows copied into destination entity `number` (and those below it), as a
+    /// condition on the source table: `nil` where every row is, or every row a relationship
+    /// points at (`pointedAt`, the entities it can point at) is.
+    private func copiedRows(of number: Int64, pointedAt: Set<Int64>? = nil, _ context: Context) -> (table: String, condition: String)? {
         let destination = context.destination, source = context.source
         guard let entity = destination.entities[number], let destinationTable = destination.tables[entity.root] else { return nil }
         let numbers = Set(destination.descendants(of: number).compactMap { dest in
@@ -759,7 +779,7 @@ struct CoreDataInference {
             return nil
         }
         var conditions = keptRows[destinationTable.name] ?? []
-        if numbers != source.descendants(of: table.root) {
+        if numbers != source.descendants(of: table.root), !(pointedAt.map { numbers.isSuperset(of: $0) } ?? false) {
             conditions.insert("s.Z_ENT IN (\(numbers.sorted().map(String.init).joined(separator: ", ")))", at: 0)
         }
         guard !conditions.isEmpty else { return nil }

@@ -33,8 +33,12 @@ extension CoreDataModelMapping {
     /// Anything else keeps it in place: attributes and relationships added, with or without
     /// defaults; properties and sub-entities renamed; new entities; removed entities without
     /// properties of their own; entities renumbered (`Z_ENT` rewritten, `Z<n>_` columns renamed).
+    ///
+    /// With the app's mapping model, Core Data's migration manager writes every row anew into a
+    /// new store: every table is made anew.
     func tableRebuild(ofTreeOf root: String) -> String? {
-        rebuildInOneStep(root)
+        if let mappingModel { return "Core Data migrates with the app's mapping model \(mappingModel.url.lastPathComponent), which writes every row into a new store" }
+        return rebuildInOneStep(root)
     }
 
     /// ``tableRebuild(ofTreeOf:)`` between the two versions of a mapping.

@@ -46,6 +46,15 @@ public struct CoreDataModelMapping: Sendable {
 
     /// Destination entity -> property -> the source property it takes its values from.
     private var sourceProperties: [String: [String: Match]] = [:]
+    /// The app's mapping model this mapping runs, its value expressions generated; `nil` for an
+    /// inferred mapping.
+    public private(set) var mappingModel: CoreDataMappingModelFile?
+    /// With a mapping model: destination entity -> the entity mappings that fill it, in the
+    /// mapping model's order (several where it merges entities into one).
+    public private(set) var entityMappings: [String: [CoreDataMappingModelFile.EntityMapping]] = [:]
+    /// With a mapping model, for the second and later source entities of a destination entity:
+    /// `destination\tsource` -> property -> the source property it takes its values from.
+    private var pairProperties: [String: [String: Match]] = [:]
 
     /// A source property and the entity that declares it.
     private struct Match: Sendable {
@@ -55,7 +64,7 @@ public struct CoreDataModelMapping: Sendable {
 
     /// Source entities that no destination entity takes rows from (removed from the model).
     public var removedEntities: [String] {
-        let mapped = Set(sourceEntity.values)
+        let mapped = Set(sourceEntity.values).union(entityMappings.values.flatMap { $0.compactMap(\.source) })
         return source.entities.map(\.name).filter { !mapped.contains($0) }.sorted()
     }
 
@@ -119,17 +128,17 @@ public struct CoreDataModelMapping: Sendable {
 
     /// The type of an attribute's source attribute and its own: the values are converted from
     /// the first to the last. Empty for an attribute without a source attribute.
-    public func types(_ property: String, of entity: String) -> [CoreDataModel.AttributeType] {
+    public func types(_ property: String, of entity: String, from: String? = nil) -> [CoreDataModel.AttributeType] {
         guard let new = destination.property(property, of: entity)?.property.attribute,
-              let old = sourceProperty(property, of: entity)?.property.attribute else { return [] }
+              let old = sourceProperty(property, of: entity, from: from)?.property.attribute else { return [] }
         return [old.type, new.type]
     }
 
     /// The value NULLs of `property` of destination entity `entity` take: its default, where the
     /// destination makes required an attribute that was optional; `nil` otherwise.
-    public func nullFill(_ property: String, of entity: String) -> CoreDataModel.Value? {
+    public func nullFill(_ property: String, of entity: String, from: String? = nil) -> CoreDataModel.Value? {
         guard let new = destination.property(property, of: entity)?.property, !new.isOptional,
-              let old = sourceProperty(property, of: entity)?.property, old.isOptional else { return nil }
+              let old = sourceProperty(property, of: entity, from: from)?.property, old.isOptional else { return nil }
         return new.attribute?.defaultValue
     }
 
@@ -137,8 +146,98 @@ public struct CoreDataModelMapping: Sendable {
     /// (over several versions, perhaps through the renames of the versions between). `nil` for a
     /// property new in the model, one that was transient or of another kind, or a relationship
     /// left empty.
-    public func sourceProperty(_ property: String, of entity: String) -> (declaredBy: String, property: CoreDataModel.Property)? {
-        sourceProperties[entity]?[property].map { ($0.declaredBy, $0.property) }
+    ///
+    /// - Parameter from: the source entity of the rows, where a mapping model fills `entity`
+    ///   from several (`nil`: its first).
+    public func sourceProperty(_ property: String, of entity: String, from: String? = nil) -> (declaredBy: String, property: CoreDataModel.Property)? {
+        if let from, from != sourceEntity[entity] {
+            return pairProperties["\(entity)\t\(from)"]?[property].map { ($0.declaredBy, $0.property) }
+        }
+        return sourceProperties[entity]?[property].map { ($0.declaredBy, $0.property) }
+    }
+
+    /// The source entities whose rows destination entity `entity` takes: with a mapping model,
+    /// those of each of its entity mappings, else the one matched.
+    public func sourceEntities(of entity: String) -> [String] {
+        if mappingModel != nil { return (entityMappings[entity] ?? []).compactMap(\.source) }
+        return sourceEntity[entity].map { [$0] } ?? []
+    }
+
+    /// The entity mapping of the app's mapping model that fills `entity` from `source`.
+    public func entityMapping(into entity: String, from source: String) -> CoreDataMappingModelFile.EntityMapping? {
+        entityMappings[entity]?.first { $0.source == source }
+    }
+
+    /// The mapping of the app's mapping model between two versions: each destination entity
+    /// takes the rows of the source entity of each entity mapping into it (only that entity's
+    /// own rows: Core Data's fetch of them leaves sub-entities out), several where it merges
+    /// entities; an entity mapping without source (`Add`) or destination (`Remove`) moves no row.
+    /// A property takes the values of the source property its value expression names
+    /// (`$source.name`; for a relationship, the source instances the migration manager's
+    /// `destinationInstancesForEntityMappingNamed:` or `...ForSourceRelationshipNamed:` is
+    /// given); other expressions are the inference's to translate (``CoreDataMappingModelSQL``).
+    ///
+    /// - Throws: ``MigrationError`` naming the mapping model and entity mapping where a name is
+    ///   not one of the models', or its rows come from something other than the source entity's
+    ///   fetch.
+    public init(mappingModel file: CoreDataMappingModelFile, source: CoreDataModel, destination: CoreDataModel) throws {
+        self.source = source
+        self.destination = destination
+        let model = file.generatingExpressions(source: source, destination: destination)
+        mappingModel = model
+        let name = file.url.lastPathComponent
+        for mapping in model.entityMappings {
+            guard mapping.kind != "Remove", let from = mapping.source, let to = mapping.destination else {
+                decisions.append("\(name): entity mapping \(mapping.name) (\(mapping.source ?? "no source") -> \(mapping.destination ?? "no destination")) moves no row")
+                continue
+            }
+            guard source.entity(named: from) != nil else {
+                throw MigrationError(.invalidPlan, "the mapping model \(name), entity mapping \(mapping.name): version \(file.source) has no entity \(from)", entity: from, file: file.url.path)
+            }
+            guard destination.entity(named: to) != nil else {
+                throw MigrationError(.invalidPlan, "the mapping model \(name), entity mapping \(mapping.name): version \(file.destination) has no entity \(to)", entity: to, file: file.url.path)
+            }
+            if let custom = mapping.customSource {
+                throw MigrationError(.invalidPlan, "the mapping model \(name), entity mapping \(mapping.name): its rows come from \(custom), not from a fetch of \(from) that chunkmigrate can run; give the entity mapping as a step (--step)",
+                                     entity: from, file: file.url.path)
+            }
+            if let other = entityMappings.values.joined().first(where: { $0.source == from }) {
+                throw MigrationError(.invalidPlan, "the mapping model \(name): entity mappings \(other.name) and \(mapping.name) both take the rows of \(from); chunkmigrate runs one entity mapping per source entity in a pass: give one of them as a step (--step)",
+                                     entity: from, file: file.url.path)
+            }
+            entityMappings[to, default: []].append(mapping)
+            let first = sourceEntity[to] == nil
+            if first { sourceEntity[to] = from }
+            if from != to { decisions.append("entity \(to): from \(from) (\(name), entity mapping \(mapping.name))") }
+            let available = source.allProperties(of: from).filter { !$0.property.isTransient }
+            var matched: [String: Match] = [:]
+            for property in mapping.attributes + mapping.relationships {
+                guard let path = property.value.flatMap(Self.sourcePath), !path.contains("."),
+                      let found = available.first(where: { $0.property.name == path }),
+                      let new = destination.property(property.name, of: to)?.property,
+                      found.property.isRelationship == new.isRelationship else { continue }
+                matched[property.name] = Match(declaredBy: found.declaredBy, property: found.property)
+            }
+            if first { sourceProperties[to] = matched } else { pairProperties["\(to)\t\(from)"] = matched }
+        }
+        // An abstract entity has no rows of its own and no entity mapping (Core Data cannot make
+        // one of it): one of the same name on both sides is the same entity, holding none.
+        for entity in destination.entities where entity.isAbstract && entityMappings[entity.name] == nil {
+            guard source.entity(named: entity.name)?.isAbstract == true, !entityMappings.values.joined().contains(where: { $0.source == entity.name }) else { continue }
+            entityMappings[entity.name] = [CoreDataMappingModelFile.EntityMapping(name: "\(entity.name)To\(entity.name)", kind: "Copy", source: entity.name, destination: entity.name)]
+            sourceEntity[entity.name] = entity.name
+        }
+        try checkProperties()
+    }
+
+    /// The source key path a value expression reads as it is: `$source.path`, or the source
+    /// instances a migration manager's function resolves into destination instances.
+    static func sourcePath(_ expression: CoreDataMappingModelFile.Expression) -> String? {
+        if let path = expression.sourceKeyPath { return path }
+        guard case let .function(.variable("manager"), selector, arguments) = expression,
+              selector == "destinationInstancesForEntityMappingNamed:sourceInstances:" || selector == "destinationInstancesForSourceRelationshipNamed:sourceInstances:",
+              arguments.count == 2 else { return nil }
+        return arguments[1].sourceKeyPath
     }
 
     // MARK: - Matching

@@ -65,6 +65,8 @@ struct CoreDataStepComposition {
         var from: Int
         var to: Int
         var step: CoreDataStep?
+        /// The app's mapping model the part runs (with every other one for the same versions).
+        var mappingModel: CoreDataMappingModelFile?
         var plan = MigrationPlan(entities: [])
     }
 
@@ -107,14 +109,42 @@ struct CoreDataStepComposition {
             throw MigrationError(.invalidPlan, "step \(step.from) -> \(step.to) goes across an end of the path from \(first.name) to \(last.name); it cannot be taken in part")
         }
         if names.count > 1 { try CoreDataInference.refuseUnordered(bundle) }
-        for step in onPath.sorted(by: { names.firstIndex(of: $0.from)! < names.firstIndex(of: $1.from)! }) {
-            let from = names.firstIndex(of: step.from)!, to = names.firstIndex(of: step.to)!
-            guard from >= cursor else {
-                throw MigrationError(.invalidPlan, "step \(step.from) -> \(step.to) overlaps another step")
+        // The app's mapping models on the path, those for the same two versions one (Core Data's
+        // multiple passes), each used for its versions as Core Data's progressive migration uses
+        // it, unless a step goes between the same versions.
+        var mappingModels: [CoreDataMappingModelFile] = []
+        for model in bundle.mappingModels {
+            guard let from = names.firstIndex(of: model.source), let to = names.firstIndex(of: model.destination), from < to,
+                  !onPath.contains(where: { $0.from == model.source && $0.to == model.destination }) else { continue }
+            if let index = mappingModels.firstIndex(where: { $0.source == model.source && $0.destination == model.destination }) {
+                mappingModels[index].entityMappings += model.entityMappings
+            } else {
+                mappingModels.append(model)
             }
-            if from > cursor { parts.append(Part(from: cursor, to: from)) }
-            parts.append(Part(from: from, to: to, step: step))
-            cursor = to
+        }
+        guard !onPath.isEmpty || !mappingModels.isEmpty else {
+            // Nothing but inference on this store's path.
+            var inference = CoreDataInference(database: database, sourcePath: source.path, destinationPath: destination.path, options: options)
+            return try inference.infer()
+        }
+        let candidates: [Part] = onPath.map { Part(from: names.firstIndex(of: $0.from)!, to: names.firstIndex(of: $0.to)!, step: $0) }
+            + mappingModels.map { Part(from: names.firstIndex(of: $0.source)!, to: names.firstIndex(of: $0.destination)!, mappingModel: $0) }
+        // From each version on: a step, else the mapping model that goes farthest.
+        for candidate in candidates.sorted(by: { ($0.from, $0.step == nil ? 1 : 0, -$0.to) < ($1.from, $1.step == nil ? 1 : 0, -$1.to) }) {
+            guard candidate.from >= cursor else {
+                if let step = candidate.step {
+                    throw MigrationError(.invalidPlan, "step \(step.from) -> \(step.to) overlaps another step")
+                }
+                decisions.append("the app's mapping model \(candidate.mappingModel!.url.lastPathComponent) (\(names[candidate.from]) -> \(names[candidate.to])) is not on the path taken: another goes from \(names[candidate.from]) on")
+                continue
+            }
+            if let model = candidate.mappingModel, !model.policies.isEmpty {
+                throw MigrationError(.invalidPlan, "the app's mapping model \(model.url.lastPathComponent) migrates version \(model.source) to \(model.destination) with custom migration policies, the app's code, which Core Data runs in place of an inferred mapping and chunkmigrate cannot: \(model.policies.joined(separator: ", ")); give what they do as a step from \(model.source) to \(model.destination) (--step)",
+                                     file: model.url.path)
+            }
+            if candidate.from > cursor { parts.append(Part(from: cursor, to: candidate.from)) }
+            parts.append(candidate)
+            cursor = candidate.to
         }
         if cursor < path.count - 1 { parts.append(Part(from: cursor, to: path.count - 1)) }
 
@@ -138,6 +168,8 @@ struct CoreDataStepComposition {
             var partOptions = InferenceOptions(renames: options.renames, keys: options.keys, keepFirstDuplicate: options.keepFirstDuplicate,
                                                modelBundle: bundle, sourceVersion: names[part.from], destinationVersion: names[part.to])
             partOptions.skippedTables = Set(part.step?.entities.map(\.destination.table) ?? [])
+            partOptions.mappingModel = part.mappingModel
+            partOptions.isPart = true
             partOptions.coreDataFramework = framework
             let inferred = try MigrationPlan.infer(source: stores[part.from]!, destination: stores[part.to]!, options: partOptions)
             var plan = inferred.plan
@@ -147,7 +179,10 @@ struct CoreDataStepComposition {
                 plan.entities = plan.entities.filter { !filled.contains($0.destination.table.uppercased()) } + step.entities
                 decisions.append("step \(step.from) -> \(step.to): \(step.entities.map(\.name).joined(separator: ", ")) as the step writes them, the rest inferred")
             }
-            let label = "\(names[part.from]) -> \(names[part.to])"
+            let label = part.mappingModel.map { "\($0.url.lastPathComponent) (\(names[part.from]) -> \(names[part.to]))" } ?? "\(names[part.from]) -> \(names[part.to])"
+            if let model = part.mappingModel {
+                decisions.append("\(names[part.from]) -> \(names[part.to]): the app's mapping model \(model.url.lastPathComponent), in place of an inferred mapping, as Core Data migrates with it: \(model.entityMappings.map { "\($0.name) (\($0.source ?? "none") -> \($0.destination ?? "none"))" }.joined(separator: ", "))")
+            }
             // A path's own decisions name their versions already; the versions of a part are given.
             decisions += inferred.decisions.filter { !$0.hasPrefix("source store: version") && !$0.hasPrefix("destination store: version") }
                 .map { $0.hasPrefix(names[part.from]) ? $0 : "\(label): \($0)" }

@@ -58,7 +58,8 @@ public struct CoreDataModelBundle: Sendable {
     /// The order of ``versions`` was given (``ordered(_:)``), not read from their names.
     public private(set) var isOrderGiven = false
     /// The app's mapping models between versions of the bundle, found beside it (an
-    /// `.xcmappingmodel` in the folder that holds the bundle or a folder in it).
+    /// `.xcmappingmodel` or a compiled `.cdm` in the folder that holds the bundle or a folder in
+    /// it) or given (``adding(mappingModels:)``).
     public var mappingModels: [CoreDataMappingModelFile] = []
 
     /// A bundle of the versions given, in that order, and its current version.
@@ -104,7 +105,10 @@ public struct CoreDataModelBundle: Sendable {
             throw MigrationError(.store, "the model bundle's current version \(current) is not among its versions", file: url.path)
         }
         var bundle = CoreDataModelBundle(versions: versions, current: current)
-        bundle.mappingModels = CoreDataMappingModelFile.beside(url).compactMap { try? CoreDataMappingModelFile.read(contentsOf: $0) }
+        // A mapping model that does not read is an error; one for versions this bundle does not
+        // have (another model's, or a compiled one whose hashes no version has) is not its.
+        bundle.mappingModels = try CoreDataMappingModelFile.beside(url).map { try CoreDataMappingModelFile.read(contentsOf: $0) }
+            .compactMap { $0.matched(in: bundle) }
             .filter { bundle.version(named: $0.source) != nil && bundle.version(named: $0.destination) != nil }
         return bundle
     }
