@@ -86,7 +86,9 @@ struct CoreDataStepComposition {
         }
         let first = try find(options.sourceVersion, schema: "src", file: source.path)
         let last = try find(options.destinationVersion, schema: "main", file: destination.path)
-        guard let path = bundle.path(from: first.name, to: last.name) else {
+        // Without steps, the path as the inference takes it: the order of versions asked for only
+        // where it matters (``CoreDataModelBundle/versions(from:to:)``).
+        guard let path = options.steps.isEmpty ? Optional(try bundle.versions(from: first.name, to: last.name)) : bundle.path(from: first.name, to: last.name) else {
             throw MigrationError(.invalidPlan, "the source store is at version \(first.name), newer than the destination's \(last.name): a migration goes forward",
                                  file: source.path)
         }
@@ -108,13 +110,22 @@ struct CoreDataStepComposition {
         for step in onPath where order.firstIndex(of: step.from)! < start || order.firstIndex(of: step.to)! > end {
             throw MigrationError(.invalidPlan, "step \(step.from) -> \(step.to) goes across an end of the path from \(first.name) to \(last.name); it cannot be taken in part")
         }
-        if names.count > 1 { try CoreDataInference.refuseUnordered(bundle) }
+        if names.count > 1, !onPath.isEmpty { try CoreDataInference.refuseUnordered(bundle) }
         // The app's mapping models on the path, those for the same two versions one (Core Data's
         // multiple passes), each used for its versions as Core Data's progressive migration uses
         // it, unless a step goes between the same versions.
         var mappingModels: [CoreDataMappingModelFile] = []
-        for model in bundle.mappingModels {
-            guard let from = names.firstIndex(of: model.source), let to = names.firstIndex(of: model.destination), from < to,
+        // A version of the path by name, or one whose entity hashes are the version's (Core Data
+        // finds a mapping model by the hashes, and the path takes the first of versions alike).
+        func place(_ name: String) -> Int? {
+            if let index = names.firstIndex(of: name) { return index }
+            guard let hashes = bundle.version(named: name)?.hashes else { return nil }
+            return path.firstIndex { $0.hashes == hashes }
+        }
+        for var model in bundle.mappingModels {
+            guard let from = place(model.source), let to = place(model.destination), from < to else { continue }
+            (model.source, model.destination) = (names[from], names[to])
+            guard
                   !onPath.contains(where: { $0.from == model.source && $0.to == model.destination }) else { continue }
             if let index = mappingModels.firstIndex(where: { $0.source == model.source && $0.destination == model.destination }) {
                 mappingModels[index].entityMappings += model.entityMappings

@@ -1,0 +1,151 @@
+import Foundation
+import Testing
+@testable import ChunkMigrate
+
+/// The app's mapping models, read in both forms and run in batches in place of inference.
+@Suite("Core Data: the app's mapping models")
+struct CoreDataMappingModelTests {
+    static let split = "SplitMigrationSample/"
+
+    @Test("the compiled .cdm and Xcode's source of one mapping model read as the same entity mappings, policies, filters and written value expressions; the .cdm's entity version hashes and generated expressions are read as they are",
+          .enabled(if: CoreDataStoreTests.fixture("CompiledMappingModel/V2toV3.cdm") != nil, "shared/fixtures/coredata is absent"))
+    func bothForms() throws {
+        let compiled = try CoreDataMappingModelFile.read(contentsOf: try #require(CoreDataStoreTests.fixture("CompiledMappingModel/V2toV3.cdm")))
+        let source = try CoreDataMappingModelFile.read(contentsOf: try #require(CoreDataStoreTests.fixture("CompiledMappingModel/V2toV3.xcmappingmodel")))
+        #expect(source.source == "SampleModel2" && source.destination == "SampleModel3", "\(source.source) -> \(source.destination)")
+        func byName(_ file: CoreDataMappingModelFile) -> [String: CoreDataMappingModelFile.EntityMapping] {
+            Dictionary(uniqueKeysWithValues: file.entityMappings.map { ($0.name, $0) })
+        }
+        let (a, b) = (byName(compiled), byName(source))
+        #expect(Set(a.keys) == ["CarToCar", "LuxuryCarToLuxuryCar", "Maker", "PersonToPerson", "SportCarToSportCar"])
+        #expect(Set(a.keys) == Set(b.keys))
+        for (name, mapping) in a {
+            let other = try #require(b[name])
+            #expect(mapping.source == other.source && mapping.destination == other.destination && mapping.policy == other.policy, "\(name)")
+            #expect(mapping.filter == other.filter && mapping.filter == nil, "\(name)")
+            #expect(mapping.attributes.map(\.name) == other.attributes.map(\.name), "\(name)")
+            #expect(mapping.relationships.map(\.name) == other.relationships.map(\.name), "\(name)")
+            // What Xcode's source writes out, the .cdm holds as it is.
+            for property in other.attributes + other.relationships {
+                guard let written = property.value else { continue }
+                let compiledValue = (mapping.attributes + mapping.relationships).first { $0.name == property.name }?.value
+                #expect(compiledValue == written, "\(name).\(property.name)")
+            }
+            if mapping.source != nil {
+                #expect(mapping.sourceHash?.count == 32 && mapping.destinationHash?.count == 32, "\(name)")
+            }
+        }
+        #expect(a["CarToCar"]?.policy == "REPLACE_AT_RUNTIME.V2to3MakerPolicy" && a["CarToCar"]?.kind == "Custom")
+        #expect(a["PersonToPerson"]?.kind == "Copy" && a["Maker"]?.kind == "Add" && a["Maker"]?.source == nil)
+        #expect(a["CarToCar"]?.attributes.first { $0.name == "model" }?.value?.description == "$source.model")
+        #expect(a["PersonToPerson"]?.relationships.first { $0.name == "cars" }?.value?.description
+                == #"FUNCTION($manager, "destinationInstancesForSourceRelationshipNamed:sourceInstances:", "cars", $source.cars)"#)
+    }
+
+    @Test("a mapping model that does not read is an error naming the file")
+    func unreadable() throws {
+        let folder = try TemporaryFolder()
+        let url = URL(fileURLWithPath: folder.path("Broken.cdm").path)
+        try Data("bplist00 not really".utf8).write(to: url)
+        let error = #expect(throws: MigrationError.self) { try CoreDataMappingModelFile.read(contentsOf: url) }
+        #expect(error?.file == url.path && error?.message.contains("not a compiled mapping model") == true, "\(String(describing: error))")
+    }
+
+    @Test("filter predicates as SQL conditions: comparisons, AND/OR/NOT, IN, BEGINSWITH/ENDSWITH/CONTAINS/LIKE with [c], nil, key paths through to-ones; what has no SQL refused with what it is")
+    func predicates() throws {
+        let columns = ["group": "ZGROUP", "name": "ZNAME", "author.name": "(SELECT t2.\"ZNAME\" FROM src.\"ZAUTHOR\" AS t2 WHERE t2.Z_PK = s.\"ZAUTHOR\")"]
+        func sql(_ predicate: String) throws -> String { try CoreDataMappingModelSQL.condition(predicate) { columns[$0] } }
+        #expect(try sql("group == 1") == "ZGROUP = 1")
+        #expect(try sql("group >= 2 AND (name != nil OR NOT group < 0)") == "(ZGROUP >= 2 AND (ZNAME IS NOT NULL OR (NOT ZGROUP < 0)))")
+        #expect(try sql("group IN {1, 2, 3}") == "ZGROUP IN (1, 2, 3)")
+        #expect(try sql("name BEGINSWITH[c] 'Ab'") == "substr(lower(ZNAME), 1, length(lower('Ab'))) = lower('Ab')")
+        #expect(try sql("name LIKE 'a*b?'") == "ZNAME GLOB 'a*b?'")
+        #expect(try sql("author.name == \"Ann\"") == "(SELECT t2.\"ZNAME\" FROM src.\"ZAUTHOR\" AS t2 WHERE t2.Z_PK = s.\"ZAUTHOR\") = 'Ann'")
+        #expect(try sql("TRUEPREDICATE") == "1")
+        for refused in ["name CONTAINS[cd] 'a'", "name MATCHES 'a.*'", "unknown == 1", "SUBQUERY(x, $x, $x.a == 1).@count > 0"] {
+            #expect(throws: CoreDataMappingModelSQL.Untranslatable.self, "\(refused)") { try sql(refused) }
+        }
+        // Against SQLite: the conditions select what the predicates mean.
+        let database = try Database(path: ":memory:", mode: .readWrite)
+        try database.execute("CREATE TABLE t (ZGROUP INTEGER, ZNAME TEXT); INSERT INTO t VALUES (1, 'Abc'), (2, 'abd'), (3, NULL), (NULL, 'x')")
+        func count(_ predicate: String) throws -> Int64? {
+            try database.scalar("SELECT count(*) FROM t WHERE \(try sql(predicate))").integer
+        }
+        #expect(try count("name BEGINSWITH[c] 'ab'") == 2)
+        #expect(try count("name BEGINSWITH 'ab'") == 1)
+        #expect(try count("group != 1") == 3)
+        #expect(try count("name == nil") == 1)
+        #expect(try count("name ENDSWITH 'd' OR group IN {3}") == 2)
+    }
+
+    @Test("value expressions as SQL: constants, arithmetic and string functions over $source's key paths; a custom policy's function refused naming it")
+    func values() throws {
+        typealias E = CoreDataMappingModelFile.Expression
+        let resolve: CoreDataMappingModelSQL.Resolver = { ["grams": "ZGRAMS", "name": "ZNAME"][$0] }
+        #expect(try CoreDataMappingModelSQL.value(.constant(.integer(1)), resolve: resolve) == "1")
+        #expect(try CoreDataMappingModelSQL.value(.constant(.null), resolve: resolve) == nil)
+        #expect(try CoreDataMappingModelSQL.value(.function(operand: .other("NSPredicateUtilities"), selector: "multiply:by:",
+                                                             arguments: [.sourceKeyPath("grams"), .constant(.integer(1000))]), resolve: resolve) == "(ZGRAMS * 1000)")
+        #expect(try CoreDataMappingModelSQL.value(.function(operand: .other("NSPredicateUtilities"), selector: "uppercase:", arguments: [.sourceKeyPath("name")]),
+                                                  resolve: resolve) == "upper(ZNAME)")
+        let policy = E.function(operand: .variable("entityPolicy"), selector: "fullNameOf:", arguments: [.variable("source")])
+        let error = #expect(throws: CoreDataMappingModelSQL.Untranslatable.self) { try CoreDataMappingModelSQL.value(policy, resolve: resolve) }
+        #expect(error?.description.contains("fullNameOf:") == true)
+    }
+
+    /// A Model 1 store of SplitMigrationSample: `count` rows of each entity, sparse keys, each A
+    /// pointing at its B and back.
+    static func splitStore(_ folder: TemporaryFolder, bundle: CoreDataModelBundle, count: Int) throws -> (source: URL, destination: URL) {
+        let source = folder.path("model1.sqlite"), destination = folder.path("model2.sqlite")
+        try CoreDataEmptyStore.create(at: source, model: try #require(bundle.version(named: "Model 1")).model)
+        try CoreDataEmptyStore.create(at: destination, model: try #require(bundle.version(named: bundle.current)).model)
+        let database = try Database(path: source.path, mode: .readWrite)
+        try database.execute("""
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(count))
+            INSERT INTO ZENTITYA (Z_PK, Z_ENT, Z_OPT, ZGROUP, ZNAME, ZRELATIONSHIP) SELECT 3 * i, 1, 1, i % 8, 'a' || i, 5 * i + 1 FROM n;
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(count))
+            INSERT INTO ZENTITYB (Z_PK, Z_ENT, Z_OPT, ZGROUP, ZNAME, ZRELATIONSHIP) SELECT 5 * i + 1, 2, 1, i % 8, 'b' || i, 3 * i FROM n;
+            UPDATE Z_PRIMARYKEY SET Z_MAX = CASE Z_NAME WHEN 'EntityA' THEN \(3 * count) ELSE \(5 * count + 1) END;
+            """)
+        return (source, destination)
+    }
+
+    @Test("SplitMigrationSample: its one mapping model, unsplit, in batches: every row and relationship as the 16 hand-split passes would leave them, and a filter predicate added to it taking only its group's rows, the relationships to the others left empty",
+          .enabled(if: CoreDataStoreTests.fixture("SplitMigrationSample/CASE.md") != nil, "shared/fixtures/coredata is absent"))
+    func splitMigrationSample() throws {
+        let folder = try TemporaryFolder()
+        let original = try #require(CoreDataStoreTests.fixture(Self.split + "Model.xcdatamodeld"))
+        let bundle = try CoreDataModelBundle.read(contentsOf: original)
+        #expect(bundle.mappingModels.map(\.url.lastPathComponent) == ["Model1-2.xcmappingmodel"])
+        let (source, destination) = try Self.splitStore(folder, bundle: bundle, count: 500)
+        let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, batchSize: 37, options: InferenceOptions(modelBundle: bundle))
+        #expect(inferred.decisions.contains { $0.contains("the app's mapping model Model1-2.xcmappingmodel, in place of an inferred mapping") }, "\(inferred.decisions)")
+        let columns = "Z_PK, Z_ENT, ZGROUP, ZNAME, ZRELATIONSHIP"
+        #expect(try CoreDataMigrationTests.rows(destination, "ZENTITYA", columns: columns) == CoreDataMigrationTests.rows(source, "ZENTITYA", columns: columns))
+        #expect(try CoreDataMigrationTests.rows(destination, "ZENTITYB", columns: columns) == CoreDataMigrationTests.rows(source, "ZENTITYB", columns: columns))
+
+        // The same mapping model with a filter on EntityA's mapping, beside a copy of the bundle.
+        let project = folder.path("project")
+        try FileManager.default.createDirectory(at: project, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: original, to: project.appendingPathComponent("Model.xcdatamodeld"))
+        let mappingFolder = project.appendingPathComponent("Model1-2.xcmappingmodel")
+        try FileManager.default.createDirectory(at: mappingFolder, withIntermediateDirectories: true)
+        var xml = try String(contentsOf: try #require(CoreDataStoreTests.fixture(Self.split + "Model1-2.xcmappingmodel/xcmapping.xml")), encoding: .utf8)
+        let marker = #"<attribute name="sourcename" type="string">EntityA</attribute>"#
+        #expect(xml.contains(marker))
+        xml = xml.replacingOccurrences(of: marker, with: marker + #"<attribute name="sourcefilterpredicatestring" type="string">group == 3 OR name ENDSWITH "7"</attribute>"#)
+        try xml.write(to: mappingFolder.appendingPathComponent("xcmapping.xml"), atomically: true, encoding: .utf8)
+        let filtered = try CoreDataModelBundle.read(contentsOf: project.appendingPathComponent("Model.xcdatamodeld"))
+        #expect(filtered.mappingModels.first?.entityMappings.first { $0.source == "EntityA" }?.filter == #"group == 3 OR name ENDSWITH "7""#)
+        let second = folder.path("filtered.sqlite")
+        try CoreDataEmptyStore.create(at: second, model: try #require(filtered.version(named: filtered.current)).model)
+        try CoreDataMigrationTests.migrate(source, into: second, folder: folder, journal: "journal2", batchSize: 37, options: InferenceOptions(modelBundle: filtered))
+        let kept = try CoreDataMigrationTests.rows(source, "ZENTITYA", columns: "Z_PK").filter { _ in true }
+        let expected = try Database(path: source.path, mode: .source).rows("SELECT Z_PK FROM ZENTITYA WHERE ZGROUP = 3 OR ZNAME LIKE '%7' ORDER BY Z_PK")
+        #expect(try CoreDataMigrationTests.rows(second, "ZENTITYA", columns: "Z_PK") == expected)
+        #expect(expected.count > 60 && expected.count < kept.count, "\(expected.count) of \(kept.count)")
+        // Every B row kept; its relationship to an A row left out is empty, the others kept.
+        let b = try Database(path: second.path, mode: .source).rows("SELECT count(*), count(ZRELATIONSHIP) FROM ZENTITYB")
+        #expect(b == [[.integer(500), .integer(Int64(expected.count))]], "\(b)")
+    }
+}
