@@ -62,6 +62,10 @@ struct PlanCommand: ParsableCommand {
             help: "With --models: a custom step between two versions, a JSON file {\"from\": VERSION, \"to\": VERSION, \"entities\": [...]} whose entity mappings fill what the step cannot infer (repeatable); composed with the inferred steps into one plan.")
     var step: [String] = []
 
+    @Option(name: .long, parsing: .singleValue,
+            help: "With --models: the app's mapping models, an .xcmappingmodel, a compiled .cdm, or a folder holding them (repeatable), besides those beside the bundle; each one on the path is used for its versions in place of inference, as Core Data uses it.")
+    var mapping: [String] = []
+
     @Option(name: .long, help: "With --models: the source store's version by name, where its metadata and model cache do not tell it.")
     var fromVersion: String?
 
@@ -84,8 +88,8 @@ struct PlanCommand: ParsableCommand {
         if !models.isEmpty, modelFrom != nil || modelTo != nil {
             throw ValidationError("--models gives every version; --model-from and --model-to give one each: use one or the other")
         }
-        if models.isEmpty, fromVersion != nil || toVersion != nil || !step.isEmpty || !versionOrder.isEmpty {
-            throw ValidationError("--from-version, --to-version, --version-order and --step name versions of --models")
+        if models.isEmpty, fromVersion != nil || toVersion != nil || !step.isEmpty || !versionOrder.isEmpty || !mapping.isEmpty {
+            throw ValidationError("--from-version, --to-version, --version-order, --step and --mapping name versions of --models")
         }
     }
 
@@ -101,7 +105,8 @@ struct PlanCommand: ParsableCommand {
                 destinationModel: try modelTo.map { try CoreDataModel.read(contentsOf: URL(fileURLWithPath: $0)) },
                 keys: keys, keepFirstDuplicate: keepFirstDuplicate,
                 modelBundle: models.isEmpty ? nil : try CoreDataModelBundle.read(contentsOf: models.map { URL(fileURLWithPath: $0) },
-                                                                                 orders: versionOrder.map { $0.split(separator: ",").map(String.init) }),
+                                                                                 orders: versionOrder.map { $0.split(separator: ",").map(String.init) })
+                    .adding(mappingModels: mapping.map { URL(fileURLWithPath: $0) }),
                 sourceVersion: fromVersion, destinationVersion: toVersion)
             options.steps = try step.map { file in
                 guard let data = FileManager.default.contents(atPath: file) else {

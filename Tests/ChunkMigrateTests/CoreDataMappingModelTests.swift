@@ -148,4 +148,94 @@ struct CoreDataMappingModelTests {
         let b = try Database(path: second.path, mode: .source).rows("SELECT count(*), count(ZRELATIONSHIP) FROM ZENTITYB")
         #expect(b == [[.integer(500), .integer(Int64(expected.count))]], "\(b)")
     }
+
+    @Test("a mapping model with a custom policy, given with --mapping (SplitName's V2ToV3, ProgressiveMigration's 2 to 3): refused naming the policy and the file without a step; with the step a user writes, the step takes its place and the app's own results follow",
+          .enabled(if: CoreDataStoreTests.fixture("SplitName/V2ToV3.xcmapping.xml") != nil, "shared/fixtures/coredata is absent"))
+    func policyWaitsForAStep() throws {
+        let folder = try TemporaryFolder()
+        let cases: [(bundle: String, order: [String], mapping: String, policy: String, store: String, target: String, step: CoreDataStep)] = [
+            (CoreDataStepTests.splitName, ["MWKCoreDataTests", "MWKCoreDataTests2", "MWKCoreDataTests3"], "SplitName/V2ToV3.xcmapping.xml",
+             "EmployeeToEmployeePolicy (Employee -> Employee)", "SplitName/MWKCoreDataTests2.sqlite", "MWKCoreDataTests3",
+             CoreDataStep(from: "MWKCoreDataTests2", to: "MWKCoreDataTests3", entities: [
+                EntityMapping(name: "Employee", source: .init(table: "ZEMPLOYEE", key: "Z_PK"), destination: .init(table: "ZEMPLOYEE", key: "Z_PK"),
+                              keys: .preserve,
+                              columns: ["Z_ENT": "coredata_entity_number('Employee')", "Z_OPT": "Z_OPT", "ZDEPT": "ZDEPT",
+                                        "ZFIRSTNAME": "substr(ZNAME, 1, instr(ZNAME, ' ') - 1)", "ZLASTNAME": "substr(ZNAME, instr(ZNAME, ' ') + 1)"]),
+             ])),
+            (CoreDataStepTests.progressive, CoreDataStepTests.progressiveOrder, "ProgressiveMigration/Migration2to3.xcmapping.xml",
+             "CoreDataMigration_Example.Post2ToPost3MigrationPolicy (Post -> Post)", "ProgressiveMigration/CoreDataMigration_Example_2.sqlite",
+             "CoreDataMigration_Example 3", CoreDataStepTests.sections),
+        ]
+        for item in cases {
+            let mapping = try #require(CoreDataStoreTests.fixture(item.mapping))
+            let bundle = try CoreDataModelBundle.read(contentsOf: try #require(CoreDataStoreTests.fixture(item.bundle))).ordered(item.order)
+                .adding(mappingModels: [mapping])
+            let source = try CoreDataModelTests.copy(item.store, into: folder)
+            let destination = try CoreDataStepTests.emptyStore(bundle, version: item.target, at: folder.path("target-" + source.lastPathComponent))
+            let error = #expect(throws: MigrationError.self) {
+                try MigrationPlan.infer(source: source, destination: destination, options: InferenceOptions(modelBundle: bundle))
+            }
+            #expect(error?.message.contains(item.policy) == true && error?.file == mapping.path, "\(String(describing: error))")
+            if item.mapping.hasPrefix("SplitName") {
+                // What the policy reads: the version it splits names for.
+                #expect(bundle.mappingModels.last?.entityMappings.first { $0.source == "Employee" }?.userInfo == ["destModelVersion": "3"])
+            }
+            var options = InferenceOptions(modelBundle: bundle)
+            options.steps = [item.step]
+            let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, journal: "journal-" + source.lastPathComponent, options: options)
+            #expect(inferred.decisions.contains { $0.hasPrefix("step \(item.step.from) -> \(item.step.to): ") }, "\(inferred.decisions)")
+        }
+        let rows = try Database(path: folder.path("target-MWKCoreDataTests2.sqlite").path, mode: .source).rows("SELECT ZFIRSTNAME, ZLASTNAME FROM ZEMPLOYEE ORDER BY 1")
+        #expect(rows == [[.text("Adam"), .text("Smith")], [.text("Bob"), .text("Johnson")], [.text("Carla"), .text("Jones")]])
+    }
+
+    /// LoopKit's two custom policies of `Modelv1v4` as the step a user writes in their place
+    /// (LoopKit's `Operation`: create 0, update 1, delete 2; `HKSource.default().bundleIdentifier`
+    /// is the app's bundle identifier, a constant here): a carb entry the app created takes the
+    /// app's provenance and, synced more than once, the update operation; an external ID without
+    /// sync identifier becomes the sync identifier at version 1; a deleted carb entry becomes a
+    /// carb entry whose operation is delete. The required `anchorKey`, new in Modelv4 without a
+    /// default, is what the app's object sets when it is saved, an increasing number: the source
+    /// keys in their order here.
+    static let loopKitStep = CoreDataStep(from: "Model", to: "Modelv4", entities: [
+        EntityMapping(name: "CachedCarbObject", source: .init(table: "ZCACHEDCARBOBJECT", key: "Z_PK"),
+                      destination: .init(table: "ZCACHEDCARBOBJECT", key: "Z_PK"), keys: .allocate,
+                      columns: ["Z_ENT": "coredata_entity_number('CachedCarbObject')", "Z_OPT": "1",
+                                "ZCREATEDBYCURRENTAPP": "ZCREATEDBYCURRENTAPP", "ZABSORPTIONTIME": "ZABSORPTIONTIME", "ZGRAMS": "ZGRAMS",
+                                "ZSTARTDATE": "ZSTARTDATE", "ZFOODTYPE": "ZFOODTYPE", "ZUUID": "ZUUID",
+                                "ZPROVENANCEIDENTIFIER": "CASE WHEN ZCREATEDBYCURRENTAPP = 1 THEN 'com.loopkit.Loop' END",
+                                "ZOPERATION": "CASE WHEN ZCREATEDBYCURRENTAPP = 1 AND ZSYNCIDENTIFIER IS NOT NULL AND ZSYNCVERSION > 1 THEN 1 ELSE 0 END",
+                                "ZSYNCIDENTIFIER": "ifnull(ZSYNCIDENTIFIER, ZEXTERNALID)",
+                                "ZSYNCVERSION": "CASE WHEN ZSYNCIDENTIFIER IS NULL AND ZEXTERNALID IS NOT NULL THEN 1 ELSE ZSYNCVERSION END",
+                                "ZANCHORKEY": "Z_PK"]),
+        EntityMapping(name: "DeletedCarbObject", source: .init(table: "ZDELETEDCARBOBJECT", key: "Z_PK"),
+                      destination: .init(table: "ZCACHEDCARBOBJECT", key: "Z_PK"), keys: .allocate,
+                      columns: ["Z_ENT": "coredata_entity_number('CachedCarbObject')", "Z_OPT": "1", "ZCREATEDBYCURRENTAPP": "0",
+                                "ZSTARTDATE": "ZSTARTDATE", "ZOPERATION": "2", "ZSYNCIDENTIFIER": "ZEXTERNALID", "ZANCHORKEY": "Z_PK",
+                                "ZSYNCVERSION": "CASE WHEN ZEXTERNALID IS NOT NULL THEN 1 END"]),
+    ])
+
+    @Test("LoopKit's Modelv1v4 with its two custom policies: refused naming them without a step; with the step in their place, what the app's own migration test asserts (one carb entry, kept with its sync identifier, the app's provenance, operation create; glucose with device and trend)",
+          .enabled(if: CoreDataStoreTests.fixture("apps/loopkit/Model-v1.sqlite") != nil, "shared/fixtures/coredata/apps is absent"))
+    func loopKit() throws {
+        let folder = try TemporaryFolder()
+        let bundle = try CoreDataModelBundle.read(contentsOf: try #require(CoreDataStoreTests.fixture("apps/loopkit/Model.xcdatamodeld")))
+        let source = try CoreDataStoreTests.copy("apps/loopkit/Model-v1.sqlite", into: folder)
+        let destination = try CoreDataStepTests.emptyStore(bundle, version: bundle.current, at: folder.path("v4.sqlite"))
+        let error = #expect(throws: MigrationError.self) {
+            try MigrationPlan.infer(source: source, destination: destination, options: InferenceOptions(modelBundle: bundle))
+        }
+        #expect(error?.message.contains("LoopKit.CachedCarbObjectv3EntityMigrationPolicy (CachedCarbObject -> CachedCarbObject), LoopKit.DeletedCarbObjectv3EntityMigrationPolicy (DeletedCarbObject -> CachedCarbObject)") == true,
+                "\(String(describing: error))")
+        var options = InferenceOptions(modelBundle: bundle)
+        options.steps = [Self.loopKitStep]
+        try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, options: options)
+        let old = try Database(path: source.path, mode: .source), new = try Database(path: destination.path, mode: .source)
+        let carbs = try new.rows("SELECT ZSYNCIDENTIFIER, ZSYNCVERSION, ZOPERATION, ZPROVENANCEIDENTIFIER, ZGRAMS, ZUUID FROM ZCACHEDCARBOBJECT")
+        let was = try old.rows("SELECT ZSYNCIDENTIFIER, ZSYNCVERSION, 0, 'com.loopkit.Loop', ZGRAMS, ZUUID FROM ZCACHEDCARBOBJECT")
+        #expect(carbs.count == 1 && carbs == was, "\(carbs) against \(was)")
+        let glucose = try new.rows("SELECT name FROM pragma_table_info('ZCACHEDGLUCOSEOBJECT') WHERE name IN ('ZDEVICE', 'ZTREND') ORDER BY name")
+        #expect(glucose == [[.text("ZDEVICE")], [.text("ZTREND")]])
+        #expect(try new.scalar("SELECT count(*) FROM ZCACHEDGLUCOSEOBJECT") == old.scalar("SELECT count(*) FROM ZCACHEDGLUCOSEOBJECT"))
+    }
 }

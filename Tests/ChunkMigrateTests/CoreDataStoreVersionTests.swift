@@ -182,7 +182,7 @@ struct CoreDataStoreVersionTests {
         }
     }
 
-    @Test("the app's mapping models beside its bundle: one with custom policies refuses the path through it, naming them (LoopKit); one without is noted (Apptentive 5 to 6); they place a version its name does not (Apptentive's first)",
+    @Test("the app's mapping models beside its bundle: one with custom policies refuses the path through it, naming them (LoopKit); one without is used in place of inference (Apptentive 5 to 6); they place a version its name does not (Apptentive's first)",
           .enabled(if: CoreDataStoreTests.fixture("apps/INDEX.md") != nil, "shared/fixtures/coredata/apps is absent"))
     func mappingModels() throws {
         let folder = try TemporaryFolder()
@@ -205,7 +205,8 @@ struct CoreDataStoreVersionTests {
         let v6 = folder.path("apptentive-new.sqlite")
         try CoreDataEmptyStore.create(at: v6, model: try #require(apptentive.version(named: apptentive.current)).model)
         let inferred = try MigrationPlan.infer(source: v5, destination: v6, options: InferenceOptions(modelBundle: apptentive))
-        #expect(inferred.notes.contains { $0.hasPrefix("the app's mapping model ATDataModel v5 to v6.xcmappingmodel migrates version ATDataModel 5 to ATDataModel 6 (") })
+        #expect(inferred.decisions.contains { $0.hasPrefix("ATDataModel 5 -> ATDataModel 6: the app's mapping model ATDataModel v5 to v6.xcmappingmodel, in place of an inferred mapping") },
+                "\(inferred.decisions)")
     }
 
     // MARK: - Stores without a model cache

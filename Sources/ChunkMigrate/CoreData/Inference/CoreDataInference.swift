@@ -101,7 +101,7 @@ struct CoreDataInference {
             guard let entity = source.entity(named: name) else { continue }
             let rows = try count("SELECT count(*) FROM src.\(SQL.quote(entity.table)) WHERE Z_ENT = \(entity.number)")
             dropped[name] = rows
-            notes.append("entity \(name) (\(entity.number)): no counterpart in the destination model; its \(rows) rows are not copied")
+            notes.append("entity \(name) (\(entity.number)): \(mapping.mappingModel.map { "no entity mapping of \($0.url.lastPathComponent) takes its rows" } ?? "no counterpart in the destination model"); its \(rows) rows are not copied")
         }
         try noteAttributesLeftOut(context)
 

@@ -239,7 +239,7 @@ struct CoreDataStepComposition {
             throw MigrationError(.invalidPlan, "the source mirrors to CloudKit (\(table)), which a job through custom steps does not carry: the container would upload every object again; migrate without the step, or after the container's data is reset",
                                  file: source.path)
         }
-        notes.append("a job through custom steps does not carry persistent history (its numbering is kept ahead)")
+        notes.append("a job through custom steps or the app's mapping models does not carry persistent history (its numbering is kept ahead)")
         decisions.insert(contentsOf: ["source store: version \(first.name)", "destination store: version \(last.name)",
                                       "path: \(names.first!) -> \(names.last!), \(path.count - 1) steps, \(parts.count) parts composed into one job"], at: 0)
         return InferredPlan(plan: composed, decisions: decisions, notes: notes)

@@ -39,6 +39,9 @@ public struct CoreDataMappingModelFile: Sendable {
         public var policy: String?
         public var attributes: [PropertyMapping] = []
         public var relationships: [PropertyMapping] = []
+        /// Its user info, each value as text (what a custom policy may read: SplitName's
+        /// `destModelVersion`).
+        public var userInfo: [String: String] = [:]
         /// Whether the file spells each value expression out (a `.cdm`); Xcode's source leaves
         /// those it generates out (``generatingExpressions(source:destination:)``).
         public var expressionsComplete = true
@@ -180,6 +183,13 @@ public struct CoreDataMappingModelFile: Sendable {
                                         destination: destination, filter: object.attributes["sourcefilterpredicatestring"].flatMap { $0.isEmpty ? nil : $0 },
                                         policy: object.attributes["migrationpolicyclassname"].flatMap { $0.isEmpty ? nil : $0 })
             mapping.expressionsComplete = false
+            if let text = object.attributes["userinfodata"], !text.isEmpty {
+                guard let bytes = Data(base64Encoded: text, options: .ignoreUnknownCharacters),
+                      let archive = try? KeyedArchive(PropertyList(binary: Array(bytes))) else {
+                    throw MigrationError(.store, "entity mapping \(name): its user info does not read", file: file.path)
+                }
+                mapping.userInfo = userInfo(archive.top["root"], in: archive)
+            }
             if object.attributes["autogenerateexpression"] != "1" {
                 mapping.customSource = try archived(object.attributes["sourceexpressiondata"], "entity mapping \(name): its source expression")
             }
@@ -259,6 +269,7 @@ public struct CoreDataMappingModelFile: Sendable {
                                         source: archive.string(object["NSSourceEntityName"]), destination: archive.string(object["NSDestinationEntityName"]),
                                         sourceHash: hash("NSSourceEntityVersionHash"), destinationHash: hash("NSDestinationEntityVersionHash"),
                                         policy: archive.string(object["NSEntityMigrationPolicyClassName"]))
+            mapping.userInfo = userInfo(object["NSUserInfo"], in: archive)
             do {
                 switch try expression(object["NSSourceExpression"], in: archive) {
                 case let .fetch(entity, predicate)? where entity == mapping.source:
@@ -335,6 +346,23 @@ public struct CoreDataMappingModelFile: Sendable {
         default:
             return .other(className)
         }
+    }
+
+    /// An archived user-info dictionary, each value as text.
+    private static func userInfo(_ reference: PropertyList?, in archive: KeyedArchive) -> [String: String] {
+        var info: [String: String] = [:]
+        for (key, value) in archive.dictionary(reference) ?? [] {
+            switch constant(value, in: archive) {
+            case .null: info[key] = "nil"
+            case let .bool(flag): info[key] = flag ? "YES" : "NO"
+            case let .integer(number): info[key] = String(number)
+            case let .real(number): info[key] = String(number)
+            case let .string(text): info[key] = text
+            case let .date(seconds): info[key] = String(seconds)
+            case let .data(bytes): info[key] = "<\(bytes.count) bytes>"
+            }
+        }
+        return info
     }
 
     private static func constant(_ reference: PropertyList?, in archive: KeyedArchive) -> Expression.Constant {

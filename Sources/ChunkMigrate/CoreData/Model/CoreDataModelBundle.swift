@@ -241,3 +241,31 @@ public struct CoreDataModelBundle: Sendable {
         }
     }
 }
+
+extension CoreDataModelBundle {
+    /// The bundle with the mapping models at `urls` too: `.xcmappingmodel` folders, compiled
+    /// `.cdm` files, or folders holding them.
+    ///
+    /// - Throws: ``MigrationError`` naming the file when one does not read, or goes between
+    ///   versions the bundle does not have (by name, or for a `.cdm` by its entity hashes).
+    public func adding(mappingModels urls: [URL]) throws -> CoreDataModelBundle {
+        var bundle = self
+        for url in urls {
+            var files = [url]
+            if !["xcmappingmodel", "cdm"].contains(url.pathExtension),
+               let names = try? FileManager.default.contentsOfDirectory(atPath: url.path) {
+                files = names.filter { $0.hasSuffix(".xcmappingmodel") || $0.hasSuffix(".cdm") }.sorted().map { url.appendingPathComponent($0) }
+                guard !files.isEmpty else { throw MigrationError(.store, "no mapping model (.xcmappingmodel or .cdm) in the folder", file: url.path) }
+            }
+            for file in files {
+                let read = try CoreDataMappingModelFile.read(contentsOf: file)
+                guard let matched = read.matched(in: bundle), bundle.version(named: matched.source) != nil, bundle.version(named: matched.destination) != nil else {
+                    throw MigrationError(.store, "the mapping model goes between versions the model bundle does not have (\(read.source) -> \(read.destination); a compiled one by its entity version hashes)",
+                                         file: file.path)
+                }
+                bundle.mappingModels.append(matched)
+            }
+        }
+        return bundle
+    }
+}
