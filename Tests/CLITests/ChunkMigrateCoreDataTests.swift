@@ -293,6 +293,49 @@ struct ChunkMigrateCoreDataTests {
         }
     }
 
+    @Test("SplitMigrationSample's mapping model, unsplit, killed in each entity and run again (once with the mapping model given by --mapping): the destination of an uninterrupted run, every relationship pointing back",
+          .enabled(if: FileManager.default.fileExists(atPath: fixtures + "/SplitMigrationSample/Model1-2.xcmappingmodel/xcmapping.xml")),
+          arguments: ["after-commit:EntityA:3", "before-commit:EntityB:2", "after-commit:EntityB:7"])
+    func mappingModelJobKilled(_ point: String) throws {
+        try withTemporaryDirectory { directory in
+            let models = Self.fixtures + "/SplitMigrationSample/Model.xcdatamodeld"
+            let source = directory + "/model1.sqlite", empty = directory + "/model2.sqlite"
+            #expect(try chunkmigrate("empty-store", "--models", models, "--version", "Model 1", source).exitCode == 0)
+            #expect(try chunkmigrate("empty-store", "--models", models, empty).exitCode == 0)
+            try SQLiteShell.execute(source, """
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40)
+                INSERT INTO ZENTITYA (Z_PK, Z_ENT, Z_OPT, ZGROUP, ZNAME, ZRELATIONSHIP) SELECT 3 * i, 1, 1, i % 8, 'a' || i, 5 * i + 1 FROM n;
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40)
+                INSERT INTO ZENTITYB (Z_PK, Z_ENT, Z_OPT, ZGROUP, ZNAME, ZRELATIONSHIP) SELECT 5 * i + 1, 2, 1, i % 8, 'b' || i, 3 * i FROM n;
+                UPDATE Z_PRIMARYKEY SET Z_MAX = CASE Z_NAME WHEN 'EntityA' THEN 120 ELSE 201 END;
+                """)
+            let plan = try chunkmigrate("plan", "--source", source, "--destination", empty, "--models", models, "--out", directory + "/plan.json")
+            #expect(plan.exitCode == 0 && plan.stderr.contains("the app's mapping model Model1-2.xcmappingmodel, in place of an inferred mapping"), "\(plan)")
+            // The same mapping model given, from a folder of the user's: the same plan.
+            try FileManager.default.createDirectory(atPath: directory + "/models", withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: models + "/Model 1.xcdatamodel", toPath: directory + "/models/Model 1.xcdatamodel")
+            try FileManager.default.copyItem(atPath: models + "/Model 2.xcdatamodel", toPath: directory + "/models/Model 2.xcdatamodel")
+            let given = try chunkmigrate("plan", "--source", source, "--destination", empty, "--models", directory + "/models",
+                                         "--mapping", Self.fixtures + "/SplitMigrationSample/Model1-2.xcmappingmodel", "--out", directory + "/given.json")
+            #expect(given.exitCode == 0 && given.stderr.contains("Model1-2.xcmappingmodel, in place of an inferred mapping"), "\(given)")
+            #expect(FileManager.default.contents(atPath: directory + "/given.json") == FileManager.default.contents(atPath: directory + "/plan.json"))
+            func run(_ name: String, environment: [String: String] = [:]) throws -> CommandResult {
+                if !FileManager.default.fileExists(atPath: directory + "/\(name).sqlite") {
+                    try FileManager.default.copyItem(atPath: empty, toPath: directory + "/\(name).sqlite")
+                }
+                return try chunkmigrate(["run", "--source", source, "--destination", directory + "/\(name).sqlite", "--plan", directory + "/plan.json",
+                                         "--journal", directory + "/\(name).journal", "--batch-size", "4", "--quiet"], environment: environment)
+            }
+            #expect(try run("reference").exitCode == 0)
+            let killed = try run("killed", environment: ["CHUNKMIGRATE_KILL_AT": point])
+            #expect(killed.killedBySignal && killed.signal == SIGKILL, "\(killed)")
+            #expect(try run("killed").exitCode == 0)
+            #expect(try SQLiteShell.dump(directory + "/killed.sqlite") == (try SQLiteShell.dump(directory + "/reference.sqlite")))
+            #expect(try SQLiteShell.integer(directory + "/killed.sqlite",
+                                            "SELECT count(*) FROM ZENTITYA a JOIN ZENTITYB b ON b.Z_PK = a.ZRELATIONSHIP AND b.ZRELATIONSHIP = a.Z_PK") == 40)
+        }
+    }
+
     static let inPlaceKillPoints = ["after-step:add columns to ZTAG:1", "after-step:update ZITEM:3", "after-step:update ZFOLDER:1",
                                     "after-step:drop, rename and create tables:1", "after-step:index ZITEM_ZFOLDER_INDEX:1",
                                     "after-step:derive Tag.itemCount:1", "before-commit:update ZITEM:2", "after-step:journal mode:1"]
