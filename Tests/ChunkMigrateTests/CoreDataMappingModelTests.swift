@@ -58,22 +58,29 @@ struct CoreDataMappingModelTests {
         #expect(try sql("group == 1") == "ZGROUP = 1")
         #expect(try sql("group >= 2 AND (name != nil OR NOT group < 0)") == "(ZGROUP >= 2 AND (ZNAME IS NOT NULL OR (NOT ZGROUP < 0)))")
         #expect(try sql("group IN {1, 2, 3}") == "ZGROUP IN (1, 2, 3)")
-        #expect(try sql("name BEGINSWITH[c] 'Ab'") == "substr(lower(ZNAME), 1, length(lower('Ab'))) = lower('Ab')")
+        #expect(try sql("name BEGINSWITH[c] 'Ab'") == "substr(text_lower(ZNAME), 1, length(text_lower('Ab'))) = text_lower('Ab')")
+        #expect(try sql("nil == name") == "ZNAME IS NULL")
+        #expect(try sql(#"name == "a\tb""#) == "ZNAME = 'a\tb'")
         #expect(try sql("name LIKE 'a*b?'") == "ZNAME GLOB 'a*b?'")
         #expect(try sql("author.name == \"Ann\"") == "(SELECT t2.\"ZNAME\" FROM src.\"ZAUTHOR\" AS t2 WHERE t2.Z_PK = s.\"ZAUTHOR\") = 'Ann'")
         #expect(try sql("TRUEPREDICATE") == "1")
-        for refused in ["name CONTAINS[cd] 'a'", "name MATCHES 'a.*'", "unknown == 1", "SUBQUERY(x, $x, $x.a == 1).@count > 0"] {
+        for refused in ["name CONTAINS[cd] 'a'", "name MATCHES 'a.*'", "unknown == 1", "SUBQUERY(x, $x, $x.a == 1).@count > 0", "group == 1.2.3",
+                        #"name == "\u00e9""#] {
             #expect(throws: CoreDataMappingModelSQL.Untranslatable.self, "\(refused)") { try sql(refused) }
         }
         // Against SQLite: the conditions select what the predicates mean.
         let database = try Database(path: ":memory:", mode: .readWrite)
-        try database.execute("CREATE TABLE t (ZGROUP INTEGER, ZNAME TEXT); INSERT INTO t VALUES (1, 'Abc'), (2, 'abd'), (3, NULL), (NULL, 'x')")
+        try ValueFunctions.registerText(on: database)
+        try database.execute("CREATE TABLE t (ZGROUP INTEGER, ZNAME TEXT); INSERT INTO t VALUES (1, 'Abc'), (2, 'abd'), (3, NULL), (NULL, 'x'), (4, 'École')")
         func count(_ predicate: String) throws -> Int64? {
             try database.scalar("SELECT count(*) FROM t WHERE \(try sql(predicate))").integer
         }
         #expect(try count("name BEGINSWITH[c] 'ab'") == 2)
+        // Letters of every script, as NSString compares them without case.
+        #expect(try count("name ==[c] 'école'") == 1)
+        #expect(try count("name LIKE[c] 'éco*'") == 1)
         #expect(try count("name BEGINSWITH 'ab'") == 1)
-        #expect(try count("group != 1") == 3)
+        #expect(try count("group != 1") == 4)
         #expect(try count("name == nil") == 1)
         #expect(try count("name ENDSWITH 'd' OR group IN {3}") == 2)
     }
@@ -87,7 +94,9 @@ struct CoreDataMappingModelTests {
         #expect(try CoreDataMappingModelSQL.value(.function(operand: .other("NSPredicateUtilities"), selector: "multiply:by:",
                                                              arguments: [.sourceKeyPath("grams"), .constant(.integer(1000))]), resolve: resolve) == "(ZGRAMS * 1000)")
         #expect(try CoreDataMappingModelSQL.value(.function(operand: .other("NSPredicateUtilities"), selector: "uppercase:", arguments: [.sourceKeyPath("name")]),
-                                                  resolve: resolve) == "upper(ZNAME)")
+                                                  resolve: resolve) == "text_upper(ZNAME)")
+        #expect(try CoreDataMappingModelSQL.value(.function(operand: .other("NSPredicateUtilities"), selector: "divide:by:",
+                                                             arguments: [.sourceKeyPath("grams"), .constant(.integer(2))]), resolve: resolve) == "(CAST(ZGRAMS AS REAL) / 2)")
         let policy = E.function(operand: .variable("entityPolicy"), selector: "fullNameOf:", arguments: [.variable("source")])
         let error = #expect(throws: CoreDataMappingModelSQL.Untranslatable.self) { try CoreDataMappingModelSQL.value(policy, resolve: resolve) }
         #expect(error?.description.contains("fullNameOf:") == true)
@@ -237,5 +246,63 @@ struct CoreDataMappingModelTests {
         let glucose = try new.rows("SELECT name FROM pragma_table_info('ZCACHEDGLUCOSEOBJECT') WHERE name IN ('ZDEVICE', 'ZTREND') ORDER BY name")
         #expect(glucose == [[.text("ZDEVICE")], [.text("ZTREND")]])
         #expect(try new.scalar("SELECT count(*) FROM ZCACHEDGLUCOSEOBJECT") == old.scalar("SELECT count(*) FROM ZCACHEDGLUCOSEOBJECT"))
+    }
+
+    @Test("a mapping model over models of its own: two entities merged into one, a relationship into the merged entity through the second's entity mapping kept, a renamed entity's relationship generated as Xcode generates it, a required attribute given by a constant; given twice, one mapping model")
+    func mergedRenamedRequired() throws {
+        let folder = try TemporaryFolder()
+        let before = try CoreDataTesting.model("""
+            <entity name="Record" isAbstract="YES"><attribute name="title" optional="YES" attributeType="String"/></entity>
+            <entity name="TextMessage" parentEntity="Record"><attribute name="body" optional="YES" attributeType="String"/></entity>
+            <entity name="FileMessage" parentEntity="Record"><attribute name="path" optional="YES" attributeType="String"/></entity>
+            <entity name="Conversation"><relationship name="last" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Record"/></entity>
+            <entity name="Author"><attribute name="name" optional="YES" attributeType="String"/><relationship name="books" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Book" inverseName="author" inverseEntity="Book"/></entity>
+            <entity name="Book"><attribute name="title" optional="YES" attributeType="String"/><relationship name="author" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Author" inverseName="books" inverseEntity="Author"/></entity>
+            """)
+        let after = try CoreDataTesting.model("""
+            <entity name="Message"><attribute name="title" optional="YES" attributeType="String"/><attribute name="kind" attributeType="String"/></entity>
+            <entity name="Conversation"><relationship name="last" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Message"/></entity>
+            <entity name="Writer"><attribute name="name" optional="YES" attributeType="String"/><relationship name="books" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Book" inverseName="author" inverseEntity="Book"/></entity>
+            <entity name="Book"><attribute name="title" optional="YES" attributeType="String"/><relationship name="author" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Writer" inverseName="books" inverseEntity="Writer"/></entity>
+            """)
+        let layout = try CoreDataLayout(model: before)
+        let last = try #require(layout.table(of: "Conversation")?.columns.first { $0.role == .toOneEntity(entity: "Conversation", property: "last") })
+        func number(_ name: String) throws -> Int64 { try #require(layout.entity(named: name)).number }
+        let source = try CoreDataTesting.store(before, at: folder.path("v1.sqlite"), uuid: "V1", rows: """
+            INSERT INTO ZRECORD (Z_PK, Z_ENT, Z_OPT, ZTITLE, ZBODY, ZPATH) VALUES (1, \(try number("TextMessage")), 1, 'hello', 'hi', NULL),
+                (2, \(try number("FileMessage")), 1, 'photo', NULL, '/a.jpg'), (3, \(try number("TextMessage")), 1, 'bye', 'ciao', NULL);
+            INSERT INTO ZCONVERSATION (Z_PK, Z_ENT, Z_OPT, ZLAST, \(last.name)) VALUES (1, \(try number("Conversation")), 1, 2, \(try number("FileMessage")));
+            INSERT INTO ZAUTHOR (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (7, \(try number("Author")), 1, 'Ann');
+            INSERT INTO ZBOOK (Z_PK, Z_ENT, Z_OPT, ZTITLE, ZAUTHOR) VALUES (4, \(try number("Book")), 1, 'Notes', 7);
+            """)
+        let destination = try CoreDataTesting.store(after, at: folder.path("v2.sqlite"), uuid: "V2")
+        typealias Mapping = CoreDataMappingModelFile.EntityMapping
+        func mapping(_ name: String, _ from: String, _ to: String, attributes: [(String, CoreDataMappingModelFile.Expression?)] = [],
+                     relationships: [(String, CoreDataMappingModelFile.Expression?)] = []) -> Mapping {
+            var mapping = Mapping(name: name, kind: "Undefined", source: from, destination: to)
+            mapping.attributes = attributes.map { .init(name: $0.0, value: $0.1) }
+            mapping.relationships = relationships.map { .init(name: $0.0, value: $0.1) }
+            mapping.expressionsComplete = false
+            return mapping
+        }
+        let file = CoreDataMappingModelFile(url: folder.path("V1toV2.xcmappingmodel"), source: "V1", destination: "V2", entityMappings: [
+            mapping("TextMessageToMessage", "TextMessage", "Message", attributes: [("title", nil), ("kind", .constant(.string("text")))]),
+            mapping("FileMessageToMessage", "FileMessage", "Message", attributes: [("title", nil), ("kind", .constant(.string("file")))]),
+            mapping("ConversationToConversation", "Conversation", "Conversation", relationships: [
+                ("last", .function(operand: .variable("manager"), selector: "destinationInstancesForEntityMappingNamed:sourceInstances:",
+                                   arguments: [.constant(.string("FileMessageToMessage")), .sourceKeyPath("last")]))]),
+            mapping("AuthorToWriter", "Author", "Writer", attributes: [("name", nil)], relationships: [("books", nil)]),
+            mapping("BookToBook", "Book", "Book", attributes: [("title", nil)], relationships: [("author", nil)]),
+        ])
+        var bundle = CoreDataModelBundle(versions: [.init(name: "V1", model: before), .init(name: "V2", model: after)], current: "V2")
+        bundle.mappingModels = [file, file]
+        let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, options: InferenceOptions(modelBundle: bundle))
+        #expect(inferred.decisions.contains { $0.hasPrefix("V1 -> V2: the app's mapping model V1toV2.xcmappingmodel, in place of an inferred mapping") }, "\(inferred.decisions)")
+        let new = try Database(path: destination.path, mode: .source)
+        #expect(try new.rows("SELECT Z_PK, ZTITLE, ZKIND FROM ZMESSAGE ORDER BY Z_PK")
+                == [[.integer(1), .text("hello"), .text("text")], [.integer(2), .text("photo"), .text("file")], [.integer(3), .text("bye"), .text("text")]])
+        #expect(try new.rows("SELECT ZLAST FROM ZCONVERSATION") == [[.integer(2)]])
+        #expect(try new.rows("SELECT ZTITLE, ZAUTHOR FROM ZBOOK") == [[.text("Notes"), .integer(7)]])
+        #expect(try new.rows("SELECT ZNAME FROM ZWRITER WHERE Z_PK = 7") == [[.text("Ann")]])
     }
 }

@@ -103,6 +103,8 @@ extension MigrationPlan {
         let database: Database
         do {
             database = try Database(path: destination.path, mode: .readOnly)
+            // What the inference counts may read an app's mapping model's filters.
+            try ValueFunctions.registerText(on: database)
             try database.attach(Database.sourceURI(source.path), as: "src")
         } catch {
             throw MigrationError(.store, "cannot open the stores: \(error.message)", file: error.file ?? destination.path)

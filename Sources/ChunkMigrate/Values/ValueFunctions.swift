@@ -10,6 +10,7 @@ import Foundation
 /// | `unarchive(blob)` | the root object of an `NSKeyedArchiver` archive (a transformable attribute): a string, number, URL (as text), date (Core Data seconds) or data |
 /// | `coredata_to_unix(t)`, `unix_to_coredata(t)` | Core Data timestamps (seconds since 2001-01-01) to and from Unix time |
 /// | `uuid_text(blob)`, `uuid_blob(text)` | a 16-byte UUID blob to its text and back |
+/// | `text_lower(t)`, `text_upper(t)` | text in lower or upper case, every script's letters (SQLite's own `lower` and `upper` change only ASCII) |
 ///
 /// A value that cannot be converted (a blob that is not a property list, a key path that ends on
 /// an array or dictionary) fails the batch, naming the row; `is_plist` and `CASE` let a plan skip
@@ -41,6 +42,7 @@ final class ValueFunctions {
     }
 
     func register(on database: Database) throws(SQLiteError) {
+        try Self.registerText(on: database)
         try database.createFunction("plist_value", argumentCount: 2, deterministic: true) { [self] call in
             guard !call.isNull(0) else { return call.resultNull() }
             let root = try plist(call)
@@ -89,6 +91,17 @@ final class ValueFunctions {
             guard case let .text(text) = call.value(0) else { return call.resultNull() }
             guard let uuid = UUID(uuidString: text) else { throw fail("uuid_blob: \"\(text)\" is not a UUID") }
             call.result(.blob(withUnsafeBytes(of: uuid.uuid) { Array($0) }))
+        }
+    }
+
+    /// `text_lower` and `text_upper`, which an app's mapping model's case-insensitive comparisons
+    /// and `lowercase:`/`uppercase:` translate to: Foundation's case mapping, as `NSString`'s.
+    static func registerText(on database: Database) throws(SQLiteError) {
+        for (name, map) in [("text_lower", { (text: String) in text.lowercased() }), ("text_upper", { (text: String) in text.uppercased() })] {
+            try database.createFunction(name, argumentCount: 1, deterministic: true) { call in
+                guard case let .text(text) = call.value(0) else { return call.result(call.value(0)) }
+                call.result(.text(map(text)))
+            }
         }
     }
 

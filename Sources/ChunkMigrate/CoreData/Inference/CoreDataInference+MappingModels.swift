@@ -39,6 +39,14 @@ extension CoreDataInference {
         }
     }
 
+    /// Whether the app's mapping model gives `property` of the rows of `rows` a value: a value
+    /// expression other than a constant `nil`.
+    func mappingModelGivesValue(_ property: String, of rows: Rows, _ context: Context) -> Bool {
+        guard let mapping = context.mapping.entityMapping(into: rows.entity, from: rows.source),
+              let value = (mapping.attributes + mapping.relationships).first(where: { $0.name == property })?.value else { return false }
+        return value != .constant(.null)
+    }
+
     /// The conditions on source rows (as `s`) of the entity mappings' filter predicates of a
     /// table's rows, one per filtered source entity: `Z_ENT <> n OR (filter)`.
     ///

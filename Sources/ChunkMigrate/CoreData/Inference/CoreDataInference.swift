@@ -614,7 +614,7 @@ struct CoreDataInference {
     /// The entity number of a to-one's target, for a target entity with sub-entities.
     private mutating func toOneEntity(_ property: String, of rows: Rows, _ context: Context) throws -> Source {
         guard let key = try toOneKey(property, of: rows, context),
-              let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity),
+              let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity, from: rows.source),
               let relationship = old.relationship else { return .null }
         if !relationship.isToMany, let entityColumn = context.source.table(of: rows.source)?.column(for: .toOneEntity(entity: declaredBy, property: old.name)) {
             return .ofColumn("coredata_entity(\(SQL.identifier(entityColumn.name)))", column: entityColumn.name)
@@ -632,7 +632,7 @@ struct CoreDataInference {
     /// A to-one's position in its inverse, an ordered to-many: the source's where it was ordered
     /// too, else the order of the keys (Core Data's spacing: 1024 apart from 2048).
     private mutating func toOneOrder(_ property: String, of rows: Rows, _ context: Context) throws -> Source {
-        guard let key = try toOneKey(property, of: rows, context), let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity),
+        guard let key = try toOneKey(property, of: rows, context), let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity, from: rows.source),
               let relationship = old.relationship, let table = context.source.table(of: rows.source) else { return .null }
         if !relationship.isToMany, let order = table.column(for: .toOneOrder(entity: declaredBy, property: old.name)) {
             return .column(order.name)
@@ -659,7 +659,8 @@ struct CoreDataInference {
             for (owner, property) in context.destination.model.allProperties(of: row.entity) {
                 guard let attribute = property.attribute, !property.isOptional, !property.isTransient, attribute.derivation == nil,
                       context.mapping.newValue(property.name, of: row.entity) == nil,
-                      context.mapping.sourceProperty(property.name, of: row.entity) == nil else { continue }
+                      context.mapping.sourceProperty(property.name, of: row.entity, from: row.source) == nil,
+                      !mappingModelGivesValue(property.name, of: row, context) else { continue }
                 let count = try count("SELECT count(*) FROM src.\(SQL.quote(from.name)) WHERE Z_ENT = \(row.number)")
                 guard count > 0 else { continue }
                 throw MigrationError(.invalidPlan, "attribute \(owner).\(property.name) is new, required and has no default value, and the source has \(count) rows of \(row.source): Core Data's migration fails on it too (the rows would break validation, NSValidationMissingMandatoryPropertyError 1570); give it a default value in the model, or make it optional")
@@ -772,8 +773,8 @@ struct CoreDataInference {
     private func copiedRows(of number: Int64, pointedAt: Set<Int64>? = nil, _ context: Context) -> (table: String, condition: String)? {
         let destination = context.destination, source = context.source
         guard let entity = destination.entities[number], let destinationTable = destination.tables[entity.root] else { return nil }
-        let numbers = Set(destination.descendants(of: number).compactMap { dest in
-            destination.entities[dest].flatMap { context.mapping.sourceEntity[$0.name] }.flatMap { source.entity(named: $0)?.number }
+        let numbers = Set(destination.descendants(of: number).flatMap { dest in
+            (destination.entities[dest].map { context.mapping.sourceEntities(of: $0.name) } ?? []).compactMap { source.entity(named: $0)?.number }
         })
         guard let first = numbers.first, let sourceEntity = source.entities[first], let table = source.tables[sourceEntity.root] else {
             return nil
@@ -867,7 +868,7 @@ struct CoreDataInference {
                 var sourceColumns: [String] = []
                 var oldNames: [String] = []
                 for name in constraint {
-                    guard let old = context.mapping.sourceProperty(name, of: row.entity),
+                    guard let old = context.mapping.sourceProperty(name, of: row.entity, from: row.source),
                           let column = context.source.column(of: old.property.name, entity: row.source) else { break }
                     sourceColumns.append(column.name)
                     oldNames.append(old.property.name)

@@ -49,11 +49,14 @@ enum CoreDataMappingModelSQL {
             case "add:to:": return try binary("+")
             case "from:subtract:": return try binary("-")
             case "multiply:by:": return try binary("*")
-            case "divide:by:": return try binary("/")
+            case "divide:by:":
+                // NSExpression divides as numbers do, not as integers.
+                guard values.count == 2 else { throw Untranslatable(description: "\(selector) takes two arguments") }
+                return "(CAST(\(values[0]) AS REAL) / \(values[1]))"
             case "modulus:by:": return try binary("%")
             case "abs:": return try unary("abs")
-            case "uppercase:": return try unary("upper")
-            case "lowercase:": return try unary("lower")
+            case "uppercase:": return try unary("text_upper")
+            case "lowercase:": return try unary("text_lower")
             case "length:": return try unary("length")
             case "sqrt:": return try unary("sqrt")
             case "now": return "(julianday('now') - 2451910.5) * 86400.0"
@@ -81,7 +84,7 @@ enum CoreDataMappingModelSQL {
         case .null: return nil
         case let .bool(flag): return flag ? "1" : "0"
         case let .integer(number): return String(number)
-        case let .real(number): return String(number)
+        case let .real(number): return number.isFinite ? String(number) : nil
         case let .string(text): return SQL.literal(text)
         case let .date(seconds): return String(seconds)
         case let .data(bytes): return "X'" + bytes.map { String(format: "%02X", $0) }.joined() + "'"
@@ -120,7 +123,18 @@ enum CoreDataMappingModelSQL {
                 var value = ""
                 index += 1
                 while index < characters.count, characters[index] != character {
-                    if characters[index] == "\\", index + 1 < characters.count { index += 1 }
+                    if characters[index] == "\\", index + 1 < characters.count {
+                        index += 1
+                        switch characters[index] {
+                        case "t": value.append("\t")
+                        case "n": value.append("\n")
+                        case "r": value.append("\r")
+                        case "\\", "\"", "'": value.append(characters[index])
+                        default: throw Untranslatable(description: "the escape \\\(characters[index]) in a string of the predicate")
+                        }
+                        index += 1
+                        continue
+                    }
                     value.append(characters[index])
                     index += 1
                 }
@@ -138,6 +152,9 @@ enum CoreDataMappingModelSQL {
                 while index < characters.count, characters[index].isNumber || characters[index] == "." {
                     value.append(characters[index])
                     index += 1
+                }
+                guard value.filter({ $0 == "." }).count <= 1, !value.hasSuffix(".") else {
+                    throw Untranslatable(description: "the number \(value) in the predicate")
                 }
                 tokens.append(.number(value))
             } else if character.isLetter || character == "_" || character == "$" || character == "@" {
@@ -226,16 +243,18 @@ enum CoreDataMappingModelSQL {
                     }
                 }
                 position += 1
-                let lhs = caseless ? "lower(\(left.sql))" : left.sql
-                return "\(lhs) IN (\(items.map { caseless ? "lower(\($0))" : $0 }.joined(separator: ", ")))"
+                let lhs = caseless ? "text_lower(\(left.sql))" : left.sql
+                return "\(lhs) IN (\(items.map { caseless ? "text_lower(\($0))" : $0 }.joined(separator: ", ")))"
             }
             let right = try operand()
-            let (l, r) = caseless ? ("lower(\(left.sql))", "lower(\(right.sql))") : (left.sql, right.sql)
+            let (l, r) = caseless ? ("text_lower(\(left.sql))", "text_lower(\(right.sql))") : (left.sql, right.sql)
+            // `nil` on either side: whether the other is.
+            let other = left.isNull ? right.sql : left.sql
             switch op {
             case .symbol("=="), .symbol("="):
-                return right.isNull ? "\(left.sql) IS NULL" : "\(l) = \(r)"
+                return left.isNull || right.isNull ? "\(other) IS NULL" : "\(l) = \(r)"
             case .symbol("!="), .symbol("<>"):
-                return right.isNull ? "\(left.sql) IS NOT NULL" : "\(l) IS NOT \(r)"
+                return left.isNull || right.isNull ? "\(other) IS NOT NULL" : "\(l) IS NOT \(r)"
             case .symbol("<"): return "\(l) < \(r)"
             case .symbol("<="), .symbol("=<"): return "\(l) <= \(r)"
             case .symbol(">"): return "\(l) > \(r)"
@@ -255,7 +274,7 @@ enum CoreDataMappingModelSQL {
             var text: String?
             /// An `NSPredicate` LIKE pattern (`*` any, `?` one) as SQLite's GLOB.
             func glob(caseless: Bool) -> String {
-                guard let text else { return caseless ? "lower(\(sql))" : sql }
+                guard let text else { return caseless ? "text_lower(\(sql))" : sql }
                 let value = caseless ? text.lowercased() : text
                 return SQL.literal(value.replacingOccurrences(of: "[", with: "[[]"))
             }

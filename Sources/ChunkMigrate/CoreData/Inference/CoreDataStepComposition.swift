@@ -82,7 +82,7 @@ struct CoreDataStepComposition {
                 }
                 return version
             }
-            return try bundle.version(of: database, schema: schema, file: file).version
+            return try bundle.version(of: database, schema: schema, file: file, asTarget: schema == "main").version
         }
         let first = try find(options.sourceVersion, schema: "src", file: source.path)
         let last = try find(options.destinationVersion, schema: "main", file: destination.path)
@@ -128,7 +128,10 @@ struct CoreDataStepComposition {
             guard
                   !onPath.contains(where: { $0.from == model.source && $0.to == model.destination }) else { continue }
             if let index = mappingModels.firstIndex(where: { $0.source == model.source && $0.destination == model.destination }) {
-                mappingModels[index].entityMappings += model.entityMappings
+                // Another pass between the same versions (a compiled one beside its source is one).
+                mappingModels[index].entityMappings += model.entityMappings.filter { mapping in
+                    !mappingModels[index].entityMappings.contains { $0.name == mapping.name && $0.source == mapping.source && $0.destination == mapping.destination }
+                }
             } else {
                 mappingModels.append(model)
             }

@@ -191,7 +191,13 @@ public struct CoreDataMappingModelFile: Sendable {
                 mapping.userInfo = userInfo(archive.top["root"], in: archive)
             }
             if object.attributes["autogenerateexpression"] != "1" {
-                mapping.customSource = try archived(object.attributes["sourceexpressiondata"], "entity mapping \(name): its source expression")
+                switch try archived(object.attributes["sourceexpressiondata"], "entity mapping \(name): its source expression") {
+                case let .fetch(entity, predicate)? where entity == source:
+                    // Core Data's fetch of the source entity, its predicate edited by hand.
+                    if predicate != "TRUEPREDICATE" { mapping.filter = predicate }
+                case let other:
+                    mapping.customSource = other
+                }
             }
             for (key, isRelationship) in [("attributemappings", false), ("relationshipmappings", true)] {
                 var properties: [PropertyMapping] = []
@@ -212,13 +218,14 @@ public struct CoreDataMappingModelFile: Sendable {
     /// The mapping model with the value expressions Xcode's compiler generates where its source
     /// leaves them out: `$source.name` for an attribute the source entity has, for a relationship
     /// `FUNCTION($manager, "destinationInstancesForEntityMappingNamed:sourceInstances:", "M",
-    /// $source.name)` through the entity mapping `M` into the entity the source relationship
-    /// points at, none otherwise (the destination's default). A `.cdm` is as it is.
+    /// $source.name)` through the entity mapping `M` that takes the rows of the entity the source
+    /// relationship points at, none otherwise (the destination's default). A `.cdm` is as it is.
     public func generatingExpressions(source: CoreDataModel, destination: CoreDataModel) -> CoreDataMappingModelFile {
         var copy = self
+        // Source entity -> the first entity mapping that takes its rows somewhere.
         var mappingOf: [String: String] = [:]
-        for mapping in entityMappings {
-            if let name = mapping.destination, mappingOf[name] == nil { mappingOf[name] = mapping.name }
+        for mapping in entityMappings where mapping.destination != nil {
+            if let name = mapping.source, mappingOf[name] == nil { mappingOf[name] = mapping.name }
         }
         for index in copy.entityMappings.indices where !copy.entityMappings[index].expressionsComplete {
             var mapping = copy.entityMappings[index]
@@ -308,8 +315,15 @@ public struct CoreDataMappingModelFile: Sendable {
                 return version.hashes.entities[name] == recorded
             }
         }
-        guard let from = bundle.versions.first(where: { fits($0, \.source, \.sourceHash) }),
-              let to = bundle.versions.last(where: { fits($0, \.destination, \.destinationHash) && $0.name != from.name }) else { return nil }
+        // Of the versions that fit, one whose every entity the mapping model names (a version that
+        // only adds entities fits as well).
+        func covered(_ version: CoreDataModelBundle.Version, _ side: KeyPath<EntityMapping, String?>) -> Bool {
+            Set(version.hashes.entities.keys).isSubset(of: Set(entityMappings.compactMap { $0[keyPath: side] }))
+        }
+        let sources = bundle.versions.filter { fits($0, \.source, \.sourceHash) }
+        guard let from = sources.first(where: { covered($0, \.source) }) ?? sources.first else { return nil }
+        let destinations = bundle.versions.filter { fits($0, \.destination, \.destinationHash) && $0.name != from.name }
+        guard let to = destinations.first(where: { covered($0, \.destination) }) ?? destinations.last else { return nil }
         var copy = self
         copy.source = from.name
         copy.destination = to.name

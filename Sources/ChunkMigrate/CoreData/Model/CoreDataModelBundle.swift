@@ -258,6 +258,8 @@ extension CoreDataModelBundle {
                 guard !files.isEmpty else { throw MigrationError(.store, "no mapping model (.xcmappingmodel or .cdm) in the folder", file: url.path) }
             }
             for file in files {
+                // One found beside the bundle and given again is one.
+                guard !bundle.mappingModels.contains(where: { $0.url.standardizedFileURL == file.standardizedFileURL }) else { continue }
                 let read = try CoreDataMappingModelFile.read(contentsOf: file)
                 guard let matched = read.matched(in: bundle), bundle.version(named: matched.source) != nil, bundle.version(named: matched.destination) != nil else {
                     throw MigrationError(.store, "the mapping model goes between versions the model bundle does not have (\(read.source) -> \(read.destination); a compiled one by its entity version hashes)",
