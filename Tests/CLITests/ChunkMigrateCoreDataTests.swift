@@ -223,12 +223,7 @@ struct ChunkMigrateCoreDataTests {
                                         "--out", directory + "/plan.json")
             #expect(plan.exitCode == 0 && plan.stderr.contains("the derived attribute Tag.itemCount is new"), "\(plan)")
             func run(_ name: String, environment: [String: String] = [:]) throws -> CommandResult {
-                if !FileManager.default.fileExists(atPath: directory + "/\(name).sqlite") {
-                    try FileManager.default.copyItem(atPath: store + "/new.sqlite", toPath: directory + "/\(name).sqlite")
-                }
-                return try chunkmigrate(["run", "--source", store + "/old.sqlite", "--destination", directory + "/\(name).sqlite",
-                                         "--plan", directory + "/plan.json", "--journal", directory + "/\(name).journal",
-                                         "--batch-size", "50", "--quiet"], environment: environment)
+                try Self.runJob(name, in: directory, source: store + "/old.sqlite", empty: store + "/new.sqlite", batchSize: 50, environment: environment)
             }
             #expect(try run("reference").exitCode == 0)
             let killed = try run("killed", environment: ["CHUNKMIGRATE_KILL_AT": point])
@@ -249,6 +244,17 @@ struct ChunkMigrateCoreDataTests {
             let check = try chunkmigrate("check-coredata", destination)
             #expect(check.exitCode == 0, "\(check)")
         }
+    }
+
+    /// `chunkmigrate run` of `directory/plan.json` from `source` into `directory/NAME.sqlite` (a
+    /// copy of `empty` the first time), journal `directory/NAME.journal`.
+    static func runJob(_ name: String, in directory: String, source: String, empty: String, batchSize: Int,
+                       environment: [String: String] = [:]) throws -> CommandResult {
+        if !FileManager.default.fileExists(atPath: directory + "/\(name).sqlite") {
+            try FileManager.default.copyItem(atPath: empty, toPath: directory + "/\(name).sqlite")
+        }
+        return try chunkmigrate(["run", "--source", source, "--destination", directory + "/\(name).sqlite", "--plan", directory + "/plan.json",
+                                 "--journal", directory + "/\(name).journal", "--batch-size", String(batchSize), "--quiet"], environment: environment)
     }
 
     static let stepKillPoints = ["after-commit:Post:3", "before-commit:Section:2", "after-commit:Section:5"]
@@ -277,11 +283,7 @@ struct ChunkMigrateCoreDataTests {
                                         "--out", directory + "/plan.json")
             #expect(plan.exitCode == 0 && plan.stderr.contains("3 parts composed into one job"), "\(plan)")
             func run(_ name: String, environment: [String: String] = [:]) throws -> CommandResult {
-                if !FileManager.default.fileExists(atPath: directory + "/\(name).sqlite") {
-                    try FileManager.default.copyItem(atPath: empty, toPath: directory + "/\(name).sqlite")
-                }
-                return try chunkmigrate(["run", "--source", source, "--destination", directory + "/\(name).sqlite", "--plan", directory + "/plan.json",
-                                         "--journal", directory + "/\(name).journal", "--batch-size", "2", "--quiet"], environment: environment)
+                try Self.runJob(name, in: directory, source: source, empty: empty, batchSize: 2, environment: environment)
             }
             #expect(try run("reference").exitCode == 0)
             let killed = try run("killed", environment: ["CHUNKMIGRATE_KILL_AT": point])
@@ -320,11 +322,7 @@ struct ChunkMigrateCoreDataTests {
             #expect(given.exitCode == 0 && given.stderr.contains("Model1-2.xcmappingmodel, in place of an inferred mapping"), "\(given)")
             #expect(FileManager.default.contents(atPath: directory + "/given.json") == FileManager.default.contents(atPath: directory + "/plan.json"))
             func run(_ name: String, environment: [String: String] = [:]) throws -> CommandResult {
-                if !FileManager.default.fileExists(atPath: directory + "/\(name).sqlite") {
-                    try FileManager.default.copyItem(atPath: empty, toPath: directory + "/\(name).sqlite")
-                }
-                return try chunkmigrate(["run", "--source", source, "--destination", directory + "/\(name).sqlite", "--plan", directory + "/plan.json",
-                                         "--journal", directory + "/\(name).journal", "--batch-size", "4", "--quiet"], environment: environment)
+                try Self.runJob(name, in: directory, source: source, empty: empty, batchSize: 4, environment: environment)
             }
             #expect(try run("reference").exitCode == 0)
             let killed = try run("killed", environment: ["CHUNKMIGRATE_KILL_AT": point])
