@@ -171,7 +171,7 @@ struct CoreDataModelTests {
         }
     }
 
-    @Test("a model that is not whole, a file that is not a model, and a damaged model cache are refused naming the file")
+    @Test("a model that is not whole, a file that is not a model, and a damaged model cache (one inflating past 16 MiB too) are refused naming the file")
     func refusals() throws {
         let dangling = #expect(throws: MigrationError.self) {
             try CoreDataTesting.model("<entity name=\"A\"><relationship name=\"b\" maxCount=\"1\" destinationEntity=\"B\"/></entity>")
@@ -189,7 +189,11 @@ struct CoreDataModelTests {
 
         let store = try CoreDataTesting.store(try CoreDataDemoStore.sourceModel, at: folder.path("store.sqlite"), uuid: "U")
         #expect(try CoreDataModel.read(store: store) == (try CoreDataDemoStore.sourceModel))
-        for (content, words) in [("x'00ff00ff00ff'", "does not inflate"), ("x'\(RawDeflate.deflate(Array("bplist00 garbage".utf8)).map { String(format: "%02x", $0) }.joined())'", "not a keyed archive")] {
+        // A bomb: a little DEFLATE that inflates past any model cache (17 MiB of zeros).
+        let bomb = RawDeflate.deflate([UInt8](repeating: 0, count: RawDeflate.modelCacheLimit + (1 << 20)))
+        #expect(bomb.count < 100_000)
+        for (content, words) in [("x'00ff00ff00ff'", "does not inflate"), ("x'\(RawDeflate.deflate(Array("bplist00 garbage".utf8)).map { String(format: "%02x", $0) }.joined())'", "not a keyed archive"),
+                                 ("x'\(bomb.map { String(format: "%02x", $0) }.joined())'", "expands past 16777216 bytes")] {
             try execute("UPDATE Z_MODELCACHE SET Z_CONTENT = \(content)", on: store)
             let damaged = #expect(throws: MigrationError.self) { try CoreDataModel.read(store: store) }
             #expect(damaged?.file == store.path && damaged?.message.contains(words) == true, "\(String(describing: damaged))")

@@ -66,7 +66,7 @@ extension CoreDataModel {
         do {
             archive = try RawDeflate.inflate(compressed)
         } catch {
-            throw MigrationError(.store, "Z_MODELCACHE.Z_CONTENT does not inflate as raw DEFLATE (\(error)): the model cache is damaged or not Core Data's",
+            throw MigrationError(.store, "Z_MODELCACHE.Z_CONTENT does not inflate as raw DEFLATE to a model cache (\(error); the largest known inflates to 374 kB): the model cache is damaged or not Core Data's",
                                  file: file)
         }
         do {

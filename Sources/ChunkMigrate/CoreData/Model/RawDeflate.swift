@@ -18,13 +18,18 @@ enum RawDeflate {
         var description: String
     }
 
+    /// The most a model cache may inflate to: 16 MiB, 45 times the largest of the fixtures' 136
+    /// (macOS 26.1 Photos, 181,587 bytes inflating to 373,744), so that a damaged or hostile one
+    /// (a few megabytes of DEFLATE inflate to gigabytes) is refused at an app's launch before it
+    /// costs more than a few tens of megabytes.
+    static let modelCacheLimit = 16 << 20
+
     /// The bytes `input` inflates to.
     ///
-    /// - Parameter limit: the most bytes the result may have (a model cache is a few hundred
-    ///   kilobytes; a corrupt one must not exhaust memory).
+    /// - Parameter limit: the most bytes the result may have: by default ``modelCacheLimit``.
     /// - Throws: ``Failure`` when the input is not a complete raw DEFLATE stream or expands past
     ///   `limit`.
-    static func inflate(_ input: [UInt8], limit: Int = 256 << 20) throws -> [UInt8] {
+    static func inflate(_ input: [UInt8], limit: Int = modelCacheLimit) throws -> [UInt8] {
         guard !input.isEmpty else { throw Failure(description: "empty input") }
         #if canImport(Compression)
         // The stream API rather than compression_decode_buffer, whose result is 0 both for an
