@@ -146,7 +146,7 @@ struct StoreShapeTests {
         #expect(try DemoStore.check(source: files.source, destination: destination) == [])
     }
 
-    @Test("the destination is synced with fullfsync and synchronous=FULL during a job (F_FULLFSYNC on Apple platforms)")
+    @Test("the destination is synced with fullfsync and synchronous=EXTRA during a job (F_FULLFSYNC on Apple platforms; the directory synced after a rollback journal is unlinked, the last commit in DELETE mode durable)")
     func destinationSyncSettings() throws {
         let folder = try TemporaryFolder()
         let files = try DemoStore.generate(in: folder.path("store"), messages: 10)
@@ -155,7 +155,7 @@ struct StoreShapeTests {
                                        schema: DemoStore.destinationSchema, options: MigrationOptions()).database
         // fullfsync is a per-connection flag: a new connection would report the default, 0.
         #expect(try database.scalar("PRAGMA fullfsync") == .integer(1))
-        #expect(try database.scalar("PRAGMA main.synchronous") == .integer(2))
+        #expect(try database.scalar("PRAGMA main.synchronous") == .integer(3))
         #expect(try scalar("PRAGMA fullfsync", on: destination) == .integer(0))
     }
 
