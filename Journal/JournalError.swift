@@ -22,6 +22,9 @@ public struct JournalError: Error, CustomStringConvertible, Sendable, Equatable 
         public static let io = Code(rawValue: "io")
         /// A write failed because the file system is full (or the user's quota is).
         public static let diskFull = Code(rawValue: "disk-full")
+        /// The device failed a read, write or sync (`EIO`): what was written since the file's last
+        /// good sync may be lost.
+        public static let deviceError = Code(rawValue: "device-error")
         /// The directory or file is not a chunkmigrate journal.
         public static let notAJournal = Code(rawValue: "not-a-journal")
         /// The journal was written by a newer format version than this reader knows.

@@ -14,6 +14,7 @@ enum FileIO {
         let code: JournalError.Code = switch errno {
         case ENOENT: .notFound
         case ENOSPC, EDQUOT: .diskFull
+        case EIO: .deviceError
         default: .io
         }
         return JournalError(code, "\(call) failed: \(reason)", file: path)

@@ -57,7 +57,7 @@ enum Output {
         switch error.code {
         case .batch, .missingMapping: 1
         case .invalidPlan: 2
-        case .diskFull: 4
+        case .diskFull, .deviceError: 4
         case .busy: 5
         default: 3
         }

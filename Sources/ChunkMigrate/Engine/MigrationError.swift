@@ -32,6 +32,9 @@ public struct MigrationError: Error, CustomStringConvertible, Sendable {
         public static let missingMapping = Code(rawValue: "missing-mapping")
         /// The disk or file system is full.
         public static let diskFull = Code(rawValue: "disk-full")
+        /// The device failed a read, write or sync (`EIO`, SQLite's disk I/O error): the batch was
+        /// not committed; the job resumes from its last checkpoint once the device works.
+        public static let deviceError = Code(rawValue: "device-error")
         /// Another process is running this job.
         public static let busy = Code(rawValue: "busy")
     }
@@ -117,9 +120,11 @@ public struct MigrationError: Error, CustomStringConvertible, Sendable {
         case let error as MigrationError:
             return error
         case let error as SQLiteError:
-            return MigrationError(error.isDiskFull ? .diskFull : .store, error.message, file: error.file, sql: error.sql, cause: error)
+            return MigrationError(error.isDiskFull ? .diskFull : error.isDeviceError ? .deviceError : .store, error.message,
+                                  file: error.file, sql: error.sql, cause: error)
         case let error as JournalError:
-            return MigrationError(error.code == .diskFull ? .diskFull : .journal, error.message, file: error.file, cause: error)
+            return MigrationError(error.code == .diskFull ? .diskFull : error.code == .deviceError ? .deviceError : .journal, error.message,
+                                  file: error.file, cause: error)
         default:
             return MigrationError(.batch, "\(error)", cause: error)
         }

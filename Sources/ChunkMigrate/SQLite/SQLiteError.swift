@@ -20,6 +20,8 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     public var isForeignKeyViolation: Bool { extendedCode == SQLITE_CONSTRAINT | (3 << 8) }  // SQLITE_CONSTRAINT_FOREIGNKEY, a macro
     /// Whether the disk or the file system is full.
     public var isDiskFull: Bool { code == SQLITE_FULL }
+    /// Whether the device failed a read, write or sync (`SQLITE_IOERR` and its extended codes).
+    public var isDeviceError: Bool { code == SQLITE_IOERR }
     /// Whether another connection kept changing the schema while a statement was prepared again
     /// for it (SQLite gives up after a number of tries): the statement may simply run again.
     public var isSchemaChanged: Bool { code == SQLITE_SCHEMA }
