@@ -86,6 +86,25 @@ struct FailureTableTests {
     }
 }
 
+@Suite("Device errors")
+struct DeviceErrorTests {
+    @Test("a device that fails a write or sync (EIO from the journal's files, SQLite's disk I/O error) is a device error, as a full disk is a full disk; other failures are not")
+    func deviceErrors() {
+        let cases: [(any Error, MigrationError.Code)] = [
+            (SQLiteError(extendedCode: 10 | (4 << 8), message: "disk I/O error", file: "new.sqlite"), .deviceError),  // SQLITE_IOERR_FSYNC
+            (SQLiteError(extendedCode: 13, message: "database or disk is full", file: "new.sqlite"), .diskFull),
+            (SQLiteError(extendedCode: 19, message: "NOT NULL constraint failed", file: "new.sqlite"), .store),
+            (JournalError(.deviceError, "write failed: Input/output error", file: "j/log"), .deviceError),
+            (JournalError(.diskFull, "write failed: No space left on device", file: "j/log"), .diskFull),
+            (JournalError(.io, "open failed: Permission denied", file: "j/log"), .journal),
+        ]
+        for (error, code) in cases {
+            let wrapped = MigrationError.wrapping(error)
+            #expect(wrapped.code == code && wrapped.file != nil, "\(error) -> \(wrapped.code)")
+        }
+    }
+}
+
 @Suite("Damaged journals on resume")
 struct DamagedJournalTests {
     @Test("a missing segment is refused with the file, the entity and the batch")
