@@ -122,7 +122,7 @@ let package = Package(
             name: "ChunkMigrateTests",
             dependencies: ["ChunkMigrate", "MigrationJournal", "CSQLite"],
             path: "Tests/ChunkMigrateTests",
-            exclude: ["EncodedPlans"]
+            exclude: ["EncodedPlans", "FuzzFindings"]
         ),
         .testTarget(
             name: "CLITests",

@@ -145,6 +145,7 @@ public struct CoreDataMappingModelFile: Sendable {
     // MARK: - Xcode's source
 
     private static func readSource(_ data: Data, url: URL, file: URL) throws -> CoreDataMappingModelFile {
+        try XMLInput.check(data, what: "a mapping model's xcmapping.xml", file: file.path)
         let reader = StoreXMLReader()
         let parser = XMLParser(data: data)
         parser.delegate = reader
@@ -162,7 +163,8 @@ public struct CoreDataMappingModelFile: Sendable {
             }
             do {
                 let archive = try KeyedArchive(PropertyList(binary: Array(bytes)))
-                return try expression(archive.top["root"], in: archive)
+                var budget = expressionBudget
+                return try expression(archive.top["root"], in: archive, budget: &budget)
             } catch let error as MigrationError {
                 throw error
             } catch {
@@ -278,7 +280,8 @@ public struct CoreDataMappingModelFile: Sendable {
                                         policy: archive.string(object["NSEntityMigrationPolicyClassName"]))
             mapping.userInfo = userInfo(object["NSUserInfo"], in: archive)
             do {
-                switch try expression(object["NSSourceExpression"], in: archive) {
+                var budget = expressionBudget
+                switch try expression(object["NSSourceExpression"], in: archive, budget: &budget) {
                 case let .fetch(entity, predicate)? where entity == mapping.source:
                     mapping.filter = predicate == "TRUEPREDICATE" ? nil : predicate
                 case let other?:
@@ -290,7 +293,7 @@ public struct CoreDataMappingModelFile: Sendable {
                     var properties: [PropertyMapping] = []
                     for item in archive.objects(object[key]) ?? [] {
                         guard let property = archive.resolve(item), let propertyName = archive.string(property["NSDestinationPropertyName"]) else { continue }
-                        properties.append(PropertyMapping(name: propertyName, value: try expression(property["NSValueExpression"], in: archive)))
+                        properties.append(PropertyMapping(name: propertyName, value: try expression(property["NSValueExpression"], in: archive, budget: &budget)))
                     }
                     properties.sort { $0.name < $1.name }
                     if isRelationship { mapping.relationships = properties } else { mapping.attributes = properties }
@@ -332,8 +335,17 @@ public struct CoreDataMappingModelFile: Sendable {
 
     // MARK: - Expressions
 
+    /// The most parts the expressions of one entity mapping (or one value expression of Xcode's
+    /// source) are read with: a damaged archive whose expressions refer to themselves, or list one
+    /// another many times over, is refused rather than read forever.
+    static let expressionBudget = 10_000
+
     /// An archived `NSExpression`.
-    static func expression(_ reference: PropertyList?, in archive: KeyedArchive) throws -> Expression? {
+    static func expression(_ reference: PropertyList?, in archive: KeyedArchive, budget: inout Int, depth: Int = 0) throws -> Expression? {
+        budget -= 1
+        guard budget >= 0, depth < 64 else {
+            throw KeyedArchive.Malformed(description: "its expressions have more than \(expressionBudget) parts or nest more than 64 deep, or refer to themselves")
+        }
         guard let object = archive.resolve(reference) else { return nil }
         let className = archive.className(reference) ?? "?"
         switch className {
@@ -346,13 +358,13 @@ public struct CoreDataMappingModelFile: Sendable {
         case "NSSelfExpression":
             return .evaluatedObject
         case "NSKeyPathExpression", "NSFunctionExpression":
-            guard let operand = try expression(object["NSOperand"], in: archive), let selector = archive.string(object["NSSelectorName"]) else {
+            guard let operand = try expression(object["NSOperand"], in: archive, budget: &budget, depth: depth + 1), let selector = archive.string(object["NSSelectorName"]) else {
                 throw KeyedArchive.Malformed(description: "an \(className) without operand or selector")
             }
-            let arguments = try (archive.objects(object["NSArguments"]) ?? []).map { try expression($0, in: archive) ?? .constant(.null) }
+            let arguments = try (archive.objects(object["NSArguments"]) ?? []).map { try expression($0, in: archive, budget: &budget, depth: depth + 1) ?? .constant(.null) }
             return .function(operand: operand, selector: selector, arguments: arguments)
         case "NSFetchRequestExpression":
-            if case let .function(.variable("manager"), "fetchRequestForSourceEntityNamed:predicateString:", arguments)? = try expression(object["NSFRExpression"], in: archive),
+            if case let .function(.variable("manager"), "fetchRequestForSourceEntityNamed:predicateString:", arguments)? = try expression(object["NSFRExpression"], in: archive, budget: &budget, depth: depth + 1),
                arguments.count == 2, case let .constant(.string(entity)) = arguments[0], case let .constant(.string(predicate)) = arguments[1] {
                 return .fetch(entity: entity, predicate: predicate)
             }

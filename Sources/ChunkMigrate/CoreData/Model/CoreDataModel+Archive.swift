@@ -102,7 +102,14 @@ extension CoreDataModel {
             }
             kind = .attribute(Attribute(
                 type: type, defaultValue: Self.value(object["NSDefaultValue"], type: type, archive: archive),
-                derivation: object["NSDerivationExpression"].flatMap { Self.expression($0, archive: archive, depth: 0) },
+                derivation: try object["NSDerivationExpression"].flatMap { reference in
+                    var budget = Self.expressionBudget
+                    let text = Self.expression(reference, archive: archive, depth: 0, budget: &budget)
+                    guard budget >= 0 else {
+                        throw KeyedArchive.Malformed(description: "attribute \(entity).\(name): its derivation expression has more than \(Self.expressionBudget) parts")
+                    }
+                    return text
+                },
                 allowsExternalStorage: flags & 4 != 0,
                 valueTransformerName: archive.string(object["NSValueTransformerName"]),
                 preservesValueInHistoryOnDeletion: flags & 0x10 != 0))
@@ -179,15 +186,21 @@ extension CoreDataModel {
     /// An `NSExpression` as Core Data prints it (its `predicateFormat`): a key path
     /// (`additionalAttributes.cameraCaptureDevice`, `items.@count`), a function call with its
     /// selector (`canonical:(name)`, `now()`), a constant.
-    private static func expression(_ reference: PropertyList, archive: KeyedArchive, depth: Int) -> String? {
+    /// The most parts a derivation expression is read with: real ones have a few (`items.@count`,
+    /// `canonical:(name)`); a damaged archive whose expressions list one another many times over
+    /// would otherwise be read an exponential number of times.
+    static let expressionBudget = 1_000
+
+    private static func expression(_ reference: PropertyList, archive: KeyedArchive, depth: Int, budget: inout Int) -> String? {
         // Expressions refer to each other by reference: a damaged archive may loop.
-        guard depth < 32, let object = archive.resolve(reference) else { return nil }
+        budget -= 1
+        guard budget >= 0, depth < 32, let object = archive.resolve(reference) else { return nil }
         switch archive.className(reference) {
         case "NSKeyPathExpression", "NSFunctionExpression":
-            let arguments = (archive.objects(object["NSArguments"]) ?? []).compactMap { expression($0, archive: archive, depth: depth + 1) }
+            let arguments = (archive.objects(object["NSArguments"]) ?? []).compactMap { expression($0, archive: archive, depth: depth + 1, budget: &budget) }
             let selector = archive.string(object["NSSelectorName"]) ?? ""
             if selector.hasPrefix("valueForKey") {
-                let operand = object["NSOperand"].flatMap { expression($0, archive: archive, depth: depth + 1) } ?? ""
+                let operand = object["NSOperand"].flatMap { expression($0, archive: archive, depth: depth + 1, budget: &budget) } ?? ""
                 let path = arguments.joined(separator: ".")
                 return operand.isEmpty || operand == "SELF" ? path : operand + "." + path
             }

@@ -14,6 +14,7 @@ extension CoreDataModel {
     /// - Throws: ``MigrationError`` naming `file` when it is not a model, or names an attribute
     ///   type this version does not know.
     init(xml data: Data, file: String) throws {
+        try XMLInput.check(data, what: "a Core Data model's contents XML", file: file)
         let reader = ModelXMLReader()
         let parser = XMLParser(data: data)
         parser.delegate = reader
@@ -103,9 +104,26 @@ private final class ModelXMLReader: NSObject, XMLParserDelegate {
         func leadingNumber() -> Double {
             var end = trimmed.startIndex
             while end < trimmed.endIndex, "+-0123456789.eE".contains(trimmed[end]) { end = trimmed.index(after: end) }
-            var prefix = trimmed[..<end]
-            while !prefix.isEmpty, Double(prefix) == nil { prefix = prefix.dropLast() }
-            return Double(prefix) ?? 0
+            // The longest prefix that is a number: sign, digits, a fraction, an exponent with
+            // its digits; read once, whatever the text's length.
+            let characters = Array(trimmed[..<end])
+            var length = 0, index = 0, digits = 0
+            if index < characters.count, "+-".contains(characters[index]) { index += 1 }
+            while index < characters.count, characters[index].isASCII, characters[index].isNumber { index += 1; digits += 1 }
+            if index < characters.count, characters[index] == "." {
+                index += 1
+                while index < characters.count, characters[index].isASCII, characters[index].isNumber { index += 1; digits += 1 }
+            }
+            guard digits > 0 else { return 0 }
+            length = index
+            if index < characters.count, "eE".contains(characters[index]) {
+                var exponent = index + 1
+                if exponent < characters.count, "+-".contains(characters[exponent]) { exponent += 1 }
+                let start = exponent
+                while exponent < characters.count, characters[exponent].isASCII, characters[exponent].isNumber { exponent += 1 }
+                if exponent > start { length = exponent }
+            }
+            return Double(String(characters[..<length])) ?? 0
         }
         switch type {
         case .integer16, .integer32, .integer64:

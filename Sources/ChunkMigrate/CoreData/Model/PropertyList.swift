@@ -72,6 +72,10 @@ private struct BinaryReader {
     /// Objects already read, by index: a value referred to many times is read once (an archive
     /// of shared objects cannot make the reader work exponentially).
     var decoded: [PropertyList?] = []
+    /// Objects already read, by where they start: object indexes whose offsets point at the same
+    /// bytes share one value (its storage shared too), so that a list of many indexes of one large
+    /// string or data object costs that object once, not once an index.
+    var decodedAt: [Int: PropertyList] = [:]
     /// Collections nest at most this deep (keyed archives nest three or four deep).
     static let maximumDepth = 256
 
@@ -140,6 +144,10 @@ private struct BinaryReader {
             throw PropertyList.Malformed(description: "binary property list: reference \(index) is not an object")
         }
         if let known = decoded[index] { return known }
+        if let known = decodedAt[offsets[index]] {
+            decoded[index] = known
+            return known
+        }
         guard depth < Self.maximumDepth else {
             throw PropertyList.Malformed(description: "binary property list: collections nest more than \(Self.maximumDepth) deep")
         }
@@ -154,6 +162,7 @@ private struct BinaryReader {
         }
         let value = try read(index)
         decoded[index] = value
+        decodedAt[offsets[index]] = value
         return value
     }
 
