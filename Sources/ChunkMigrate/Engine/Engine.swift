@@ -628,8 +628,15 @@ final class Engine {
             }
         } catch {
             idMap.truncate(entity: entityIndex, after: state.batch)
-            try? journal.removeSegments(entity: entityIndex, after: state.batch)
-            throw MigrationError.wrapping(error, entity: entity.name, batch: batch)
+            // A device that failed (or filled up) may have failed the COMMIT after its commit
+            // point (a sync of the rollback journal once it was truncated): the batch may be in
+            // the destination. Its segment stays for the next run, whose reconcile rebuilds the
+            // batch's record where the destination holds it and removes the segment where not.
+            let wrapped = MigrationError.wrapping(error, entity: entity.name, batch: batch)
+            if wrapped.code != .deviceError, wrapped.code != .diskFull {
+                try? journal.removeSegments(entity: entityIndex, after: state.batch)
+            }
+            throw wrapped
         }
         guard let record = committed else { return nil }
         CrashPoint.check(.afterCommit, entity: entity.name, batch: batch)
