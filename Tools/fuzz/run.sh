@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Runs the fuzz targets one after another, each for N seconds, and prints one line per target:
+# executions, coverage (libFuzzer's cov and ft), peak RSS, and what it found.
+#
+#   Tools/fuzz/run.sh [--seconds N] [--target NAME]... [--keep-going] [--utf8-xml] [--dir DIR]
+#     --seconds     per target (default 30)
+#     --target      one target (repeatable; default every target the binary has)
+#     --keep-going  run in libFuzzer's fork mode, which goes on past a crash, timeout or OOM and
+#                   keeps each one's input (for long runs by hand)
+#     --utf8-xml    give the XML targets valid UTF-8 only (CHUNKMIGRATE_FUZZ_UTF8_XML=1): past
+#                   Foundation's trap on a name that is not UTF-8, while it stands
+#     --dir         where build.sh put the binary (default /tmp/chunkmigrate-fuzz); seeds, the
+#                   growing corpora, findings and logs go under it too
+#
+# Each target reads its corpus DIR/corpus/<target> (where new inputs go, kept between runs), the
+# seeds seed.sh makes (DIR/seeds/<target>, made on the first run) and Tools/fuzz/seeds/<target>.
+# A crash, timeout or OOM is written to DIR/findings/<target>/; replay one with
+# `DIR/<target> FILE`, minimize it with `DIR/<target> -minimize_crash=1 -runs=10000 FILE`.
+# Exits 1 when a target found something. Leaks are not looked for: Foundation leaks on some
+# error paths of its XML parser, which is not the readers' doing.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+dir=/tmp/chunkmigrate-fuzz
+seconds=30
+keep_going=0
+targets=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --seconds) seconds="$2"; shift 2 ;;
+        --target) targets+=("$2"); shift 2 ;;
+        --keep-going) keep_going=1; shift ;;
+        --utf8-xml) export CHUNKMIGRATE_FUZZ_UTF8_XML=1; shift ;;
+        --dir) dir="$2"; shift 2 ;;
+        *) echo "usage: Tools/fuzz/run.sh [--seconds N] [--target NAME]... [--keep-going] [--utf8-xml] [--dir DIR]" >&2; exit 2 ;;
+    esac
+done
+binary="$dir/chunkmigrate-fuzz"
+if [ ! -x "$binary" ]; then
+    echo "run: no $binary; build it with Tools/fuzz/build.sh $dir" >&2
+    exit 2
+fi
+if [ ${#targets[@]} -eq 0 ]; then
+    mapfile -t targets < <(CHUNKMIGRATE_FUZZ_TARGET=list "$binary")
+fi
+[ -d "$dir/seeds" ] || "$here/seed.sh" "$dir/seeds" > /dev/null
+
+# A small quarantine, so that the RSS libFuzzer limits is the readers' own memory rather than
+# freed blocks ASan holds back (256 MB by default, the whole -rss_limit_mb).
+export ASAN_OPTIONS="${ASAN_OPTIONS:-quarantine_size_mb=16:malloc_context_size=20:detect_leaks=0}"
+# libFuzzer's own handler reports a Swift trap (SIGILL) with its stack; Swift's backtracer would
+# get in first and confuse AddressSanitizer.
+export SWIFT_BACKTRACE=enable=no
+
+dictionary() {
+    case "$1" in
+        property-list|keyed-archive|model-archive) echo "$here/dicts/keyed-archive.dict" ;;
+        model-xml|mapping-model) echo "$here/dicts/xml.dict" ;;
+        plan-json|step-json) echo "$here/dicts/json.dict" ;;
+    esac
+}
+
+found=0
+printf '%-16s %10s %7s %7s %8s  %s\n' target executions cov ft peak-rss found
+for target in "${targets[@]}"; do
+    corpus="$dir/corpus/$target"
+    findings="$dir/findings/$target"
+    log="$dir/logs/$target.log"
+    mkdir -p "$corpus" "$findings" "$dir/logs" "$dir/seeds/$target"
+    options=(-rss_limit_mb=256 -malloc_limit_mb=128 -timeout=10 -max_total_time="$seconds"
+             -use_value_profile=1 -print_final_stats=1 -artifact_prefix="$findings/")
+    dict=$(dictionary "$target")
+    [ -n "$dict" ] && options+=(-dict="$dict")
+    [ "$keep_going" -eq 1 ] && options+=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
+    seeds=("$dir/seeds/$target")
+    [ -d "$here/seeds/$target" ] && seeds+=("$here/seeds/$target")
+    before=$(find "$findings" -type f | wc -l)
+    set +e
+    # GNU time's peak RSS covers fork mode's workers too, which libFuzzer's stats do not.
+    timer=()
+    [ -x /usr/bin/time ] && timer=(/usr/bin/time -f 'peak-rss-kb: %M')
+    (cd "$dir" && "${timer[@]}" "./$target" "${options[@]}" "$corpus" "${seeds[@]}") > "$log" 2>&1
+    set -e
+    # The last status line (`#N ... cov: X ft: Y ... rss: ZMb`, or in fork mode `#N: cov: X ft: Y`)
+    # and the final stats.
+    status=$(grep -E '^#[0-9]+:?[[:space:]].*cov: ' "$log" | tail -1 || true)
+    executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1 || true)
+    [ -n "$executions" ] || executions=$(sed -n 's/^#\([0-9]*\).*/\1/p' <<< "$status")
+    cov=$(sed -n 's/.*cov: \([0-9]*\).*/\1/p' <<< "$status")
+    ft=$(sed -n 's/.*ft: \([0-9]*\).*/\1/p' <<< "$status")
+    rss=$(sed -n 's/^peak-rss-kb: *//p' "$log" | tail -1 || true)
+    if [ -n "$rss" ]; then rss=$((rss / 1024)); else
+        rss=$(grep -oE 'rss: [0-9]+Mb' "$log" | sed 's/rss: //; s/Mb//' | sort -n | tail -1 || true)
+    fi
+    new=$(( $(find "$findings" -type f | wc -l) - before ))
+    result="nothing"
+    if [ "$new" -gt 0 ] || grep -qE '^==[0-9]+==ERROR|^SUMMARY: libFuzzer|Fatal error' "$log"; then
+        found=1
+        kind=$(grep -m1 -oE 'ERROR: (AddressSanitizer|libFuzzer): [a-z-]+|Fatal error: .{0,60}' "$log" || true)
+        # Fork mode counts them in its status line instead.
+        [ -n "$kind" ] || kind=$(grep -oE 'oom/timeout/crash: [0-9/]+' <<< "$status" || echo "see $log")
+        result="$new new in $findings ($kind)"
+    fi
+    printf '%-16s %10s %7s %7s %6sMB  %s\n' "$target" "${executions:-?}" "${cov:-?}" "${ft:-?}" "${rss:-?}" "$result"
+done
+echo "logs: $dir/logs" >&2
+exit "$found"
