@@ -12,7 +12,7 @@ struct FuzzFindingsTests {
     }
 
     @Test("model XML and a mapping model's XML that Foundation's parser stops the process on (a name that is not UTF-8, a processing instruction without data) are refused naming the file",
-          arguments: ["name-not-utf8.xml", "processing-instruction-without-data.xml"])
+          arguments: ["name-not-utf8.xml", "processing-instruction-without-data.xml", "pi-named-like-the-declaration.xml", "pi-in-utf16.xml", "pi-in-utf7.xml"])
     func xmlParserStoppers(_ name: String) throws {
         let data = try Self.finding(name)
         let model = #expect(throws: MigrationError.self) { try CoreDataModel(xml: data, file: name) }
@@ -22,8 +22,10 @@ struct FuzzFindingsTests {
         try data.write(to: url)
         let mapping = #expect(throws: MigrationError.self) { try CoreDataMappingModelFile.read(contentsOf: url) }
         #expect(mapping?.file == url.path, "\(String(describing: mapping))")
-        // An XML declaration is no processing instruction of that kind.
-        #expect(try CoreDataModel(xml: Data(#"<?xml version="1.0"?><model><entity name="A"/></model>"#.utf8), file: "m").entities.map(\.name) == ["A"])
+        // An XML declaration is no processing instruction of that kind, UTF-8 declared or not.
+        for declaration in [#"<?xml version="1.0"?>"#, #"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>"#] {
+            #expect(try CoreDataModel(xml: Data((declaration + #"<model><entity name="A"/></model>"#).utf8), file: "m").entities.map(\.name) == ["A"])
+        }
     }
 
     @Test("a default value of 20,000 digits then 20,000 signs is read once: the number at its start, as NSString reads it (it read every prefix again, quadratic)")

@@ -2,13 +2,11 @@
 # Runs the fuzz targets one after another, each for N seconds, and prints one line per target:
 # executions, coverage (libFuzzer's cov and ft), peak RSS, and what it found.
 #
-#   Tools/fuzz/run.sh [--seconds N] [--target NAME]... [--keep-going] [--utf8-xml] [--dir DIR]
+#   Tools/fuzz/run.sh [--seconds N] [--target NAME]... [--keep-going] [--dir DIR]
 #     --seconds     per target (default 30)
 #     --target      one target (repeatable; default every target the binary has)
 #     --keep-going  run in libFuzzer's fork mode, which goes on past a crash, timeout or OOM and
 #                   keeps each one's input (for long runs by hand)
-#     --utf8-xml    give the XML targets valid UTF-8 only (CHUNKMIGRATE_FUZZ_UTF8_XML=1): past
-#                   Foundation's trap on a name that is not UTF-8, while it stands
 #     --dir         where build.sh put the binary (default /tmp/chunkmigrate-fuzz); seeds, the
 #                   growing corpora, findings and logs go under it too
 #
@@ -29,9 +27,8 @@ while [ $# -gt 0 ]; do
         --seconds) seconds="$2"; shift 2 ;;
         --target) targets+=("$2"); shift 2 ;;
         --keep-going) keep_going=1; shift ;;
-        --utf8-xml) export CHUNKMIGRATE_FUZZ_UTF8_XML=1; shift ;;
         --dir) dir="$2"; shift 2 ;;
-        *) echo "usage: Tools/fuzz/run.sh [--seconds N] [--target NAME]... [--keep-going] [--utf8-xml] [--dir DIR]" >&2; exit 2 ;;
+        *) echo "usage: Tools/fuzz/run.sh [--seconds N] [--target NAME]... [--keep-going] [--dir DIR]" >&2; exit 2 ;;
     esac
 done
 binary="$dir/chunkmigrate-fuzz"

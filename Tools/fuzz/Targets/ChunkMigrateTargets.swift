@@ -63,7 +63,7 @@ enum FuzzTargets {
 
     /// A model's `contents` XML, then its version hashes and SQL layout.
     static func modelXML(_ bytes: [UInt8]) {
-        guard acceptsXML(bytes), let model = try? CoreDataModel(xml: Data(bytes), file: "contents") else { return }
+        guard let model = try? CoreDataModel(xml: Data(bytes), file: "contents") else { return }
         use(model)
     }
 
@@ -75,24 +75,12 @@ enum FuzzTargets {
     /// A mapping model from a file, as `chunkmigrate plan --mapping` reads one: a compiled
     /// `.cdm` when the bytes start with `bplist`, an `xcmapping.xml` otherwise.
     static func mappingModel(_ bytes: [UInt8]) {
-        guard bytes.starts(with: Array("bplist".utf8)) || acceptsXML(bytes) else { return }
         let url = scratch.appendingPathComponent("xcmapping.xml")
         guard FileManager.default.createFile(atPath: url.path, contents: Data(bytes)) else {
             fatalError("cannot write \(url.path)")
         }
         _ = try? CoreDataMappingModelFile.read(contentsOf: url)
     }
-
-    /// Whether an XML target reads `bytes`: all of them, unless CHUNKMIGRATE_FUZZ_UTF8_XML=1 asks
-    /// for valid UTF-8 only. Foundation's XMLParser on Linux stops the process when an element or
-    /// attribute name is not valid UTF-8 (swift-corelibs-foundation issue 5534); until the readers
-    /// refuse such bytes before parsing, that crash is met within seconds, and this lets a long
-    /// run look past it.
-    static func acceptsXML(_ bytes: [UInt8]) -> Bool {
-        !utf8XMLOnly || String(validating: bytes, as: UTF8.self) != nil
-    }
-
-    static let utf8XMLOnly = ProcessInfo.processInfo.environment["CHUNKMIGRATE_FUZZ_UTF8_XML"] == "1"
 
     /// A plan as `chunkmigrate run --plan` reads one: decoded, validated, and frozen as JSON the
     /// way a journal keeps it, which must decode to the same plan.
