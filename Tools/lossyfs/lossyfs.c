@@ -554,7 +554,8 @@ static int fs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi
     return 0;
 }
 
-static int fs_mkdir(const char *path, mode_t mode)
+/* A directory (target NULL) or a symbolic link made at path, its name logged in its parent. */
+static int make_name(const char *path, mode_t mode, const char *target)
 {
     char bp[PATH_MAX], parent[PATH_MAX];
     struct stat st;
@@ -562,23 +563,14 @@ static int fs_mkdir(const char *path, mode_t mode)
     bpath(bp, path);
     const char *name = split(path, parent);
     struct dir *d = dir_at(parent);
-    if (mkdir(bp, mode) || lstat(bp, &st)) return -errno;
-    dir_log(d, name, st.st_ino, 1, NULL, 0, 0);
+    if ((target ? symlink(target, bp) : mkdir(bp, mode)) || lstat(bp, &st)) return -errno;
+    dir_log(d, name, st.st_ino, target == NULL, NULL, 0, 0);
     return 0;
 }
 
-static int fs_symlink(const char *target, const char *path)
-{
-    char bp[PATH_MAX], parent[PATH_MAX];
-    struct stat st;
-    GUARD(path);
-    bpath(bp, path);
-    const char *name = split(path, parent);
-    struct dir *d = dir_at(parent);
-    if (symlink(target, bp) || lstat(bp, &st)) return -errno;
-    dir_log(d, name, st.st_ino, 0, NULL, 0, 0);
-    return 0;
-}
+static int fs_mkdir(const char *path, mode_t mode) { return make_name(path, mode, NULL); }
+
+static int fs_symlink(const char *target, const char *path) { return make_name(path, 0, target); }
 
 static int fs_readlink(const char *path, char *buf, size_t size)
 {
