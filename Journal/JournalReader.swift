@@ -21,10 +21,10 @@ public struct JournalReader: Sendable {
     /// format, or its header or a record before the last is damaged.
     public init(directory: String) throws(JournalError) {
         layout = JournalLayout(directory: directory)
-        guard FileIO.isDirectory(layout.directory) else {
+        guard try FileIO.isDirectory(layout.directory) else {
             throw JournalError(.notFound, "no journal directory here", file: layout.directory)
         }
-        guard FileIO.exists(layout.header) else {
+        guard try FileIO.exists(layout.header) else {
             throw JournalError(.notAJournal, "not a chunkmigrate journal: it has no header file", file: layout.directory)
         }
         header = try JournalHeader.decode(try FileIO.read(layout.header), file: layout.header)

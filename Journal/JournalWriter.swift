@@ -32,7 +32,7 @@ public final class JournalWriter {
     /// written last, so a directory without one is a creation that never finished.
     public static func create(directory: String, header: JournalHeader, plan: [UInt8]) throws(JournalError) -> JournalWriter {
         let layout = JournalLayout(directory: directory)
-        if FileIO.exists(layout.directory) {
+        if try FileIO.exists(layout.directory) {
             let entries = try FileIO.list(layout.directory)
             let leftovers = Set(JournalLayout.names).subtracting([JournalLayout.headerName])
             guard entries.isEmpty || !entries.contains(JournalLayout.headerName)
@@ -62,7 +62,7 @@ public final class JournalWriter {
     /// last record off the file so the next record starts on a frame boundary.
     public static func open(directory: String) throws(JournalError) -> JournalWriter {
         let layout = JournalLayout(directory: directory)
-        guard FileIO.isDirectory(layout.directory) else {
+        guard try FileIO.isDirectory(layout.directory) else {
             throw JournalError(.notFound, "no journal directory here", file: layout.directory)
         }
         guard let lock = try FileIO.Lock(path: layout.lock) else {
@@ -101,7 +101,7 @@ public final class JournalWriter {
         let bytes = segment.encoded()
         if !knownSegmentFolders.contains(segment.entity) {
             let folder = layout.segmentFolder(entity: segment.entity)
-            if !FileIO.isDirectory(folder) {
+            if try !FileIO.isDirectory(folder) {
                 try FileIO.makeDirectory(folder)
                 try FileIO.fsyncDirectory(layout.segments)
             }
@@ -112,14 +112,21 @@ public final class JournalWriter {
     }
 
     /// Whether the segment file of a batch exists.
-    public func hasSegment(entity: UInt32, batch: UInt64) -> Bool {
-        FileIO.exists(layout.segment(entity: entity, batch: batch))
+    ///
+    /// - Throws: ``JournalError`` when the file system cannot tell (an I/O error).
+    public func hasSegment(entity: UInt32, batch: UInt64) throws(JournalError) -> Bool {
+        try FileIO.exists(layout.segment(entity: entity, batch: batch))
     }
 
     /// The CRC of a segment file on disk, or `nil` when there is none or it is damaged.
-    public func segmentCRC(entity: UInt32, batch: UInt64) -> UInt32? {
+    ///
+    /// - Throws: ``JournalError`` when the file cannot be read for another reason than its
+    ///   absence (an I/O error), which says nothing of what it holds.
+    public func segmentCRC(entity: UInt32, batch: UInt64) throws(JournalError) -> UInt32? {
         let path = layout.segment(entity: entity, batch: batch)
-        guard let bytes = try? FileIO.read(path), (try? SegmentHeader(bytes, file: path)) != nil else { return nil }
+        let bytes: [UInt8]
+        do { bytes = try FileIO.read(path) } catch where error.code == .notFound { return nil }
+        guard (try? SegmentHeader(bytes, file: path)) != nil else { return nil }
         return LittleEndian.trailingUInt32(of: bytes)
     }
 
@@ -127,7 +134,7 @@ public final class JournalWriter {
     /// commit that never happened.
     public func removeSegments(entity: UInt32, after batch: UInt64) throws(JournalError) {
         let folder = layout.segmentFolder(entity: entity)
-        guard FileIO.isDirectory(folder) else { return }
+        guard try FileIO.isDirectory(folder) else { return }
         var removed = false
         for name in try FileIO.list(folder) {
             if JournalLayout.isTemporary(name) {

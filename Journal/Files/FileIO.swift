@@ -8,7 +8,7 @@ import Darwin
 
 /// Every system call the journal makes, each turning a failure into a ``JournalError`` that names
 /// the call, the file and `strerror(errno)`.
-enum FileIO {
+package enum FileIO {
     private static func failure(_ call: String, _ path: String) -> JournalError {
         let reason = String(cString: strerror(errno))
         let code: JournalError.Code = switch errno {
@@ -20,14 +20,24 @@ enum FileIO {
         return JournalError(code, "\(call) failed: \(reason)", file: path)
     }
 
-    static func exists(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0
+    /// Whether `path` exists. Only its absence is `false`: a `stat` that fails otherwise (an I/O
+    /// error, a folder that cannot be searched) throws, so that a failing device is never taken
+    /// for a missing file.
+    package static func exists(_ path: String) throws(JournalError) -> Bool {
+        try status(path) != nil
     }
 
-    static func isDirectory(_ path: String) -> Bool {
+    /// Whether `path` is a folder; `false` when it does not exist, throwing as ``exists(_:)``.
+    static func isDirectory(_ path: String) throws(JournalError) -> Bool {
+        guard let info = try status(path) else { return false }
+        return (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    private static func status(_ path: String) throws(JournalError) -> stat? {
         var info = stat()
-        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+        if stat(path, &info) == 0 { return info }
+        if errno == ENOENT || errno == ENOTDIR { return nil }
+        throw failure("stat", path)
     }
 
     static func size(_ path: String) -> Int? {
@@ -41,7 +51,7 @@ enum FileIO {
     }
 
     /// The whole file, read into one buffer sized by `fstat` (and grown if the file grew).
-    static func read(_ path: String) throws(JournalError) -> [UInt8] {
+    package static func read(_ path: String) throws(JournalError) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw failure("open", path) }
         defer { close(fd) }

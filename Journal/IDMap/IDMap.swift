@@ -310,7 +310,7 @@ public final class IDMap {
     /// header must agree with the record. Never served from the cache.
     public func readSegment(entity: UInt32, ref: SegmentRef) throws(JournalError) -> IDMapSegment {
         let path = layout.segment(entity: entity, batch: ref.batch)
-        guard FileIO.exists(path) else {
+        guard try FileIO.exists(path) else {
             throw JournalError(.missingSegment, "the ID-map segment of entity \(entity) batch \(ref.batch) is missing", file: path)
         }
         let bytes = try FileIO.read(path)

@@ -8,6 +8,11 @@ public enum LogFile {
     static let frameHeaderLength = 8
     /// The largest payload a reader accepts; a longer length field is damage, not a record.
     static let maximumPayload = 1 << 20
+    /// The longest payload the search after a bad frame considers: every record this version
+    /// writes fits (a failure's message is kept to ``LogRecord/maximumMessageBytes``), and the
+    /// search costs at most this many bytes checksummed per byte after the bad frame, where
+    /// frames of any length would make it quadratic in the log's size.
+    static let maximumResyncPayload = 2_048
 
     /// The file header bytes.
     static func fileHeader() -> [UInt8] {
@@ -120,18 +125,28 @@ public enum LogFile {
         return Scan(records: records, tail: .clean, validLength: offset)
     }
 
-    /// The offset of the first frame after `offset` that passes its checksum and decodes, if any.
-    /// Cheap checks come first (the length fits the file, the payload parses), so a tail of
-    /// garbage or zeros costs little more than one pass over it.
+    /// The offset of the first frame after `offset` that passes its checksum and decodes, if any,
+    /// among frames of at most ``maximumResyncPayload`` bytes. Cheap checks come first (the length
+    /// fits the file, the payload parses), so a tail of garbage or zeros costs little more than
+    /// one pass over it, and no tail costs more than that bound per byte.
     static func firstValidFrame(in bytes: [UInt8], after offset: Int) -> Int? {
+        var checked = 0
+        return firstValidFrame(in: bytes, after: offset, checkedBytes: &checked)
+    }
+
+    /// The same search, adding the bytes of the payloads that parsed (each then checksummed) to
+    /// `checkedBytes`.
+    static func firstValidFrame(in bytes: [UInt8], after offset: Int, checkedBytes: inout Int) -> Int? {
         var candidate = offset + 1
         while bytes.count - candidate > frameHeaderLength {
             defer { candidate += 1 }
             let length = Int(LittleEndian.read(UInt32.self, in: bytes, at: candidate))
-            guard length >= 1, length <= bytes.count - candidate - frameHeaderLength else { continue }
+            guard length >= 1, length <= maximumResyncPayload, length <= bytes.count - candidate - frameHeaderLength else { continue }
             let end = candidate + frameHeaderLength + length
-            guard LogRecord.decode(bytes, from: candidate + frameHeaderLength, to: end) != nil,
-                  frameChecksum(bytes, at: candidate, length: length) == LittleEndian.read(UInt32.self, in: bytes, at: candidate + 4)
+            guard LogRecord.decode(bytes, from: candidate + frameHeaderLength, to: end) != nil else { continue }
+            // A payload that parses cost its length to decode, and costs it again to checksum.
+            checkedBytes += length
+            guard frameChecksum(bytes, at: candidate, length: length) == LittleEndian.read(UInt32.self, in: bytes, at: candidate + 4)
             else { continue }
             return candidate
         }

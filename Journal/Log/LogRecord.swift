@@ -8,10 +8,29 @@ public enum LogRecord: Sendable, Equatable {
     case fixup(FixupRecord)
     /// Every batch of an entity (and its fix-ups) committed.
     case entityComplete(entity: UInt32, batches: UInt64, rowsWritten: UInt64)
-    /// The job stopped on an error; it can be resumed once the cause is fixed.
+    /// The job stopped on an error; it can be resumed once the cause is fixed. The message is
+    /// written to at most ``maximumMessageBytes`` bytes of UTF-8, cut at a character.
     case failed(atMillis: Int64, message: String)
     /// The job finished.
     case complete(atMillis: Int64)
+
+    /// The most bytes of a failure's message a record keeps, so that every record fits the search
+    /// for a valid frame after a bad one (``LogFile/maximumResyncPayload``).
+    public static let maximumMessageBytes = 2_000
+
+    /// `message` cut to at most ``maximumMessageBytes`` bytes of UTF-8, at a character.
+    static func kept(_ message: String) -> String {
+        guard message.utf8.count > maximumMessageBytes else { return message }
+        var kept = ""
+        var bytes = 0
+        for character in message {
+            let size = character.utf8.count
+            guard bytes + size <= maximumMessageBytes - 3 else { break }
+            kept.append(character)
+            bytes += size
+        }
+        return kept + "..."
+    }
 
     /// The kind byte that starts the record's payload.
     var kind: UInt8 {
@@ -64,7 +83,7 @@ public enum LogRecord: Sendable, Equatable {
             writer.u64(rowsWritten)
         case let .failed(atMillis, message):
             writer.i64(atMillis)
-            writer.string(message)
+            writer.string(Self.kept(message))
         case let .complete(atMillis):
             writer.i64(atMillis)
         }

@@ -45,6 +45,9 @@ public struct IDMapSegment: Sendable, Equatable {
     static let magic: [UInt8] = Array("CMSG".utf8)
     /// Bytes before the payload.
     static let headerLength = 56
+    /// The most keys one segment maps: a batch's rows, 32 MiB of keys once decoded. A reader
+    /// refuses a larger count, which a dense segment would otherwise decode from a few bytes.
+    public static let maximumKeyCount = 1 << 22
 
     /// The entity's index in the plan.
     public var entity: UInt32
@@ -61,6 +64,10 @@ public struct IDMapSegment: Sendable, Equatable {
     public init(entity: UInt32, batch: UInt64, mapping: Mapping, destinationBase: Int64, sourceKeys: [Int64]) throws(JournalError) {
         guard !sourceKeys.isEmpty else {
             throw JournalError(.invalidArgument, "an ID-map segment needs at least one source key")
+        }
+        guard sourceKeys.count <= Self.maximumKeyCount else {
+            throw JournalError(.invalidArgument,
+                "entity \(entity) batch \(batch) has \(sourceKeys.count) source keys; a segment maps at most \(Self.maximumKeyCount)")
         }
         for index in sourceKeys.indices.dropFirst() where sourceKeys[index] <= sourceKeys[index - 1] {
             throw JournalError(.invalidArgument,
@@ -195,6 +202,9 @@ struct SegmentHeader {
             throw damaged("truncated header")
         }
         guard count > 0, lastKey >= firstKey else { throw damaged("empty or inverted key range") }
+        guard count <= IDMapSegment.maximumKeyCount else {
+            throw damaged("\(count) keys, more than a segment maps (\(IDMapSegment.maximumKeyCount))")
+        }
         guard IDMapSegment.headerLength + payloadLength + 4 == bytes.count else {
             throw damaged("payload length \(payloadLength) disagrees with the file size \(bytes.count)")
         }

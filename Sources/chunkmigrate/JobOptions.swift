@@ -1,5 +1,6 @@
 import ArgumentParser
 import ChunkMigrate
+import MigrationJournal
 
 /// Options shared by the commands that run a job.
 struct JobOptions: ParsableArguments {
@@ -37,7 +38,9 @@ struct JobOptions: ParsableArguments {
     var quiet = false
 
     func validate() throws {
-        if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
+        if let batchSize, batchSize < 1 || batchSize > IDMapSegment.maximumKeyCount {
+            throw ValidationError("--batch-size must be from 1 to \(IDMapSegment.maximumKeyCount), the most rows one batch's ID map holds")
+        }
         if batchSeconds <= 0 { throw ValidationError("--batch-seconds must be positive") }
         if idMapCacheMib.map({ $0 < 1 }) == true || sqliteCacheMib < 1 { throw ValidationError("cache sizes must be at least 1 MiB") }
     }

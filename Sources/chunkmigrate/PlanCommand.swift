@@ -109,9 +109,7 @@ struct PlanCommand: ParsableCommand {
                     .adding(mappingModels: mapping.map { URL(fileURLWithPath: $0) }),
                 sourceVersion: fromVersion, destinationVersion: toVersion)
             options.steps = try step.map { file in
-                guard let data = FileManager.default.contents(atPath: file) else {
-                    throw MigrationError(.invalidPlan, "cannot read the step", file: file)
-                }
+                let data = try MigrationError.contents(of: file, what: "the step", code: .invalidPlan)
                 return try CoreDataStep.decode(json: data, file: file)
             }
             let inferred = try MigrationPlan.infer(source: URL(fileURLWithPath: source),

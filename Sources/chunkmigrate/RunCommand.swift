@@ -35,9 +35,7 @@ struct RunCommand: AsyncParsableCommand {
         if inPlace { return try runInPlace() }
         try await Runner.execute(options: options) { migrationOptions, logger in
             let planURL = URL(fileURLWithPath: plan)
-            guard let data = FileManager.default.contents(atPath: planURL.path) else {
-                throw MigrationError(.invalidPlan, "cannot read the plan file", file: plan)
-            }
+            let data = try MigrationError.contents(of: planURL.path, what: "the plan file", code: .invalidPlan)
             let decoded = try MigrationPlan.decode(json: data, file: plan)
             let job = try MigrationJob.startOrResume(
                 plan: decoded, source: URL(fileURLWithPath: source), destination: URL(fileURLWithPath: destination),
@@ -53,9 +51,7 @@ struct RunCommand: AsyncParsableCommand {
     /// The in-place job: started, or continued where the store was left part-way.
     private func runInPlace() throws {
         do {
-            guard let data = FileManager.default.contents(atPath: plan) else {
-                throw MigrationError(.invalidPlan, "cannot read the plan file", file: plan)
-            }
+            let data = try MigrationError.contents(of: plan, what: "the plan file", code: .invalidPlan)
             let decoded = try MigrationPlan.decode(json: data, file: plan)
             if let sql = try readSchema(), !FileManager.default.fileExists(atPath: destination) {
                 try InPlaceMigration.createTarget(at: URL(fileURLWithPath: destination), schema: sql)
@@ -71,8 +67,10 @@ struct RunCommand: AsyncParsableCommand {
     /// The schema file's SQL, when one is given; read only when the job starts.
     private func readSchema() throws -> String? {
         guard let schema else { return nil }
-        do { return try String(contentsOfFile: schema, encoding: .utf8) } catch {
-            throw MigrationError(.store, "cannot read the schema file", file: schema)
+        let data = try MigrationError.contents(of: schema, what: "the schema file")
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw MigrationError(.store, "cannot read the schema file: it is not UTF-8 text", file: schema)
         }
+        return text
     }
 }

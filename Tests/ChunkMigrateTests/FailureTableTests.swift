@@ -103,6 +103,56 @@ struct DeviceErrorTests {
             #expect(wrapped.code == code && wrapped.file != nil, "\(error) -> \(wrapped.code)")
         }
     }
+
+    @Test("an error of any step whose cause is a failing device or a full disk takes that code, through causes and Foundation's file errors (an in-place step, a store that does not open, a file that does not read stopped with exit 1 or 3)")
+    func deviceErrorsThroughCauses() {
+        let eio = SQLiteError(extendedCode: 10 | (4 << 8), message: "disk I/O error", file: "store.sqlite")
+        let cases: [(MigrationError, MigrationError.Code)] = [
+            (MigrationError(.batch, "in-place step Note failed: disk I/O error", cause: eio), .deviceError),
+            (MigrationError(.invalidPlan, "cannot read the plan file", cause: JournalError(.deviceError, "read failed: Input/output error")), .deviceError),
+            (MigrationError(.store, "outer", cause: MigrationError(.batch, "inner", cause: JournalError(.diskFull, "write failed"))), .diskFull),
+            (MigrationError(.store, "copy", cause: NSError(domain: NSPOSIXErrorDomain, code: Int(EIO))), .deviceError),
+            (MigrationError(.store, "copy", cause: NSError(domain: NSCocoaErrorDomain, code: CocoaError.fileWriteUnknown.rawValue,
+                                                           userInfo: [NSUnderlyingErrorKey: NSError(domain: NSPOSIXErrorDomain, code: Int(ENOSPC))])), .diskFull),
+            (MigrationError(.batch, "constraint", cause: SQLiteError(extendedCode: 19, message: "NOT NULL constraint failed")), .batch),
+            (MigrationError(.invalidPlan, "cannot read the plan file", cause: JournalError(.notFound, "open failed: No such file or directory")), .invalidPlan),
+            (MigrationError(.store, "copy", cause: NSError(domain: NSPOSIXErrorDomain, code: Int(EACCES))), .store),
+        ]
+        for (error, code) in cases {
+            #expect(error.code == code, "\(error) -> \(error.code)")
+        }
+    }
+
+    @Test("a function of the plan that meets a failing device fails its statement with SQLite's disk I/O error, not a plain SQL error")
+    func deviceErrorInFunction() throws {
+        let folder = try TemporaryFolder()
+        let database = try Database(path: folder.path("f.sqlite").path, mode: .readWriteCreate)
+        try database.createFunction("read_file", argumentCount: 0, deterministic: false) { _ in
+            throw MigrationError(.store, "cannot read the external file A1", cause: JournalError(.deviceError, "read failed: Input/output error"))
+        }
+        try database.createFunction("fail_plainly", argumentCount: 0, deterministic: false) { _ in
+            throw MigrationError(.batch, "no such value")
+        }
+        let failed = #expect(throws: SQLiteError.self) { try database.scalar("SELECT read_file()") }
+        #expect(failed?.isDeviceError == true && failed?.message.contains("cannot read the external file A1") == true, "\(String(describing: failed))")
+        let plain = #expect(throws: SQLiteError.self) { try database.scalar("SELECT fail_plainly()") }
+        #expect(plain?.isDeviceError == false && plain?.isDiskFull == false)
+        #expect(MigrationError.wrapping(failed!).code == .deviceError)
+    }
+
+    @Test("a file that cannot be looked at for another reason than its absence (a loop of symbolic links) is an error naming it, not a missing file")
+    func statFailureIsNoAbsence() throws {
+        let folder = try TemporaryFolder()
+        let loop = folder.path("loop.sqlite").path
+        try FileManager.default.createSymbolicLink(atPath: loop, withDestinationPath: loop)
+        let error = #expect(throws: MigrationError.self) {
+            try Stores.open(source: loop, destination: folder.path("new.sqlite").path, schema: "CREATE TABLE t(a);", options: MigrationOptions())
+        }
+        #expect(error?.file == loop && error?.message.contains("cannot look for the file") == true && error?.message.contains("does not exist") == false,
+                "\(String(describing: error))")
+        let plan = #expect(throws: MigrationError.self) { try MigrationError.contents(of: loop, what: "the plan file", code: .invalidPlan) }
+        #expect(plan?.code == .invalidPlan && plan?.message.contains("cannot read the plan file: open failed:") == true, "\(String(describing: plan))")
+    }
 }
 
 @Suite("Damaged journals on resume")

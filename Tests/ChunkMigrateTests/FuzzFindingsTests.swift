@@ -70,4 +70,29 @@ struct FuzzFindingsTests {
         })
         #expect(addresses.count == 1, "\(addresses.count) copies")
     }
+
+    @Test("a plan whose relationships chain 10,000 entities is ordered on a thread with a 512 KiB stack, targets first (one call frame per entity overflowed a worker thread's stack from 6,000)")
+    func relationshipChain() throws {
+        let count = 10_000
+        let entities = (0..<count).map { index -> [String: Any] in
+            var entity: [String: Any] = ["name": "E\(index)", "source": ["table": "s"], "destination": ["table": "d\(index)"]]
+            if index + 1 < count { entity["relationships"] = ["r": ["from": "r", "to": "E\(index + 1)"]] }
+            return entity
+        }
+        let plan = try MigrationPlan.decode(json: try JSONSerialization.data(withJSONObject: ["entities": entities]))
+        let result = OrderResult()
+        let thread = Thread {
+            result.order = (try? plan.validate()).map { plan.executionOrder().entities }
+            result.done.signal()
+        }
+        thread.stackSize = 512 << 10
+        thread.start()
+        result.done.wait()
+        #expect(result.order == Array((0..<count).reversed()))
+    }
+
+    final class OrderResult: @unchecked Sendable {
+        var order: [Int]?
+        let done = DispatchSemaphore(value: 0)
+    }
 }

@@ -117,8 +117,8 @@ struct VerifyTests {
         let path = try makeJournal(directory)
         let writer = try JournalWriter.open(directory: path)
         try writer.write(IDMapSegment(entity: 0, batch: 4, mapping: .allocate, destinationBase: 901, sourceKeys: [20_000, 20_001]))
-        #expect(writer.hasSegment(entity: 0, batch: 4))
-        #expect(writer.segmentCRC(entity: 0, batch: 4) != nil)
+        #expect(try writer.hasSegment(entity: 0, batch: 4))
+        #expect(try writer.segmentCRC(entity: 0, batch: 4) != nil)
         writer.close()
         let report = JournalReader.verify(directory: path)
         #expect(report.isIntact)
@@ -127,8 +127,8 @@ struct VerifyTests {
         // Resume deletes it.
         let resumed = try JournalWriter.open(directory: path)
         try resumed.removeSegments(entity: 0, after: 3)
-        #expect(!resumed.hasSegment(entity: 0, batch: 4))
-        #expect(resumed.hasSegment(entity: 0, batch: 3))
+        #expect(try !resumed.hasSegment(entity: 0, batch: 4))
+        #expect(try resumed.hasSegment(entity: 0, batch: 3))
         resumed.close()
         #expect(JournalReader.verify(directory: path).pendingSegments.isEmpty)
     }

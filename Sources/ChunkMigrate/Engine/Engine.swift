@@ -120,7 +120,7 @@ final class Engine {
         }
         self.checkpoints = try CheckpointStore(database: database)
         self.states = Array(repeating: EntityState(), count: plan.entities.count)
-        self.batchSize = options.batchSize ?? options.initialBatchSize
+        self.batchSize = min(options.batchSize ?? options.initialBatchSize, IDMapSegment.maximumKeyCount)
 
         let names = Dictionary(plan.entities.enumerated().map { ($1.name, UInt32($0)) }, uniquingKeysWith: { a, _ in a })
         for (entityIndex, entity) in plan.entities.enumerated() {
@@ -208,7 +208,7 @@ final class Engine {
             let committed = checkpoint?.batch ?? 0
             if logged.lastBatch + 1 == committed, let checkpoint {
                 if checkpoint.rowsWritten > 0 {
-                    guard journal.segmentCRC(entity: entityIndex, batch: committed) == checkpoint.segmentCRC else {
+                    guard try journal.segmentCRC(entity: entityIndex, batch: committed) == checkpoint.segmentCRC else {
                         throw MigrationError(.journal,
                             "batch \(committed) is committed in the destination but its ID-map segment is missing or damaged; the journal cannot be repaired",
                             entity: entity.name, batch: committed,
@@ -245,7 +245,7 @@ final class Engine {
         for case let .batch(batch) in journal.log.records {
             try idMap.add(batch)
             // A lost segment is a lost piece of the ID map: refuse rather than resolve around it.
-            if batch.rowsWritten > 0 && !journal.hasSegment(entity: batch.entity, batch: batch.batch) {
+            if try batch.rowsWritten > 0 && !journal.hasSegment(entity: batch.entity, batch: batch.batch) {
                 throw MigrationError(.journal,
                     "the ID-map segment of this batch is missing: the destination keys of its rows are lost, so relationships to them cannot be resolved. Restore the journal directory from a backup, or start the job again into a fresh destination (`chunkjournal verify` lists what else is damaged)",
                     entity: plan.entities[Int(batch.entity)].name, batch: batch.batch,
@@ -815,7 +815,8 @@ final class Engine {
     /// `proposed` within a factor of four of `size` (one odd batch cannot swing the size), then
     /// within the options' bounds.
     static func bounded(_ proposed: Int, around size: Int, options: MigrationOptions) -> Int {
-        min(options.maximumBatchSize, max(options.minimumBatchSize, min(size * 4, max(size / 4, proposed))))
+        min(options.maximumBatchSize, IDMapSegment.maximumKeyCount,
+            max(options.minimumBatchSize, min(size * 4, max(size / 4, proposed))))
     }
 
     /// The batch size that would take ``MigrationOptions/batchTimeTarget`` at the pace of a batch

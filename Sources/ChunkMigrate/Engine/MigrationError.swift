@@ -1,3 +1,4 @@
+import Foundation
 import MigrationJournal
 
 /// Why a job could not start, continue or finish, naming what failed in the user's words: the
@@ -65,11 +66,14 @@ public struct MigrationError: Error, CustomStringConvertible, Sendable {
     /// ```
     public var cause: (any Error)?
 
-    /// Creates an error.
+    /// Creates an error. Where `cause` is a full disk or a failing device, whichever layer
+    /// raised it (SQLite, the journal, a file read or copied), the code is
+    /// ``Code-swift.struct/diskFull`` or ``Code-swift.struct/deviceError`` instead of `code`:
+    /// what went wrong is then the disk's doing, not the step's that met it.
     public init(_ code: Code, _ message: String, entity: String? = nil, batch: UInt64? = nil,
                 sourceKey: Int64? = nil, column: String? = nil, file: String? = nil, sql: String? = nil,
                 cause: (any Error)? = nil) {
-        self.code = code
+        self.code = Self.deviceCode(of: cause) ?? code
         self.message = message
         self.entity = entity
         self.batch = batch
@@ -109,6 +113,41 @@ public struct MigrationError: Error, CustomStringConvertible, Sendable {
             return MigrationError(.invalidPlan, "\(path(context.codingPath)): \(detail)", file: file)
         @unknown default:
             return MigrationError(.invalidPlan, "\(error)", file: file)
+        }
+    }
+
+    /// ``Code-swift.struct/diskFull`` or ``Code-swift.struct/deviceError`` when `error`, or the
+    /// error it reports, is a full disk or a failing device; `nil` for any other error.
+    static func deviceCode(of error: (any Error)?, depth: Int = 0) -> Code? {
+        guard let error, depth < 8 else { return nil }
+        switch error {
+        case let error as MigrationError:
+            return error.code == .diskFull || error.code == .deviceError ? error.code : deviceCode(of: error.cause, depth: depth + 1)
+        case let error as SQLiteError:
+            return error.isDiskFull ? .diskFull : error.isDeviceError ? .deviceError : nil
+        case let error as JournalError:
+            return error.code == .diskFull ? .diskFull : error.code == .deviceError ? .deviceError : nil
+        default:
+            // Foundation's file errors: POSIX's own, or Cocoa's with the POSIX error beneath.
+            let error = error as NSError
+            if error.domain == NSPOSIXErrorDomain {
+                switch Int32(error.code) {
+                case ENOSPC, EDQUOT: return .diskFull
+                case EIO: return .deviceError
+                default: return nil
+                }
+            }
+            if error.domain == NSCocoaErrorDomain, error.code == CocoaError.fileWriteOutOfSpace.rawValue { return .diskFull }
+            return deviceCode(of: error.userInfo[NSUnderlyingErrorKey] as? any Error, depth: depth + 1)
+        }
+    }
+
+    /// The whole file at `path`, or an error of `code` naming the file and saying why it cannot
+    /// read (a full disk or a failing device keeps its own code), `what` naming the file for
+    /// the user: "cannot read the plan file: open failed: No such file or directory".
+    package static func contents(of path: String, what: String, code: Code = .store) throws(MigrationError) -> Data {
+        do { return Data(try FileIO.read(path)) } catch {
+            throw MigrationError(code, "cannot read \(what): \(error.message)", file: path, cause: error)
         }
     }
 

@@ -3,6 +3,7 @@ import MigrationJournal
 /// How a job runs: batch sizes, memory, validation and the functions its plan calls.
 public struct MigrationOptions: Sendable {
     /// A fixed number of source rows per batch; when `nil`, the size adapts to ``batchTimeTarget``.
+    /// A batch holds at most `IDMapSegment.maximumKeyCount` (4,194,304) rows, whatever the size.
     public var batchSize: Int?
     /// How long one batch should take when the size adapts. Checkpoints are this far apart.
     public var batchTimeTarget: Duration = .milliseconds(500)

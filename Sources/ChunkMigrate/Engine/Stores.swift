@@ -25,7 +25,7 @@ final class Stores {
     /// ``useRollbackJournal()`` changes it once the original is recorded.
     static func open(source: String, destination: String, schema: String?, options: MigrationOptions) throws -> Stores {
         try checkSource(source)
-        let exists = FileManager.default.fileExists(atPath: destination)
+        let exists = try Self.exists(destination)
         if !exists && schema == nil {
             throw MigrationError(.store, "the destination does not exist; create it first or pass a schema (--schema FILE.sql) to create it",
                                  file: destination)
@@ -69,9 +69,16 @@ final class Stores {
         return Stores(database: database)
     }
 
+    /// Whether a store's file exists; a failing device is an error, not an absence.
+    private static func exists(_ path: String) throws(MigrationError) -> Bool {
+        do { return try FileIO.exists(path) } catch {
+            throw MigrationError(.store, "cannot look for the file: \(error.message)", file: path, cause: error)
+        }
+    }
+
     /// Fails with a clear message when `source` is missing or not an SQLite database.
     static func checkSource(_ source: String) throws {
-        guard FileManager.default.fileExists(atPath: source) else {
+        guard try exists(source) else {
             throw MigrationError(.store, "the source store does not exist", file: source)
         }
         do {

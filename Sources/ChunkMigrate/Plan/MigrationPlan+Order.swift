@@ -27,27 +27,44 @@ extension MigrationPlan {
         var conflicts: [(reader: Int, writer: Int)] = []
         var state = [Int](repeating: 0, count: entities.count)  // 0 new, 1 on path, 2 done
 
-        func visit(_ entity: Int) {
+        // Depth-first with a stack of its own, not the call stack: a plan's chain of relationships
+        // can be thousands of entities long, deeper than a worker thread's stack allows.
+        enum Edge { case read(writer: Int), relationship(column: String, target: Int) }
+        struct Frame { var entity: Int; var edges: [Edge]; var next = 0 }
+        func frame(_ entity: Int) -> Frame {
             state[entity] = 1
-            for writer in (reads[entity] ?? []).sorted() where writer != entity {
-                if state[writer] == 1 {
-                    conflicts.append((entity, writer))
-                } else if state[writer] == 0 {
-                    visit(writer)
-                }
+            let writers = (reads[entity] ?? []).sorted().filter { $0 != entity }.map { Edge.read(writer: $0) }
+            let relationships = entities[entity].sortedRelationships.compactMap { column, relationship in
+                index[relationship.to].map { Edge.relationship(column: column, target: $0) }
             }
-            for (column, relationship) in entities[entity].sortedRelationships {
-                guard let target = index[relationship.to] else { continue }
-                if target == entity || state[target] == 1 {
-                    deferred[entity, default: []].insert(column)
-                } else if state[target] == 0 {
-                    visit(target)
-                }
-            }
-            state[entity] = 2
-            order.append(entity)
+            return Frame(entity: entity, edges: writers + relationships)
         }
-        for entity in entities.indices where state[entity] == 0 { visit(entity) }
+        for root in entities.indices where state[root] == 0 {
+            var stack = [frame(root)]
+            while let top = stack.last {
+                guard top.next < top.edges.count else {
+                    state[top.entity] = 2
+                    order.append(top.entity)
+                    stack.removeLast()
+                    continue
+                }
+                stack[stack.count - 1].next += 1
+                switch top.edges[top.next] {
+                case .read(let writer):
+                    if state[writer] == 1 {
+                        conflicts.append((top.entity, writer))
+                    } else if state[writer] == 0 {
+                        stack.append(frame(writer))
+                    }
+                case .relationship(let column, let target):
+                    if target == top.entity || state[target] == 1 {
+                        deferred[top.entity, default: []].insert(column)
+                    } else if state[target] == 0 {
+                        stack.append(frame(target))
+                    }
+                }
+            }
+        }
         return ExecutionOrder(entities: order, deferred: deferred, conflicts: conflicts.map { [$0.reader, $0.writer] })
     }
 }

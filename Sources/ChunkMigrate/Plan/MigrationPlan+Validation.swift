@@ -40,11 +40,11 @@ extension MigrationPlan {
         for (index, entity) in entities.enumerated() {
             for (column, relationship) in entity.sortedRelationships {
                 let path = "entities[\(index)].relationships.\(column)"
-                guard seen[relationship.to] != nil else {
+                guard let targetIndex = seen[relationship.to] else {
                     throw MigrationError(.invalidPlan,
                         "\(path).to: no entity is named \"\(relationship.to)\"\(Self.suggestion(for: relationship.to, among: names))")
                 }
-                if let target = entities.first(where: { $0.name == relationship.to }), target.distinct != nil {
+                if case let target = entities[targetIndex], target.distinct != nil {
                     if relationship.missing == .skip {
                         throw MigrationError(.invalidPlan,
                             "\(path).missing: \"skip\" is not available for a relationship to a de-duplicated entity (\(target.name)); use \"null\" or \"fail\"")

@@ -91,7 +91,16 @@ extension Database {
                             return error
                         }
                     }
-                if let failure { sqlite3_result_error(context, "\(failure)", -1) }
+                if let failure {
+                    sqlite3_result_error(context, "\(failure)", -1)
+                    // A full disk or a failing device met by the function stays one for the
+                    // statement, so that the job reports it as such.
+                    switch MigrationError.deviceCode(of: failure) {
+                    case .diskFull?: sqlite3_result_error_code(context, SQLITE_FULL)
+                    case .deviceError?: sqlite3_result_error_code(context, SQLITE_IOERR)
+                    default: break
+                    }
+                }
             }, nil, nil, nil)
         guard result == SQLITE_OK else { throw self.error(result, sql: "create function \(name)") }
     }

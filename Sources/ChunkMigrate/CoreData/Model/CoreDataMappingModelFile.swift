@@ -133,9 +133,7 @@ public struct CoreDataMappingModelFile: Sendable {
     ///   model or a part of it does not read.
     public static func read(contentsOf url: URL) throws -> CoreDataMappingModelFile {
         let file = url.pathExtension == "xcmappingmodel" ? url.appendingPathComponent("xcmapping.xml") : url
-        guard let data = FileManager.default.contents(atPath: file.path) else {
-            throw MigrationError(.store, "cannot read the mapping model", file: file.path)
-        }
+        let data = try MigrationError.contents(of: file.path, what: "the mapping model")
         if data.starts(with: Array("bplist".utf8)) {
             return try readCompiled(data, url: url)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import MigrationJournal
 
 extension CoreDataModel {
     /// Reads a model file: an `.xcdatamodel` folder or its `contents` XML, a compiled `.mom`, or
@@ -10,10 +11,11 @@ extension CoreDataModel {
         var isDirectory: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
         let file = exists && isDirectory.boolValue ? url.appendingPathComponent("contents") : url
-        guard let data = FileManager.default.contents(atPath: file.path) else {
-            let reason = !exists ? "no such file" : isDirectory.boolValue
-                ? "a folder without a contents file: give an .xcdatamodel folder, its contents, or a .mom file" : "unreadable"
-            throw MigrationError(.store, "cannot read the model (\(reason))", file: file.path)
+        let data: Data
+        do { data = Data(try FileIO.read(file.path)) } catch {
+            let reason = error.code != .notFound ? error.message : isDirectory.boolValue
+                ? "a folder without a contents file: give an .xcdatamodel folder, its contents, or a .mom file" : "no such file"
+            throw MigrationError(.store, "cannot read the model (\(reason))", file: file.path, cause: error)
         }
         if data.starts(with: Array("bplist".utf8)) {
             return try CoreDataModel(archive: Array(data), file: file.path)

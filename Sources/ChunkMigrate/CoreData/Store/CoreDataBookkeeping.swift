@@ -1,4 +1,5 @@
 import Foundation
+import MigrationJournal
 
 /// What a Core Data plan adds to a job, on the engine's connection (destination `main`, source
 /// `src`): the `coredata_entity` function, the start-of-job bookkeeping (store identity, `Z_MAX`
@@ -136,12 +137,22 @@ final class CoreDataBookkeeping {
             case 0x02:
                 let name = CoreDataFinishing.externalFileName(bytes) ?? ""
                 let file = folder.appendingPathComponent(name)
-                // A file the source does not have: no value, as Core Data reads none there.
-                guard !name.contains("/"), let data = FileManager.default.contents(atPath: file.path) else {
+                // A file the source does not have: no value, as Core Data reads none there. One
+                // that does not read (a failing device) fails the batch, never a NULL.
+                let data: [UInt8]?
+                do throws(JournalError) {
+                    data = name.contains("/") ? nil : try FileIO.read(file.path)
+                } catch {
+                    guard error.code == .notFound else {
+                        throw MigrationError(.store, "cannot read the external file \(name): \(error.message)", file: file.path, cause: error)
+                    }
+                    data = nil
+                }
+                guard let data else {
                     missing.withLock { $0 += 1 }
                     return call.resultNull()
                 }
-                call.result(.blob(Array(data)))
+                call.result(.blob(data))
             default:
                 call.result(.blob(bytes))
             }
