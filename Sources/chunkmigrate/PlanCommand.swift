@@ -130,7 +130,7 @@ struct PlanCommand: ParsableCommand {
             let json = try inferred.plan.encodedJSON()
             if let out {
                 do { try json.write(to: URL(fileURLWithPath: out)) } catch {
-                    throw MigrationError(.store, "cannot write the plan: \(error.localizedDescription)", file: out)
+                    throw MigrationError(.store, "cannot write the plan: \(error.localizedDescription)", file: out, cause: error)
                 }
                 FileHandle.standardError.write(Data("wrote \(out): \(inferred.plan.entities.count) entities\n".utf8))
             } else {

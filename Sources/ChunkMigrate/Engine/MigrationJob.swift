@@ -104,7 +104,7 @@ public final class MigrationJob: Sendable {
         }
         let planBytes: [UInt8]
         do { planBytes = Array(try plan.encodedJSON()) } catch {
-            throw MigrationError(.invalidPlan, "the plan cannot be encoded: \(error)")
+            throw MigrationError(.invalidPlan, "the plan cannot be encoded: \(error)", cause: error)
         }
         let journalExisted = FileManager.default.fileExists(atPath: journal.path)
         let destinationExisted = FileManager.default.fileExists(atPath: destination.path)
@@ -530,7 +530,7 @@ public final class MigrationJob: Sendable {
             throw MigrationError(.journal, "this is a store, not a journal: \(InPlaceMigration.halfMigratedMessage(journal.path))", file: journal.path)
         }
         do { return try JournalReader(directory: journal.path) } catch {
-            throw MigrationError(.journal, "cannot read the journal: \(error.message)", file: error.file ?? journal.path)
+            throw MigrationError(.journal, "cannot read the journal: \(error.message)", file: error.file ?? journal.path, cause: error)
         }
     }
 

@@ -113,7 +113,7 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
                 journal += entity.keys == .allocate ? keys * 2 : keys / 8
             }
         } catch {
-            throw MigrationError(.store, "cannot estimate the space the job needs: \(error.message)", file: database.path, sql: error.sql)
+            throw MigrationError(.store, "cannot estimate the space the job needs: \(error.message)", file: database.path, sql: error.sql, cause: error)
         }
         let folder = URL(fileURLWithPath: database.path).deletingLastPathComponent().path
         let temporary = ProcessInfo.processInfo.environment["SQLITE_TMPDIR"] ?? ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
@@ -152,7 +152,7 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
             for (table, count) in counts { sizes[table] = pages * pageSize * count / total }
             return sizes
         } catch {
-            throw MigrationError(.store, "cannot estimate the space the job needs: \(error.message)", file: database.path, sql: error.sql)
+            throw MigrationError(.store, "cannot estimate the space the job needs: \(error.message)", file: database.path, sql: error.sql, cause: error)
         }
     }
 

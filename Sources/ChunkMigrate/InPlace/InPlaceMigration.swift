@@ -163,7 +163,7 @@ public final class InPlaceMigration: @unchecked Sendable {
             let database = try Database(path: store.path, mode: .source)
             return try status(in: database, store: store.path)
         } catch {
-            throw MigrationError(.store, "cannot read the in-place job's state: \(error.message)", file: store.path, sql: error.sql)
+            throw MigrationError(.store, "cannot read the in-place job's state: \(error.message)", file: store.path, sql: error.sql, cause: error)
         }
     }
 
@@ -274,7 +274,7 @@ public final class InPlaceMigration: @unchecked Sendable {
             var encoded: [String] = []
             for step in steps {
                 do { encoded.append(String(decoding: try encoder.encode(step), as: UTF8.self)) } catch {
-                    throw MigrationError(.store, "cannot encode the in-place step \(step.label): \(error)", file: store.path)
+                    throw MigrationError(.store, "cannot encode the in-place step \(step.label): \(error)", file: store.path, cause: error)
                 }
             }
             // The rollback journal first, so that a store the job cannot have to itself is not
@@ -289,7 +289,7 @@ public final class InPlaceMigration: @unchecked Sendable {
                 try record(encoded, target: target.path, targetModel: targetModel ?? "", mode: mode, touched: touched, extra: extra, in: database)
             } catch {
                 try? database.execute("PRAGMA main.journal_mode = \(mode)")
-                throw MigrationError(.store, "cannot record the in-place job in the store: \(error.message)", file: store.path, sql: error.sql)
+                throw MigrationError(.store, "cannot record the in-place job in the store: \(error.message)", file: store.path, sql: error.sql, cause: error)
             }
         } else if halfMigrated {
             try useRollbackJournal(database, file: store.path)
@@ -334,7 +334,7 @@ public final class InPlaceMigration: @unchecked Sendable {
     /// Every batch commits through a rollback journal (`TRUNCATE`), which writes each row once.
     private static func useRollbackJournal(_ database: Database, file: String) throws {
         do { try database.execute("PRAGMA main.journal_mode = TRUNCATE") } catch {
-            throw MigrationError(.store, "cannot set the store's journal (does another process have it open?): \(error.message)", file: file)
+            throw MigrationError(.store, "cannot set the store's journal (does another process have it open?): \(error.message)", file: file, cause: error)
         }
     }
 
@@ -370,7 +370,7 @@ public final class InPlaceMigration: @unchecked Sendable {
     /// - Throws: ``MigrationError`` naming the file and the statement SQLite rejects.
     public static func createTarget(at url: URL, schema: String) throws {
         do { try Database(path: url.path, mode: .readWriteCreate).execute(schema) } catch {
-            throw MigrationError(.store, "cannot create the target from the schema: \(error.message)", file: url.path, sql: error.sql)
+            throw MigrationError(.store, "cannot create the target from the schema: \(error.message)", file: url.path, sql: error.sql, cause: error)
         }
     }
 
@@ -448,7 +448,7 @@ public final class InPlaceMigration: @unchecked Sendable {
                 try database.execute("DROP TABLE main.\(Self.stepTable); DROP TABLE main.\(Self.stateTable);")
             }
         } catch {
-            throw MigrationError(.store, "cannot end the in-place job: \(error.message)", file: storeURL.path, sql: error.sql)
+            throw MigrationError(.store, "cannot end the in-place job: \(error.message)", file: storeURL.path, sql: error.sql, cause: error)
         }
     }
 

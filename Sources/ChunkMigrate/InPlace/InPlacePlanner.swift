@@ -35,7 +35,7 @@ final class InPlacePlanner {
             let touched = Set(touchedTables.map { $0.uppercased() })
             return (steps, touched.sorted())
         } catch let error as SQLiteError {
-            throw MigrationError(.store, "cannot work out the in-place steps: \(error.message)", file: storePath, sql: error.sql)
+            throw MigrationError(.store, "cannot work out the in-place steps: \(error.message)", file: storePath, sql: error.sql, cause: error)
         }
     }
 
@@ -467,7 +467,7 @@ final class InPlacePlanner {
         do {
             return Set(try database.tablesRead(in: "main", preparing: sql).map { $0.uppercased() })
         } catch {
-            throw MigrationError(.invalidPlan, "SQLite rejects an expression over \(table): \(error.message)", file: storePath, sql: sql)
+            throw MigrationError(.invalidPlan, "SQLite rejects an expression over \(table): \(error.message)", file: storePath, sql: sql, cause: error)
         }
     }
 
@@ -500,7 +500,7 @@ final class InPlacePlanner {
         for (key, value) in own.plist ?? [:] where !CoreDataMetadata.isCoreDataKey(key) { plist[key] = value }
         let bytes: Data
         do { bytes = try CoreDataMetadata.encoded(plist) } catch {
-            throw MigrationError(.store, "cannot encode the migrated store's metadata: \(error)", file: storePath)
+            throw MigrationError(.store, "cannot encode the migrated store's metadata: \(error)", file: storePath, cause: error)
         }
         statements += ["DELETE FROM main.Z_METADATA",
                        "INSERT INTO main.Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (\(new.version), '\(uuid.replacingOccurrences(of: "'", with: "''"))', x'\(bytes.map { String(format: "%02x", $0) }.joined())')"]

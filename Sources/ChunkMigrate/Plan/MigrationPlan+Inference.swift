@@ -107,7 +107,7 @@ extension MigrationPlan {
             try ValueFunctions.registerText(on: database)
             try database.attach(Database.sourceURI(source.path), as: "src")
         } catch {
-            throw MigrationError(.store, "cannot open the stores: \(error.message)", file: error.file ?? destination.path)
+            throw MigrationError(.store, "cannot open the stores: \(error.message)", file: error.file ?? destination.path, cause: error)
         }
         switch (try CoreDataEntities.isCoreData(database, schema: "src"), try CoreDataEntities.isCoreData(database, schema: "main")) {
         case (true, true):

@@ -39,7 +39,7 @@ public struct MigrationPlan: Codable, Sendable, Equatable {
         } catch let error as DecodingError {
             throw MigrationError.plan(error, file: file)
         } catch {
-            throw MigrationError(.invalidPlan, "the plan is not valid JSON: \(error)", file: file)
+            throw MigrationError(.invalidPlan, "the plan is not valid JSON: \(error)", file: file, cause: error)
         }
     }
 

@@ -63,7 +63,7 @@ extension CoreDataInference {
                 conditions.append("(Z_ENT <> \(row.number) OR \(sql))")
             } catch let error as CoreDataMappingModelSQL.Untranslatable {
                 throw MigrationError(.invalidPlan, "the mapping model \(model.url.lastPathComponent), entity mapping \(mapping.name) (\(row.source) -> \(row.entity)), its filter \(filter): \(error); chunkmigrate cannot run it: give the entity mapping as a step (--step \(model.source) -> \(model.destination))",
-                                     entity: row.source, file: model.url.path)
+                                     entity: row.source, file: model.url.path, cause: error)
             }
         }
         return conditions

@@ -138,7 +138,7 @@ extension CoreDataInference {
 
     private func columnNames(_ table: String, schema: String) throws -> [String] {
         do { return try database.tableSchema(table, in: schema)?.columns.map(\.name) ?? [] } catch {
-            throw MigrationError(.store, "cannot read table \(table): \(error.message)", file: schema == "src" ? sourcePath : destinationPath, sql: error.sql)
+            throw MigrationError(.store, "cannot read table \(table): \(error.message)", file: schema == "src" ? sourcePath : destinationPath, sql: error.sql, cause: error)
         }
     }
 }

@@ -935,7 +935,7 @@ struct CoreDataInference {
 
     func count(_ sql: String) throws -> Int64 {
         do { return try database.scalar(sql).integer ?? 0 } catch {
-            throw MigrationError(.store, "cannot read the source: \(error.message)", file: sourcePath, sql: error.sql)
+            throw MigrationError(.store, "cannot read the source: \(error.message)", file: sourcePath, sql: error.sql, cause: error)
         }
     }
 

@@ -111,7 +111,7 @@ struct CoreDataSameModelPlan {
                 result[name.uppercased()] = try database.tableSchema(name, in: schema)?.columns.map { [$0.name, $0.type] } ?? []
             }
         } catch {
-            throw MigrationError(.store, "cannot read the store's schema: \(error.message)", file: file, sql: error.sql)
+            throw MigrationError(.store, "cannot read the store's schema: \(error.message)", file: file, sql: error.sql, cause: error)
         }
         return result
     }

@@ -34,7 +34,7 @@ public struct CoreDataStep: Codable, Sendable, Equatable {
         } catch let error as DecodingError {
             throw MigrationError.plan(error, file: file)
         } catch {
-            throw MigrationError(.invalidPlan, "the step is not valid JSON: \(error)", file: file)
+            throw MigrationError(.invalidPlan, "the step is not valid JSON: \(error)", file: file, cause: error)
         }
     }
 }
@@ -300,7 +300,7 @@ struct CoreDataStepComposition {
                 do { _ = try before.prepare("SELECT \(sql) FROM main.\(SQL.quote(sourceTable.name)) AS s LIMIT 0") } catch {
                     guard !error.message.contains("no such function") else { continue }
                     throw MigrationError(.invalidPlan, "\(path).\(name == "where" ? "source.where" : "columns.\(name)"): SQLite rejects \"\(expression)\" over \(entity.source.table) of version \(step.from): \(error.message)",
-                                         entity: entity.name, column: name == "where" ? nil : name)
+                                         entity: entity.name, column: name == "where" ? nil : name, cause: error)
                 }
             }
         }

@@ -166,7 +166,7 @@ public struct CoreDataMappingModelFile: Sendable {
             } catch let error as MigrationError {
                 throw error
             } catch {
-                throw MigrationError(.store, "\(what): \(error)", file: file.path)
+                throw MigrationError(.store, "\(what): \(error)", file: file.path, cause: error)
             }
         }
         // Only the entity mappings the mapping model holds count, in their order (mappingnumber);
@@ -256,7 +256,7 @@ public struct CoreDataMappingModelFile: Sendable {
         do {
             archive = try KeyedArchive(PropertyList(binary: Array(data)))
         } catch {
-            throw MigrationError(.store, "not a compiled mapping model (a keyed archive of NSMappingModel): \(error)", file: url.path)
+            throw MigrationError(.store, "not a compiled mapping model (a keyed archive of NSMappingModel): \(error)", file: url.path, cause: error)
         }
         guard let root = archive.resolve(archive.top["root"]), archive.className(archive.top["root"]) == "NSMappingModel",
               let list = archive.objects(root["NSEntityMappings"]) else {
@@ -297,7 +297,7 @@ public struct CoreDataMappingModelFile: Sendable {
                     if isRelationship { mapping.relationships = properties } else { mapping.attributes = properties }
                 }
             } catch {
-                throw MigrationError(.store, "entity mapping \(name): \(error)", file: url.path)
+                throw MigrationError(.store, "entity mapping \(name): \(error)", file: url.path, cause: error)
             }
             mappings.append(mapping)
         }

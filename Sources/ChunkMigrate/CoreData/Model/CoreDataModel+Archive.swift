@@ -23,7 +23,7 @@ extension CoreDataModel {
         do {
             archive = try KeyedArchive(try PropertyList(binary: bytes))
         } catch {
-            throw MigrationError(.store, "the model is not a keyed archive: \(error)", file: file)
+            throw MigrationError(.store, "the model is not a keyed archive: \(error)", file: file, cause: error)
         }
         do {
             self = try Self.decode(archive)

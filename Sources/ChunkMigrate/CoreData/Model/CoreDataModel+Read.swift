@@ -40,7 +40,7 @@ extension CoreDataModel {
         do {
             database = try Database(path: url.path, mode: .source)
         } catch {
-            throw MigrationError(.store, "cannot open the store: \(error.message)", file: url.path)
+            throw MigrationError(.store, "cannot open the store: \(error.message)", file: url.path, cause: error)
         }
         return try read(database, schema: "main", file: url.path)
     }
@@ -69,12 +69,12 @@ extension CoreDataModel {
             archive = try RawDeflate.inflate(compressed)
         } catch {
             throw MigrationError(.store, "Z_MODELCACHE.Z_CONTENT does not inflate as raw DEFLATE to a model cache (\(error); the largest known inflates to 374 kB): the model cache is damaged or not Core Data's",
-                                 file: file)
+                                 file: file, cause: error)
         }
         do {
             return try CoreDataModel(archive: archive, file: file)
         } catch let error as MigrationError {
-            throw MigrationError(.store, "Z_MODELCACHE: \(error.message)", file: file)
+            throw MigrationError(.store, "Z_MODELCACHE: \(error.message)", file: file, cause: error)
         }
     }
 }

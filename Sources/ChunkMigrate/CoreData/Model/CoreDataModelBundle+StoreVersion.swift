@@ -68,7 +68,7 @@ extension CoreDataModelBundle {
     public func version(ofStoreAt url: URL, asTarget: Bool = false) throws -> StoreVersion {
         let database: Database
         do { database = try Database(path: url.path, mode: .source) } catch {
-            throw MigrationError(.store, "cannot open the store: \(error.message)", file: url.path)
+            throw MigrationError(.store, "cannot open the store: \(error.message)", file: url.path, cause: error)
         }
         return try version(of: database, schema: "main", file: url.path, asTarget: asTarget)
     }

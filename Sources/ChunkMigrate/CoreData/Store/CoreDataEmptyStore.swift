@@ -60,7 +60,7 @@ public enum CoreDataEmptyStore {
             }
             try database.execute("PRAGMA journal_mode = WAL;")
         } catch let error as SQLiteError {
-            throw MigrationError(.store, "cannot write the empty store: \(error.message)", file: url.path, sql: error.sql)
+            throw MigrationError(.store, "cannot write the empty store: \(error.message)", file: url.path, sql: error.sql, cause: error)
         } catch let error as MigrationError {
             throw error
         } catch {

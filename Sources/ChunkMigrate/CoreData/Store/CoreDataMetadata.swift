@@ -41,7 +41,7 @@ public struct CoreDataMetadata: @unchecked Sendable {
         do {
             decoded = try PropertyListSerialization.propertyList(from: Data(bytes), options: [], format: nil)
         } catch {
-            throw MigrationError(.store, "Z_METADATA.Z_PLIST does not decode as a property list: \(error)", file: file)
+            throw MigrationError(.store, "Z_METADATA.Z_PLIST does not decode as a property list: \(error)", file: file, cause: error)
         }
         guard let dictionary = decoded as? [String: Any] else {
             throw MigrationError(.store, "Z_METADATA.Z_PLIST is a property list but not a dictionary", file: file)
@@ -93,7 +93,7 @@ public struct CoreDataMetadata: @unchecked Sendable {
         do {
             bytes = try encoded(dictionary)
         } catch {
-            throw MigrationError(.store, "cannot encode the destination's metadata: \(error)", file: destinationPath)
+            throw MigrationError(.store, "cannot encode the destination's metadata: \(error)", file: destinationPath, cause: error)
         }
         let setPlist = try database.prepare("UPDATE main.Z_METADATA SET Z_PLIST = ?1 WHERE Z_VERSION = ?2")
         try setPlist.bind([.blob(Array(bytes)), .integer(destination.version)])

@@ -520,7 +520,7 @@ extension CoreDataStoreCheck {
                 throw MigrationError(.store, "cannot check the destination as a Core Data store: \(error.message)", file: file, sql: error.sql,
                                      cause: error)
             } catch {
-                throw MigrationError(.store, "cannot check the destination: \(error)", file: file)
+                throw MigrationError(.store, "cannot check the destination: \(error)", file: file, cause: error)
             }
         }
     }

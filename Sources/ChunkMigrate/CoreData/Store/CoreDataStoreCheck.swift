@@ -173,13 +173,13 @@ public enum CoreDataStoreCheck {
             database = try Database(path: store.path, mode: .source)
             _ = try database.scalar("SELECT count(*) FROM sqlite_schema")
         } catch {
-            throw MigrationError(.store, "not a readable SQLite store: \(error.message)", file: store.path)
+            throw MigrationError(.store, "not a readable SQLite store: \(error.message)", file: store.path, cause: error)
         }
         do {
             let model = try model ?? CoreDataModel.read(database, schema: "main", file: store.path)
             return try check(database, model: model, file: store.path, tables: tables.map { Set($0.map { $0.uppercased() }) })
         } catch let error as SQLiteError {
-            throw MigrationError(.store, "cannot read the store as a Core Data store: \(error.message)", file: store.path, sql: error.sql)
+            throw MigrationError(.store, "cannot read the store as a Core Data store: \(error.message)", file: store.path, sql: error.sql, cause: error)
         }
     }
 
