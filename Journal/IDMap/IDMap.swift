@@ -309,6 +309,12 @@ public final class IDMap {
     /// Reads and checks the segment of one batch: its checksum must equal the record's, and its
     /// header must agree with the record. Never served from the cache.
     public func readSegment(entity: UInt32, ref: SegmentRef) throws(JournalError) -> IDMapSegment {
+        let (header, bytes, path) = try checkedSegment(entity: entity, ref: ref)
+        return IDMapSegment(header: header, keys: try header.decodeKeys(bytes, file: path))
+    }
+
+    /// The bytes of a segment and its header, checked as ``readSegment(entity:ref:)`` checks them.
+    private func checkedSegment(entity: UInt32, ref: SegmentRef) throws(JournalError) -> (SegmentHeader, [UInt8], String) {
         let path = layout.segment(entity: entity, batch: ref.batch)
         guard try FileIO.exists(path) else {
             throw JournalError(.missingSegment, "the ID-map segment of entity \(entity) batch \(ref.batch) is missing", file: path)
@@ -325,8 +331,7 @@ public final class IDMap {
         else {
             throw JournalError(.damagedSegment, "segment disagrees with the log record of entity \(entity) batch \(ref.batch)", file: path)
         }
-        let segment = IDMapSegment(header: header, keys: try header.decodeKeys(bytes, file: path))
-        return segment
+        return (header, bytes, path)
     }
 
     private func decoded(entity: Int, segment: Int) throws(JournalError) -> Decoded {
@@ -334,16 +339,17 @@ public final class IDMap {
             hit.lastUse = tick()
             return hit
         }
-        let loaded = try readSegment(entity: UInt32(entity), ref: index[entity][segment])
+        let (header, bytes, path) = try checkedSegment(entity: UInt32(entity), ref: index[entity][segment])
+        let keys = try header.decodePackedKeys(bytes, file: path)
         segmentDecodes += 1
         if evictedAt[entity][segment] > 0 {
             segmentRedecodes += 1
             // Evicted while fewer segments than the cache holds were evicted after it.
             if evictions - evictedAt[entity][segment] < UInt64(cached.count) {
-                noteRedecode(keys: loaded.sourceKeys.count)
+                noteRedecode(keys: keys.count)
             }
         }
-        let entry = loaded.sourceKeys.withUnsafeBufferPointer { Decoded(keys: PackedKeys($0), lastUse: tick()) }
+        let entry = Decoded(keys: keys, lastUse: tick())
         store(entry, at: CacheKey(entity: entity, segment: segment))
         return entry
     }

@@ -20,42 +20,60 @@ struct PackedKeys {
 
     /// Packs `keys`, which must be strictly increasing.
     init(_ keys: UnsafeBufferPointer<Int64>) {
-        count = keys.count
-        let blockCount = (keys.count + Self.blockSize - 1) / Self.blockSize
+        self.init(count: keys.count) { body in
+            for key in keys { body(key) }
+        }
+    }
+
+    /// Packs the `count` keys `forEachKey` hands to its argument, strictly increasing, in order.
+    /// It is called twice, once to size the blocks and once to fill them, so that no array of
+    /// the keys themselves is ever made: a segment of 500,000 keys would take 4 MB for it.
+    init(count: Int, keys forEachKey: (_ body: (Int64) -> Void) -> Void) {
+        self.count = count
+        let blockCount = (count + Self.blockSize - 1) / Self.blockSize
         var firsts: [Int64] = []
         var blocks: [Int] = []
         firsts.reserveCapacity(blockCount)
         blocks.reserveCapacity(blockCount)
         var length = 0
-        var shifts: [Int] = []
-        shifts.reserveCapacity(blockCount)
-        for block in 0..<blockCount {
-            let start = block * Self.blockSize
-            let end = min(keys.count, start + Self.blockSize)
-            let span = UInt64(bitPattern: keys[end - 1]) &- UInt64(bitPattern: keys[start])
-            let shift = span <= 0xFF ? 0 : span <= 0xFFFF ? 1 : span <= 0xFFFF_FFFF ? 2 : 3
-            firsts.append(keys[start])
-            blocks.append(length << 2 | shift)
-            shifts.append(shift)
-            length += (end - start) << shift
+        var index = 0
+        var first: Int64 = 0
+        forEachKey { key in
+            let position = index % Self.blockSize
+            if position == 0 {
+                first = key
+                firsts.append(key)
+            }
+            index += 1
+            if position == Self.blockSize - 1 || index == count {
+                let span = UInt64(bitPattern: key) &- UInt64(bitPattern: first)
+                let shift = span <= 0xFF ? 0 : span <= 0xFFFF ? 1 : span <= 0xFFFF_FFFF ? 2 : 3
+                blocks.append(length << 2 | shift)
+                length += (position + 1) << shift
+            }
         }
         var bytes = [UInt8](repeating: 0, count: length)
         bytes.withUnsafeMutableBytes { raw in
-            for block in 0..<blockCount {
-                let start = block * Self.blockSize
-                let end = min(keys.count, start + Self.blockSize)
-                let first = UInt64(bitPattern: keys[start])
-                var offset = blocks[block] >> 2
-                for index in start..<end {
-                    let distance = UInt64(bitPattern: keys[index]) &- first
-                    switch shifts[block] {
-                    case 0: raw.storeBytes(of: UInt8(truncatingIfNeeded: distance), toByteOffset: offset, as: UInt8.self)
-                    case 1: raw.storeBytes(of: UInt16(truncatingIfNeeded: distance), toByteOffset: offset, as: UInt16.self)
-                    case 2: raw.storeBytes(of: UInt32(truncatingIfNeeded: distance), toByteOffset: offset, as: UInt32.self)
-                    default: raw.storeBytes(of: distance, toByteOffset: offset, as: UInt64.self)
-                    }
-                    offset += 1 << shifts[block]
+            var index = 0
+            var first: UInt64 = 0
+            var shift = 0
+            var offset = 0
+            forEachKey { key in
+                if index % Self.blockSize == 0 {
+                    let block = index / Self.blockSize
+                    first = UInt64(bitPattern: firsts[block])
+                    shift = blocks[block] & 3
+                    offset = blocks[block] >> 2
                 }
+                let distance = UInt64(bitPattern: key) &- first
+                switch shift {
+                case 0: raw.storeBytes(of: UInt8(truncatingIfNeeded: distance), toByteOffset: offset, as: UInt8.self)
+                case 1: raw.storeBytes(of: UInt16(truncatingIfNeeded: distance), toByteOffset: offset, as: UInt16.self)
+                case 2: raw.storeBytes(of: UInt32(truncatingIfNeeded: distance), toByteOffset: offset, as: UInt32.self)
+                default: raw.storeBytes(of: distance, toByteOffset: offset, as: UInt64.self)
+                }
+                offset += 1 << shift
+                index += 1
             }
         }
         self.firsts = firsts

@@ -261,31 +261,77 @@ struct SegmentHeader {
     static func keys(fromVarints raw: UnsafeBufferPointer<UInt8>, first: Int64, last: Int64, count: Int) -> [Int64]? {
         var valid = false
         let keys = [Int64](unsafeUninitializedCapacity: count) { keys, initialized in
-            keys[0] = first
-            var produced = 1
-            var previous = UInt64(bitPattern: first)
-            var offset = 0
-            defer { initialized = produced }
-            while offset < raw.count {
-                guard produced < count else { return }
-                var gap = UInt64(raw[offset])
-                if gap < 0x80 {
-                    offset += 1
-                } else {
-                    guard let long = Varint.decode(raw, at: &offset) else { return }
-                    gap = long
-                }
-                // Unsigned wrapping arithmetic; the key must still be greater as a signed value,
-                // which also rejects a gap of 2^64 - 1 (a step of 2^64 wraps to the same key).
-                let next = previous &+ gap &+ 1
-                guard Int64(bitPattern: next) > Int64(bitPattern: previous) else { return }
-                keys[produced] = Int64(bitPattern: next)
-                produced += 1
-                previous = next
+            initialized = 0
+            valid = forEachKey(fromVarints: raw, first: first, last: last, count: count) { key in
+                keys[initialized] = key
+                initialized += 1
             }
-            valid = produced == count && Int64(bitPattern: previous) == last
         }
         return valid ? keys : nil
+    }
+
+    /// Hands `body` `first`, then one key per varint of `delta - 1`, at most `count` keys, each
+    /// greater than the one before; whether that made exactly `count` keys ending at `last`.
+    @inline(__always)
+    static func forEachKey(fromVarints raw: UnsafeBufferPointer<UInt8>, first: Int64, last: Int64, count: Int,
+                           _ body: (Int64) -> Void) -> Bool {
+        body(first)
+        var produced = 1
+        var previous = UInt64(bitPattern: first)
+        var offset = 0
+        while offset < raw.count {
+            guard produced < count else { return false }
+            var gap = UInt64(raw[offset])
+            if gap < 0x80 {
+                offset += 1
+            } else {
+                guard let long = Varint.decode(raw, at: &offset) else { return false }
+                gap = long
+            }
+            // Unsigned wrapping arithmetic; the key must still be greater as a signed value,
+            // which also rejects a gap of 2^64 - 1 (a step of 2^64 wraps to the same key).
+            let next = previous &+ gap &+ 1
+            guard Int64(bitPattern: next) > Int64(bitPattern: previous) else { return false }
+            body(Int64(bitPattern: next))
+            produced += 1
+            previous = next
+        }
+        return produced == count && Int64(bitPattern: previous) == last
+    }
+
+    /// The source keys, checked against the header, packed as the ID map's cache keeps them,
+    /// without an array of them in between.
+    func decodePackedKeys(_ bytes: [UInt8], file: String) throws(JournalError) -> PackedKeys {
+        if encoding == .dense {
+            let first = UInt64(bitPattern: firstKey)
+            return PackedKeys(count: count) { body in
+                for offset in 0..<count { body(Int64(bitPattern: first &+ UInt64(offset))) }
+            }
+        }
+        let payloadStart = IDMapSegment.headerLength
+        let (first, last, total) = (firstKey, lastKey, count)
+        func packed(_ raw: UnsafeBufferPointer<UInt8>) -> PackedKeys? {
+            guard Self.forEachKey(fromVarints: raw, first: first, last: last, count: total, { _ in }) else { return nil }
+            return PackedKeys(count: total) { body in
+                _ = Self.forEachKey(fromVarints: raw, first: first, last: last, count: total, body)
+            }
+        }
+        let decoded: PackedKeys?
+        if encoding == .varintLZ4 {
+            guard let raw = LZ4Block.decompress(bytes[payloadStart..<(payloadStart + payloadLength)], rawLength: rawLength) else {
+                throw JournalError(.damagedSegment, "LZ4 block does not expand to \(rawLength) bytes", file: file)
+            }
+            decoded = raw.withUnsafeBufferPointer { packed($0) }
+        } else {
+            decoded = bytes.withUnsafeBufferPointer { buffer in
+                packed(UnsafeBufferPointer(rebasing: buffer[payloadStart..<(payloadStart + rawLength)]))
+            }
+        }
+        guard let decoded else {
+            throw JournalError(.damagedSegment,
+                "keys do not decode to the \(count) keys from \(firstKey) to \(lastKey) the header promises", file: file)
+        }
+        return decoded
     }
 }
 

@@ -295,16 +295,18 @@ final class Engine {
         }
         do {
             try startStoreCheckDuringCopy()
-            guard try timed(\.copy, try copyEntities(&run, shouldStop: shouldStop, report: report)) == .complete,
-                  try timed(\.fixup, try fixUpDeferredRelationships(&run, shouldStop: shouldStop, report: report)) == .complete
+            guard try timed(\.copy, try copyEntities(&run, shouldStop: shouldStop, report: report)) == .complete else { return .paused }
+            // The batches' keys serve the copy only (a batch of 500,000 rows keeps 4 MB of them),
+            // the ID map's cache the fix-up pass as well: the memory goes to each in turn.
+            resolver.releaseBatchMemory()
+            guard try timed(\.fixup, try fixUpDeferredRelationships(&run, shouldStop: shouldStop, report: report)) == .complete
             else { return .paused }
             if let missing = coreData?.missingExternalFiles.withLock({ $0 }), missing > 0 {
                 logger.warning("\(missing) values named an external file the source does not have, in an attribute that no longer keeps values in files: written as no value, as Core Data reads none there",
                                metadata: ["file": "\(CoreDataFinishing.externalDataFolder(of: sourcePath).path)"])
             }
-            // The batches' keys and the ID map's cache serve the copy and the fix-up pass only:
-            // their memory goes to the index builds' sorter (useSorterHelper).
-            resolver.releaseBatchMemory()
+            // The ID map's cache serves the copy and the fix-up pass only: its memory, and the
+            // batches' keys', goes to the index builds' sorter (useSorterHelper).
             idMap.emptyCache()
             try startStoreCheck()
             guard try timed(\.indexes, try buildDeferredIndexes(&run, shouldStop: shouldStop, report: report)) == .complete else { return .paused }

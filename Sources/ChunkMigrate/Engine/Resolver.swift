@@ -92,9 +92,9 @@ final class Resolver {
         failure = nil
     }
 
-    /// Gives back the memory of the batches' keys once the copy and the fix-up pass are over:
-    /// the index builds that follow sort in that much. A batch after it (a job resumed into its
-    /// copy) reserves it again.
+    /// Gives back the memory of the batches' keys once the copy is over: the fix-up pass, which
+    /// takes no keys, and the index builds after it (which sort in that much) have it instead.
+    /// A batch after it (a job resumed into its copy) reserves it again.
     func releaseBatchMemory() {
         batchKeys = []
     }
