@@ -13,7 +13,7 @@ struct JobOptions: ParsableArguments {
     @Option(name: .long, help: "Stop at the first batch boundary after this many seconds; run again to continue.")
     var budget: Double?
 
-    @Option(name: .long, help: "MiB of ID-map keys kept in memory (fixed). By default the cache starts at 4 MiB and grows, up to 64 MiB, only when lookups keep reading segments it evicted.")
+    @Option(name: .long, help: "MiB of ID-map keys kept in memory (fixed). By default the cache starts at 2 MiB and grows, up to 64 MiB, only when lookups keep reading segments it evicted.")
     var idMapCacheMib: Int?
 
     @Option(name: .long, help: "MiB of SQLite page cache for each of the source and the destination.")
