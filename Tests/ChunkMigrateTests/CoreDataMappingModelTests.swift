@@ -143,7 +143,7 @@ struct CoreDataMappingModelTests {
         let marker = #"<attribute name="sourcename" type="string">EntityA</attribute>"#
         #expect(xml.contains(marker))
         xml = xml.replacingOccurrences(of: marker, with: marker + #"<attribute name="sourcefilterpredicatestring" type="string">group == 3 OR name ENDSWITH "7"</attribute>"#)
-        try xml.write(to: mappingFolder.appendingPathComponent("xcmapping.xml"), atomically: false, encoding: .utf8)
+        try xml.write(to: mappingFolder.appendingPathComponent("xcmapping.xml"), atomically: true, encoding: .utf8)
         let filtered = try CoreDataModelBundle.read(contentsOf: project.appendingPathComponent("Model.xcdatamodeld"))
         #expect(filtered.mappingModels.first?.entityMappings.first { $0.source == "EntityA" }?.filter == #"group == 3 OR name ENDSWITH "7""#)
         let second = folder.path("filtered.sqlite")

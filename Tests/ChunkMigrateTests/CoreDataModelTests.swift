@@ -118,7 +118,7 @@ struct CoreDataModelTests {
         #expect(try CoreDataModel.read(contentsOf: folder.path("Model.mom")) == model)
         // And the XML as a folder, as Xcode keeps it.
         try FileManager.default.createDirectory(at: folder.path("Model.xcdatamodel"), withIntermediateDirectories: true)
-        try CoreDataDemoStore.destinationModelXML.write(to: folder.path("Model.xcdatamodel/contents"), atomically: false, encoding: .utf8)
+        try CoreDataDemoStore.destinationModelXML.write(to: folder.path("Model.xcdatamodel/contents"), atomically: true, encoding: .utf8)
         #expect(try CoreDataModel.read(contentsOf: folder.path("Model.xcdatamodel")) == model)
     }
 

@@ -153,8 +153,8 @@ public enum BookDemoStore {
             try? FileManager.default.removeItem(atPath: files.old.path + suffix)
         }
         try writeSource(at: files.old, books: books)
-        try destinationSchema.write(to: files.schema, atomically: false, encoding: .utf8)
-        try planJSON.write(to: files.plan, atomically: false, encoding: .utf8)
+        try destinationSchema.write(to: files.schema, atomically: true, encoding: .utf8)
+        try planJSON.write(to: files.plan, atomically: true, encoding: .utf8)
         return files
     }
 

@@ -123,7 +123,7 @@ public enum DemoStore {
             COMMIT;
             PRAGMA journal_mode = DELETE;
             """)
-        try destinationSchema.write(to: files.schema, atomically: false, encoding: .utf8)
+        try destinationSchema.write(to: files.schema, atomically: true, encoding: .utf8)
         try plan.encodedJSON().write(to: files.plan)
         return files
     }
