@@ -14,7 +14,7 @@ enum Output {
         for entity in status.entities {
             var line = "  \(entity.name): \(entity.rowsWritten) rows written"
             if entity.rowsSkipped > 0 { line += ", \(entity.rowsSkipped) skipped" }
-            line += " in \(entity.batches) batches"
+            line += " in \(entity.batches) batch\(entity.batches == 1 ? "" : "es")"
             line += entity.complete ? ", complete" : (entity.cursor.map { ", next after source key \($0)" } ?? ", not started")
             lines.append(line)
         }

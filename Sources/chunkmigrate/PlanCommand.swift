@@ -72,8 +72,8 @@ struct PlanCommand: ParsableCommand {
     @Option(name: .long, help: "With --models: the destination store's version by name.")
     var toVersion: String?
 
-    @Option(name: .long, help: "preserve (default: object IDs saved as URIs stay valid) or allocate (keys after each table's largest).")
-    var keys: EntityMapping.KeyPolicy = .preserve
+    @Option(name: .long, help: "preserve: object IDs saved as URIs stay valid; allocate: keys after each table's largest.")
+    var keys: KeysArgument = .preserve
 
     @Flag(name: .long, help: "Do not check the source for what it already is that the job will carry as it is (a required value left NULL, a join row to a deleted row, a missing external file).")
     var noCheck = false
@@ -103,7 +103,7 @@ struct PlanCommand: ParsableCommand {
                 renames: renames,
                 sourceModel: try modelFrom.map { try CoreDataModel.read(contentsOf: URL(fileURLWithPath: $0)) },
                 destinationModel: try modelTo.map { try CoreDataModel.read(contentsOf: URL(fileURLWithPath: $0)) },
-                keys: keys, keepFirstDuplicate: keepFirstDuplicate,
+                keys: keys.policy, keepFirstDuplicate: keepFirstDuplicate,
                 modelBundle: models.isEmpty ? nil : try CoreDataModelBundle.read(contentsOf: models.map { URL(fileURLWithPath: $0) },
                                                                                  orders: versionOrder.map { $0.split(separator: ",").map(String.init) })
                     .adding(mappingModels: mapping.map { URL(fileURLWithPath: $0) }),
@@ -142,9 +142,16 @@ struct PlanCommand: ParsableCommand {
     }
 }
 
-extension EntityMapping.KeyPolicy: ExpressibleByArgument {
-    /// The policy named as in a plan: `allocate` or `preserve`.
-    public init?(argument: String) { self.init(name: argument) }
+/// A key policy as the command line takes it, by the name a plan spells it (`--keys preserve`),
+/// which is also how its help names it and its default: an enumeration of numbers, as the policy
+/// is in a journal, would be listed by its numbers.
+enum KeysArgument: String, CaseIterable, ExpressibleByArgument {
+    case allocate, preserve
 
-    public var defaultValueDescription: String { description }
+    var policy: EntityMapping.KeyPolicy {
+        switch self {
+        case .allocate: .allocate
+        case .preserve: .preserve
+        }
+    }
 }

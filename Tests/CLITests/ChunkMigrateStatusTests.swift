@@ -47,7 +47,7 @@ struct ChunkMigrateStatusTests {
             #expect(lines(text.stdout).last?.hasPrefix("  space: the destination holds ") == true && text.stdout.contains(" free on its volume"))
             #expect(lines(text.stdout).dropLast() == [
                 "job \(jobID): interrupted",
-                "  Conversation: \(expected.conversationsKept) rows written in 1 batches, complete",
+                "  Conversation: \(expected.conversationsKept) rows written in 1 batch, complete",
                 "  Message: \(400 - skipped) rows written, \(skipped) skipped in 2 batches, next after source key 1200",
                 "  Label: 0 rows written in 0 batches, not started",
                 "  MessageLabel: 0 rows written in 0 batches, not started",

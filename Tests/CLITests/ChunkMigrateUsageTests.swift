@@ -21,9 +21,19 @@ struct ChunkMigrateUsageTests {
         }
     }
 
+    @Test("plan --help names the key policies as a plan spells them, its default too, not by the numbers a journal stores")
+    func keyPolicyByName() throws {
+        let result = try chunkmigrate("plan", "--help")
+        #expect(result.exitCode == 0, "\(result)")
+        let text = result.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(text.contains("(values: allocate, preserve; default: preserve)"), "\(result.stdout)")
+        #expect(!text.contains("(default: 1)") && !text.contains("0 - allocate"), "\(result.stdout)")
+    }
+
     @Test("a usage error exits 2, as the help says, and prints the usage on stderr", arguments: [
         ["run", "--plan", "plan.json"],
         ["run", "--source", "a", "--destination", "b", "--plan", "c", "--journal", "d", "--batch-size", "0"],
+        ["run", "--source", "a", "--destination", "b", "--plan", "c", "--journal", "d", "--batch-size", "4194305"],
         ["frobnicate"],
     ])
     func usageError(_ arguments: [String]) throws {
