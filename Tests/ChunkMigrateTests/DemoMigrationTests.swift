@@ -51,6 +51,41 @@ struct DemoMigrationTests {
         #expect(reference == other)
     }
 
+    @Test("the fix-up pass reads the self-references each copy batch recorded as it deferred them, and writes what a scan of the source writes: with every batch recorded, with none (a limit of 0), and with some (a limit half of them pass)")
+    func fixupFromRecordedDeferrals() throws {
+        let folder = try TemporaryFolder()
+        let files = try DemoStore.generate(in: folder.path("store"), messages: 3_000)
+        struct Result {
+            var rows: [String: [[SQLiteValue]]]
+            var fromRecords: Int
+            var updated: [UInt32]
+        }
+        func migrate(_ name: String, deferralLimit: Int) throws -> Result {
+            var options = MigrationOptions(batchSize: 300)
+            options.deferralLimit = deferralLimit
+            let job = try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: folder.path(name + ".sqlite"),
+                                             journal: folder.path(name + ".journal"), schema: DemoStore.destinationSchema,
+                                             options: options, logger: quietLogger)
+            #expect(try job.runBlocking() == .complete)
+            let journal = try JournalReader(directory: folder.path(name + ".journal").path)
+            let updated: [UInt32] = journal.fixups.map { (record: FixupRecord) -> UInt32 in record.rowsUpdated &* 1_000 &+ record.rowsNulled }
+            let rows = try dump(folder.path(name + ".sqlite"))
+            return Result(rows: rows, fromRecords: job.lastRunFixupsFromRecords, updated: updated)
+        }
+        let scanned = try migrate("scanned", deferralLimit: 0)
+        let recorded = try migrate("recorded", deferralLimit: Resolver.defaultDeferralLimit)
+        // A limit some batches stay within and others pass: the median of what they deferred.
+        let deferred = try JournalReader(directory: folder.path("recorded.journal").path).batches
+            .map { Int($0.relationshipsDeferred) }.filter { $0 > 0 }.sorted()
+        #expect(deferred.first != deferred.last, "\(deferred)")
+        let some = try migrate("some", deferralLimit: deferred[deferred.count / 2])
+        #expect(scanned.fromRecords == 0)
+        #expect(recorded.fromRecords == recorded.updated.count && recorded.fromRecords > 5, "\(recorded.fromRecords) of \(recorded.updated.count)")
+        #expect(some.fromRecords > 0 && some.fromRecords < recorded.fromRecords, "\(some.fromRecords) of \(recorded.fromRecords)")
+        #expect(recorded.rows == scanned.rows && some.rows == scanned.rows)
+        #expect(recorded.updated == scanned.updated && some.updated == scanned.updated && scanned.updated.contains { $0 >= 1_000 })
+    }
+
     @Test("a complete job resumes instantly and changes nothing")
     func resumingCompleteJobIsNoOp() throws {
         let folder = try TemporaryFolder()

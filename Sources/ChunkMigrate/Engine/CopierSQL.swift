@@ -9,6 +9,9 @@ struct CopierSQL {
         var relationship: Int
         var sql: String
         var bySource: Bool
+        /// For a self-reference, the same fix-up from the references the copy batch recorded as it
+        /// deferred them (`?1` the batch), instead of from a scan of the source (``Engine/deferralTable``).
+        var recordedSQL: String? = nil
     }
 
     /// How the entity's keys map.
@@ -233,6 +236,7 @@ struct CopierSQL {
             let index = relationshipIndexes[column]!
             let foreignKey = "s." + SQL.quote(relationship.from)
             let sql: String
+            var recordedSQL: String?
             if selfReferences.contains(column) {
                 // MATERIALIZED: each row's cm_fix runs once, however SQLite plans the UPDATE.
                 sql = """
@@ -241,6 +245,16 @@ struct CopierSQL {
                         SELECT cm_destination_of(\(entityIndex), \(sourceKey)) AS own, \(foreignKey) AS foreign_key
                         FROM \(sourceTable) AS s
                         WHERE \(sourceKey) BETWEEN ?1 AND ?2 AND \(foreignKey) > \(sourceKey))
+                      WHERE own IS NOT NULL)
+                    UPDATE \(destinationTable) AS d SET \(SQL.quote(column)) = fix.target
+                    FROM fix WHERE \(destinationKey) = fix.own AND fix.target IS NOT NULL
+                    """
+                recordedSQL = """
+                    WITH fix AS MATERIALIZED (
+                      SELECT own, cm_fix(\(index), foreign_key, own) AS target FROM (
+                        SELECT cm_destination_of(\(entityIndex), t.own) AS own, t.foreign_key AS foreign_key
+                        FROM temp.\(Engine.deferralTable) AS t
+                        WHERE t.entity = \(entityIndex) AND t.relationship = \(index) AND t.batch = ?1)
                       WHERE own IS NOT NULL)
                     UPDATE \(destinationTable) AS d SET \(SQL.quote(column)) = fix.target
                     FROM fix WHERE \(destinationKey) = fix.own AND fix.target IS NOT NULL
@@ -254,7 +268,7 @@ struct CopierSQL {
                     WHERE \(destinationKey) BETWEEN ?1 AND ?2 AND d.\(SQL.quote(column)) IS NULL\(ownRows)
                     """
             }
-            fixups[column] = Fixup(relationship: index, sql: sql, bySource: selfReferences.contains(column))
+            fixups[column] = Fixup(relationship: index, sql: sql, bySource: selfReferences.contains(column), recordedSQL: recordedSQL)
         }
         return fixups
     }

@@ -63,6 +63,19 @@ final class Engine {
     /// The source store's file.
     private let sourcePath: String
     private var copiers: [Int: EntityCopier] = [:]
+    /// The copy batches, by entity and batch number, whose deferred self-references this run
+    /// recorded in ``deferralTable`` as it committed them: their fix-up reads those instead of
+    /// scanning the source. A batch an earlier run committed, or one that recorded none because
+    /// it deferred too many (``Resolver/deferralLimit``), is fixed up from the source.
+    private var recordedDeferrals: Set<[UInt64]> = []
+    /// The fix-up batches of this run that read recorded references rather than the source.
+    private(set) var fixupsFromRecords = 0
+    private var recordDeferral: Statement?
+
+    /// The connection's temporary table of the self-references each copy batch deferred
+    /// (`entity, relationship, batch, own, foreign_key`, source keys). Temporary, in a file and
+    /// a small page cache of its own: a run that stops loses it, and its fix-up then scans.
+    static let deferralTable = "cm_deferred"
     private var relationshipIndexes: [[String: Int]] = []
     private(set) var states: [EntityState]
     private(set) var batchSize: Int
@@ -88,6 +101,7 @@ final class Engine {
         self.idMap = idMap
         self.sourcePath = sourcePath
         let resolver = Resolver(idMap: idMap)
+        resolver.deferralLimit = options.deferralLimit
         self.resolver = resolver
         // Every function first: the resolver's read their relationships when called, and the order
         // below prepares the plan's expressions, which may call any of them.
@@ -167,6 +181,14 @@ final class Engine {
     /// SQLite rejects, a missing function) surfaces here, before any batch is written.
     func prepare() throws {
         let check = PlanCheck(plan: plan, order: order, stores: stores)
+        try database.execute("""
+            CREATE TEMP TABLE IF NOT EXISTS \(Self.deferralTable) (
+              entity INTEGER NOT NULL, relationship INTEGER NOT NULL, batch INTEGER NOT NULL,
+              own INTEGER NOT NULL, foreign_key INTEGER NOT NULL,
+              PRIMARY KEY (entity, relationship, batch, own)) WITHOUT ROWID;
+            PRAGMA temp.cache_size = -256;
+            """)
+        recordDeferral = try database.prepare("INSERT OR IGNORE INTO temp.\(Self.deferralTable) VALUES (?1, ?2, ?3, ?4, ?5)")
         for (index, entity) in plan.entities.enumerated() {
             let access = try check.check(entity: index)
             do {
@@ -605,6 +627,7 @@ final class Engine {
         // The source rows the batch covers: its rows read, or, for a bounded entity, every key of
         // its range, left out or not (what its time is spent on, and what sizes the next batch).
         var covered = 0
+        var recorded = false
 
         let committed: BatchRecord?
         do {
@@ -625,6 +648,7 @@ final class Engine {
                 if options.verifyChecksums {
                     try compareChecksums(copier: copier, batch: batch, base: base, kept: kept)
                 }
+                recorded = try recordDeferrals(entity: entityIndex, batch: batch)
                 return try recordBatch(entity: index, copier: copier, batch: batch, base: base, kept: kept, keys: first...last,
                                        read: read, skipped: skipped, started: started)
             }
@@ -641,6 +665,7 @@ final class Engine {
             throw wrapped
         }
         guard let record = committed else { return nil }
+        if recorded { recordedDeferrals.insert([UInt64(index), batch]) }
         CrashPoint.check(.afterCommit, entity: entity.name, batch: batch)
         if CrashPoint.isArmed(.midRecord, entity: entity.name, batch: batch) {
             try journal.appendTorn(.batch(record), keepingBytes: 20)
@@ -754,6 +779,19 @@ final class Engine {
         }
     }
 
+    /// Writes the self-references the batch deferred into ``deferralTable``, in its transaction;
+    /// whether it did (it does not where the batch deferred too many to keep).
+    private func recordDeferrals(entity: UInt32, batch: UInt64) throws -> Bool {
+        guard !resolver.deferralsOverflowed, let statement = recordDeferral else { return false }
+        for deferral in resolver.deferrals {
+            try statement.bind([.integer(Int64(entity)), .integer(Int64(deferral.relationship)), .integer(Int64(batch)),
+                                .integer(deferral.own), .integer(deferral.foreignKey)])
+            defer { statement.reset() }
+            try statement.step()
+        }
+        return true
+    }
+
     private func fixupBatch(entity index: Int, column: String, ref: IDMap.SegmentRef) throws {
         guard let copier = copiers[index] else { throw MigrationError(.invalidPlan, "entity \(index) was not prepared") }
         let entity = plan.entities[index]
@@ -763,7 +801,10 @@ final class Engine {
         do {
             let record = try database.inTransaction(.immediate) {
                 resolver.resetCounters()
-                try copier.fix(column: column, destination: first...last, source: ref.firstKey...ref.lastKey)
+                let recorded = recordedDeferrals.contains([UInt64(index), ref.batch]) && copier.fixesFromRecords(column: column)
+                try copier.fix(column: column, destination: first...last, source: ref.firstKey...ref.lastKey,
+                               recordedBatch: recorded ? ref.batch : nil)
+                if recorded { fixupsFromRecords += 1 }
                 let record = FixupRecord(entity: UInt32(index), column: column, batch: batch,
                                          firstDestinationKey: first, lastDestinationKey: last,
                                          rowsUpdated: UInt32(resolver.updated), rowsNulled: UInt32(resolver.nulled),

@@ -14,7 +14,7 @@ final class EntityCopier {
     var insertSQL: String { sql.insert }
     /// Deferred relationships: destination column -> UPDATE statement. `bySource`: the statement
     /// takes the batch's source keys rather than its destination keys.
-    private var fixups: [String: (statement: Statement, bySource: Bool)] = [:]
+    private var fixups: [String: (statement: Statement, bySource: Bool, recorded: Statement?)] = [:]
 
     private let maxDestination: Statement?
     /// Digests of a batch's rows as written, and of the source values they were mapped from.
@@ -93,7 +93,7 @@ final class EntityCopier {
                        selfReferences: Set<String>) throws(SQLiteError) {
         for (column, fixup) in CopierSQL.fixups(entity: entity, index: index, deferred: deferred,
                                                 relationshipIndexes: relationshipIndexes, selfReferences: selfReferences) {
-            fixups[column] = (try database.prepare(fixup.sql), fixup.bySource)
+            fixups[column] = (try database.prepare(fixup.sql), fixup.bySource, try fixup.recordedSQL.map { sql throws(SQLiteError) in try database.prepare(sql) })
         }
     }
 
@@ -124,8 +124,20 @@ final class EntityCopier {
 
     /// Sets one deferred column on the rows of one copy batch: destination keys `destination`,
     /// source keys `source`.
-    func fix(column: String, destination: ClosedRange<Int64>, source: ClosedRange<Int64>) throws(SQLiteError) {
+    /// Whether the fix-up of `column` can read the references a copy batch recorded (a
+    /// self-reference's).
+    func fixesFromRecords(column: String) -> Bool { fixups[column]?.recorded != nil }
+
+    /// `recordedBatch`: the copy batch, where it recorded the references it deferred (a
+    /// self-reference's), which are then read instead of the source.
+    func fix(column: String, destination: ClosedRange<Int64>, source: ClosedRange<Int64>, recordedBatch: UInt64? = nil) throws(SQLiteError) {
         guard let fixup = fixups[column] else { return }
+        if let recordedBatch, let recorded = fixup.recorded {
+            try recorded.bind([.integer(Int64(recordedBatch))])
+            defer { recorded.reset() }
+            try recorded.step()
+            return
+        }
         let keys = fixup.bySource ? source : destination
         try fixup.statement.bind([.integer(keys.lowerBound), .integer(keys.upperBound)])
         defer { fixup.statement.reset() }

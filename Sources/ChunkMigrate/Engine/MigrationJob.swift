@@ -55,11 +55,14 @@ public final class MigrationJob: Sendable {
         var observers: [Int: AsyncStream<MigrationProgress>.Continuation] = [:]
         var nextObserver = 0
         var phases: RunPhases?
+        var fixupsFromRecords = 0
         var storeCheck: CoreDataStoreCheck.Report?
     }
 
     /// Where the last run of this object spent its time, phase by phase; `nil` before a run.
     public var lastRunPhases: RunPhases? { control.withLock { $0.phases } }
+    /// The fix-up batches of the last run that read the references its copy recorded.
+    var lastRunFixupsFromRecords: Int { control.withLock { $0.fixupsFromRecords } }
 
     /// The check of the Core Data store the job wrote (``MigrationOptions/checksStore``), made by
     /// the run that completed the job, partly alongside its index builds; `nil` for a plain
@@ -377,6 +380,7 @@ public final class MigrationJob: Sendable {
                 defer {
                     control.withLock { control in
                         control.phases = engine.phases
+                        control.fixupsFromRecords = engine.fixupsFromRecords
                         if let report = engine.checkReport { control.storeCheck = report }
                     }
                 }

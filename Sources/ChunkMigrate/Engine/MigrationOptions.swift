@@ -56,6 +56,9 @@ public struct MigrationOptions: Sendable {
     /// room for the bound (``SpaceEstimate/isUpperBound``); off by default, the walk being a few
     /// percent of the copy's time.
     public var estimatesSpaceExactly = false
+    /// The most self-references a batch records for the fix-up pass (``Resolver/deferralLimit``);
+    /// a test sets it to 0 so that every fix-up scans the source.
+    var deferralLimit = Resolver.defaultDeferralLimit
     /// The free bytes of the file system holding a folder, where a test stands in for the real
     /// file system.
     var freeSpace: (@Sendable (String) -> Int64)?

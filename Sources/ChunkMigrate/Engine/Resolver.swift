@@ -42,6 +42,20 @@ final class Resolver {
     /// key, so that `cm_keep` and the `cm_ref` of the same row resolve a `skip` relationship once.
     @exclusivity(unchecked) private var lastResolved: [(foreignKey: Int64, destination: Int64)?] = []
 
+    /// The self-references the running batch deferred (a row's reference to a larger key), for
+    /// the fix-up pass to read instead of scanning the source again: at most ``deferralLimit``
+    /// (24 bytes each, 1.5 MB at most), past which, or at a foreign key that is not an integer,
+    /// the batch records none and ``deferralsOverflowed`` is set.
+    struct Deferral {
+        var relationship: Int
+        var own: Int64
+        var foreignKey: Int64
+    }
+    static let defaultDeferralLimit = 65_536
+    var deferralLimit = Resolver.defaultDeferralLimit
+    @exclusivity(unchecked) var deferrals: [Deferral] = []
+    @exclusivity(unchecked) var deferralsOverflowed = false
+
     /// The order-independent digest `cm_digest` accumulates: the wrapping sum of one hash per row.
     @exclusivity(unchecked) var digest: UInt64 = 0
 
@@ -72,6 +86,8 @@ final class Resolver {
         scanned = 0
         skipped = 0
         batchValues = []
+        deferrals.removeAll(keepingCapacity: true)
+        deferralsOverflowed = false
         lastResolved = Array(repeating: nil, count: relationships.count)
         resetCounters()
     }
@@ -97,6 +113,7 @@ final class Resolver {
     /// A batch after it (a job resumed into its copy) reserves it again.
     func releaseBatchMemory() {
         batchKeys = []
+        deferrals = []
     }
 
     /// Where the running batch took source key `key`, if it did.
@@ -155,6 +172,14 @@ final class Resolver {
         }
         if relationships[index].deferred && !(relationships[index].isSelfReference && foreignKey <= call.int64(2)) {
             deferred += 1
+            if relationships[index].isSelfReference && !deferralsOverflowed {
+                if deferrals.count < deferralLimit && call.isInteger(1) {
+                    deferrals.append(Deferral(relationship: index, own: call.int64(2), foreignKey: foreignKey))
+                } else {
+                    deferralsOverflowed = true
+                    deferrals.removeAll(keepingCapacity: true)
+                }
+            }
             return call.resultNull()
         }
         switch relationships[index].policy {

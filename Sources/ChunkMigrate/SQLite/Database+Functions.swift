@@ -8,6 +8,7 @@ struct FunctionCall {
 
     @inline(__always) func isNull(_ index: Int) -> Bool { sqlite3_value_type(arguments[index]) == SQLITE_NULL }
     @inline(__always) func int64(_ index: Int) -> Int64 { sqlite3_value_int64(arguments[index]) }
+    @inline(__always) func isInteger(_ index: Int) -> Bool { sqlite3_value_type(arguments[index]) == SQLITE_INTEGER }
 
     func value(_ index: Int) -> SQLiteValue {
         let value = arguments[index]
