@@ -5,12 +5,17 @@ import MigrationJournal
 struct CopierSQL {
     /// A fix-up statement: the relationship it resolves, its text, and whether it takes the
     /// batch's source keys (`?1`, `?2`) rather than its destination keys.
+    /// The connection's temporary table of the self-references each copy batch deferred
+    /// (`entity, relationship, batch, own, foreign_key`, source keys). Temporary, in a file and
+    /// a small page cache of its own: a run that stops loses it, and its fix-up then scans.
+    static let deferralTable = "cm_deferred"
+
     struct Fixup: Equatable {
         var relationship: Int
         var sql: String
         var bySource: Bool
         /// For a self-reference, the same fix-up from the references the copy batch recorded as it
-        /// deferred them (`?1` the batch), instead of from a scan of the source (``Engine/deferralTable``).
+        /// deferred them (`?1` the batch), instead of from a scan of the source (``CopierSQL/deferralTable``).
         var recordedSQL: String? = nil
     }
 
@@ -253,7 +258,7 @@ struct CopierSQL {
                     WITH fix AS MATERIALIZED (
                       SELECT own, cm_fix(\(index), foreign_key, own) AS target FROM (
                         SELECT cm_destination_of(\(entityIndex), t.own) AS own, t.foreign_key AS foreign_key
-                        FROM temp.\(Engine.deferralTable) AS t
+                        FROM temp.\(CopierSQL.deferralTable) AS t
                         WHERE t.entity = \(entityIndex) AND t.relationship = \(index) AND t.batch = ?1)
                       WHERE own IS NOT NULL)
                     UPDATE \(destinationTable) AS d SET \(SQL.quote(column)) = fix.target

@@ -64,7 +64,7 @@ final class Engine {
     private let sourcePath: String
     private var copiers: [Int: EntityCopier] = [:]
     /// The copy batches, by entity and batch number, whose deferred self-references this run
-    /// recorded in ``deferralTable`` as it committed them: their fix-up reads those instead of
+    /// recorded in ``CopierSQL/deferralTable`` as it committed them: their fix-up reads those instead of
     /// scanning the source. A batch an earlier run committed, or one that recorded none because
     /// it deferred too many (``Resolver/deferralLimit``), is fixed up from the source.
     private var recordedDeferrals: Set<[UInt64]> = []
@@ -72,10 +72,6 @@ final class Engine {
     private(set) var fixupsFromRecords = 0
     private var recordDeferral: Statement?
 
-    /// The connection's temporary table of the self-references each copy batch deferred
-    /// (`entity, relationship, batch, own, foreign_key`, source keys). Temporary, in a file and
-    /// a small page cache of its own: a run that stops loses it, and its fix-up then scans.
-    static let deferralTable = "cm_deferred"
     private var relationshipIndexes: [[String: Int]] = []
     private(set) var states: [EntityState]
     private(set) var batchSize: Int
@@ -182,13 +178,13 @@ final class Engine {
     func prepare() throws {
         let check = PlanCheck(plan: plan, order: order, stores: stores)
         try database.execute("""
-            CREATE TEMP TABLE IF NOT EXISTS \(Self.deferralTable) (
+            CREATE TEMP TABLE IF NOT EXISTS \(CopierSQL.deferralTable) (
               entity INTEGER NOT NULL, relationship INTEGER NOT NULL, batch INTEGER NOT NULL,
               own INTEGER NOT NULL, foreign_key INTEGER NOT NULL,
               PRIMARY KEY (entity, relationship, batch, own)) WITHOUT ROWID;
             PRAGMA temp.cache_size = -256;
             """)
-        recordDeferral = try database.prepare("INSERT OR IGNORE INTO temp.\(Self.deferralTable) VALUES (?1, ?2, ?3, ?4, ?5)")
+        recordDeferral = try database.prepare("INSERT OR IGNORE INTO temp.\(CopierSQL.deferralTable) VALUES (?1, ?2, ?3, ?4, ?5)")
         for (index, entity) in plan.entities.enumerated() {
             let access = try check.check(entity: index)
             do {
@@ -779,7 +775,7 @@ final class Engine {
         }
     }
 
-    /// Writes the self-references the batch deferred into ``deferralTable``, in its transaction;
+    /// Writes the self-references the batch deferred into ``CopierSQL/deferralTable``, in its transaction;
     /// whether it did (it does not where the batch deferred too many to keep).
     private func recordDeferrals(entity: UInt32, batch: UInt64) throws -> Bool {
         guard !resolver.deferralsOverflowed, let statement = recordDeferral else { return false }
