@@ -243,27 +243,24 @@ struct CopierSQL {
             let sql: String
             var recordedSQL: String?
             if selfReferences.contains(column) {
-                // MATERIALIZED: each row's cm_fix runs once, however SQLite plans the UPDATE.
-                sql = """
+                // The rows to fix, as (own source key, foreign key): from the source, or from
+                // what the copy batch recorded. MATERIALIZED: each row's cm_fix runs once,
+                // however SQLite plans the UPDATE.
+                func fix(own: String, foreignKey: String, from rows: String) -> String {
+                    """
                     WITH fix AS MATERIALIZED (
                       SELECT own, cm_fix(\(index), foreign_key, own) AS target FROM (
-                        SELECT cm_destination_of(\(entityIndex), \(sourceKey)) AS own, \(foreignKey) AS foreign_key
-                        FROM \(sourceTable) AS s
-                        WHERE \(sourceKey) BETWEEN ?1 AND ?2 AND \(foreignKey) > \(sourceKey))
+                        SELECT cm_destination_of(\(entityIndex), \(own)) AS own, \(foreignKey) AS foreign_key
+                        FROM \(rows))
                       WHERE own IS NOT NULL)
                     UPDATE \(destinationTable) AS d SET \(SQL.quote(column)) = fix.target
                     FROM fix WHERE \(destinationKey) = fix.own AND fix.target IS NOT NULL
                     """
-                recordedSQL = """
-                    WITH fix AS MATERIALIZED (
-                      SELECT own, cm_fix(\(index), foreign_key, own) AS target FROM (
-                        SELECT cm_destination_of(\(entityIndex), t.own) AS own, t.foreign_key AS foreign_key
-                        FROM temp.\(CopierSQL.deferralTable) AS t
-                        WHERE t.entity = \(entityIndex) AND t.relationship = \(index) AND t.batch = ?1)
-                      WHERE own IS NOT NULL)
-                    UPDATE \(destinationTable) AS d SET \(SQL.quote(column)) = fix.target
-                    FROM fix WHERE \(destinationKey) = fix.own AND fix.target IS NOT NULL
-                    """
+                }
+                sql = fix(own: sourceKey, foreignKey: foreignKey,
+                          from: "\(sourceTable) AS s WHERE \(sourceKey) BETWEEN ?1 AND ?2 AND \(foreignKey) > \(sourceKey)")
+                recordedSQL = fix(own: "t.own", foreignKey: "t.foreign_key",
+                                  from: "temp.\(CopierSQL.deferralTable) AS t WHERE t.entity = \(entityIndex) AND t.relationship = \(index) AND t.batch = ?1")
             } else {
                 let ownRows = entity.keys == .preserve ? " AND cm_source_of(\(entityIndex), \(destinationKey)) IS NOT NULL" : ""
                 sql = """

@@ -152,18 +152,16 @@ public struct MigrationError: Error, CustomStringConvertible, Sendable {
     }
 
     /// Any error the engine meets, as a `MigrationError`: SQLite's and the journal's keep their
-    /// message and file, a full disk becomes ``Code-swift.struct/diskFull`` whichever raised it;
+    /// message and file, a full disk or a failing device takes its code (``init(_:_:entity:batch:sourceKey:column:file:sql:cause:)``);
     /// the error itself is kept as ``cause``.
     static func wrapping(_ error: any Error) -> MigrationError {
         switch error {
         case let error as MigrationError:
             return error
         case let error as SQLiteError:
-            return MigrationError(error.isDiskFull ? .diskFull : error.isDeviceError ? .deviceError : .store, error.message,
-                                  file: error.file, sql: error.sql, cause: error)
+            return MigrationError(.store, error.message, file: error.file, sql: error.sql, cause: error)
         case let error as JournalError:
-            return MigrationError(error.code == .diskFull ? .diskFull : error.code == .deviceError ? .deviceError : .journal, error.message,
-                                  file: error.file, cause: error)
+            return MigrationError(.journal, error.message, file: error.file, cause: error)
         default:
             return MigrationError(.batch, "\(error)", cause: error)
         }
