@@ -38,7 +38,7 @@ struct CheckCoreDataCommand: ParsableCommand {
             for violation in report.violations { print("violation: \(violation)") }
             for note in report.notes { print("note: \(note)") }
             for unchecked in report.unchecked { print("not checked: \(unchecked)") }
-            print(report.isValid ? "\(store): \(report.checked) checks passed" : "\(store): \(report.violations.count) violations")
+            print(report.isValid ? "\(store): \(Output.count(report.checked, "check")) passed" : "\(store): \(Output.count(report.violations.count, "violation"))")
         }
         if !report.isValid { throw ExitCode(1) }
     }

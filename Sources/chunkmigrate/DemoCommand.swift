@@ -29,7 +29,7 @@ struct DemoCommand: AsyncParsableCommand {
         let journal = folder.appendingPathComponent("journal")
         say("migrating into \(destination.path), journal \(journal.path)")
         let migrationStart = ContinuousClock.now
-        try await Runner.execute(options: options) { migrationOptions, logger in
+        try await Runner.execute(options: options, closing: false) { migrationOptions, logger in
             try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: destination, journal: journal,
                                    schema: DemoStore.destinationSchema, options: migrationOptions, logger: logger)
         }

@@ -12,7 +12,10 @@ import Darwin
 /// Runs a job for the `run`, `resume` and `demo` commands: progress on stderr, SIGINT and
 /// SIGTERM turned into a pause at the next batch boundary, a summary, and the exit code.
 enum Runner {
-    static func execute(options: JobOptions,
+    /// - Parameters:
+    ///   - closing: whether a complete run ends with the line that says what to do with the
+    ///     destination (the demo says what to try next instead).
+    static func execute(options: JobOptions, closing: Bool = true,
                         open: (MigrationOptions, Logger) throws -> MigrationJob) async throws {
         var logger = Logger(label: "chunkmigrate")
         logger.logLevel = .warning
@@ -37,7 +40,7 @@ enum Runner {
         } else if !options.quiet, let status {
             let rate = seconds > 0 ? " (\(ProgressDisplay.count(Int64(Double(rows) / seconds))) rows/s)" : ""
             var summary = Output.describe(status)
-                + String(format: "\n  this run: %lld source rows in %.2f s", rows, seconds) + rate
+                + "\n  this run: \(Output.count(rows, "source row")) in " + String(format: "%.2f s", seconds) + rate
             if let phases = job.lastRunPhases { summary += "\n  " + Output.describe(phases) }
             FileHandle.standardError.write(Data((summary + "\n").utf8))
         }
@@ -55,6 +58,9 @@ enum Runner {
                     try show(report, of: job.destinationURL, quiet: options.quiet || options.json)
                 }
             }
+            if closing, !options.quiet, !options.json {
+                FileHandle.standardError.write(Data((completeLine(job) + "\n").utf8))
+            }
             return
         case .paused(let signal):
             if let signal {
@@ -63,6 +69,12 @@ enum Runner {
             }
             FileHandle.standardError.write(Data("chunkmigrate: time budget used; run the same command again to continue\n".utf8))
         }
+    }
+
+    /// The last line of a complete run: where the migrated store is, and what to do with it and
+    /// the journal.
+    static func completeLine(_ job: MigrationJob) -> String {
+        "chunkmigrate: complete: \(job.destinationURL.path) is the migrated store; put it in place of the old one, then remove the journal \(job.journalURL.path)"
     }
 
     /// After a Core Data migration: the invariants Core Data relies on, checked on the
@@ -79,7 +91,7 @@ enum Runner {
         if !report.carried.isEmpty {
             let lines = report.carried.prefix(20).map { "  \($0)" }.joined(separator: "\n")
             let more = report.carried.count > 20 ? "\n  (and \(report.carried.count - 20) more)" : ""
-            FileHandle.standardError.write(Data("note: \(report.carried.count) anomalies of the source carried as they were, as Core Data's migration carries them:\n\(lines)\(more)\n".utf8))
+            FileHandle.standardError.write(Data("note: \(Output.count(report.carried.count, "anomaly", "anomalies")) of the source carried as they were, as Core Data's migration carries them:\n\(lines)\(more)\n".utf8))
         }
         guard report.isValid else {
             let lines = report.violations.prefix(20).map { "  \($0)" }.joined(separator: "\n")
@@ -87,7 +99,7 @@ enum Runner {
             throw ExitCode(1)
         }
         if !quiet {
-            FileHandle.standardError.write(Data("  check-coredata: \(report.checked) checks passed\n".utf8))
+            FileHandle.standardError.write(Data("  check-coredata: \(Output.count(report.checked, "check")) passed\n".utf8))
             for unchecked in report.unchecked {
                 FileHandle.standardError.write(Data("  check-coredata: not checked: \(unchecked)\n".utf8))
             }

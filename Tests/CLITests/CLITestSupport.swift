@@ -42,18 +42,22 @@ enum BuiltProduct {
     ///
     /// - Parameters:
     ///   - environment: variables set for the child on top of this process's environment.
-    static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
+    ///   - workingDirectory: the child's working directory; this process's when `nil`.
+    static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:],
+                    workingDirectory: String? = nil) throws -> CommandResult {
         let executable = directory.appendingPathComponent(name)
         guard FileManager.default.isExecutableFile(atPath: executable.path) else {
             throw CLITestError("no built product '\(name)' in \(directory.path); build the package first")
         }
-        return try runExecutable(executable, arguments, environment: environment)
+        return try runExecutable(executable, arguments, environment: environment, workingDirectory: workingDirectory)
     }
 }
 
 /// Runs the executable at `executable` with `arguments`, no standard input, the variables of
-/// `environment` set on top of this process's environment, and waits for it to exit.
-func runExecutable(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
+/// `environment` set on top of this process's environment, in `workingDirectory` when one is given,
+/// and waits for it to exit.
+func runExecutable(_ executable: URL, _ arguments: [String], environment: [String: String] = [:],
+                   workingDirectory: String? = nil) throws -> CommandResult {
     // Output goes to files, not pipes, so a large output cannot fill a pipe and block the child.
     return try withTemporaryDirectory { outputs in
         let stdoutURL = URL(fileURLWithPath: outputs + "/stdout")
@@ -66,6 +70,7 @@ func runExecutable(_ executable: URL, _ arguments: [String], environment: [Strin
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if let workingDirectory { process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory, isDirectory: true) }
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }

@@ -48,7 +48,7 @@ struct ChunkMigrateStatusTests {
             #expect(lines(text.stdout).dropLast() == [
                 "job \(jobID): interrupted",
                 "  Conversation: \(expected.conversationsKept) rows written in 1 batch, complete",
-                "  Message: \(400 - skipped) rows written, \(skipped) skipped in 2 batches, next after source key 1200",
+                "  Message: \(400 - skipped) rows written, \(skipped) skipped, in 2 batches, next after source key 1200",
                 "  Label: 0 rows written in 0 batches, not started",
                 "  MessageLabel: 0 rows written in 0 batches, not started",
             ], "\(text)")

@@ -4,7 +4,9 @@ import Testing
 /// The examples ``DocExampleTests`` compiles and runs are those of the documentation, word for
 /// word: each block between a `// README, ...`, `// <File>.swift ...` or `// <Article>.md ...` line
 /// and `// end` must be, line for line (indentation aside), one whole code block of each document
-/// the marker names: the README, a Swift file's doc comments, a DocC article.
+/// the marker names: the README, a Swift file's doc comments, a DocC article. And the other way
+/// round: every Swift code block of the README and of the DocC catalog's articles must be one of
+/// those examples, marked with the document's name, so that no example goes untested.
 @Suite("Documentation examples match the documentation")
 struct DocExampleDriftTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -44,15 +46,43 @@ struct DocExampleDriftTests {
 
     /// The code blocks of a Markdown text, each as its lines.
     static func codeBlocks(of lines: [String]) -> [[String]] {
-        var blocks: [[String]] = [], current: [String]?
+        fencedBlocks(of: lines).map(\.lines)
+    }
+
+    /// The code blocks of a Markdown text with their language, the word after the opening fence
+    /// (`swift` for ```` ```swift ````; empty without one).
+    static func fencedBlocks(of lines: [String]) -> [(language: String, lines: [String])] {
+        var blocks: [(language: String, lines: [String])] = [], current: (language: String, lines: [String])?
         for line in lines.map(normalized) {
             if line.hasPrefix("```") {
-                if let block = current { blocks.append(block); current = nil } else { current = [] }
+                if let block = current {
+                    blocks.append(block)
+                    current = nil
+                } else {
+                    current = (String(line.dropFirst(3)).trimmingCharacters(in: .whitespaces), [])
+                }
             } else if current != nil {
-                current!.append(line)
+                current!.lines.append(line)
             }
         }
         return blocks
+    }
+
+    /// The README and the articles of the DocC catalog, by file name (`README.md`, `AppStartup.md`),
+    /// each with its Swift code blocks.
+    static func documentsWithSwift() throws -> [(name: String, blocks: [[String]])] {
+        let catalog = root.appendingPathComponent("Sources/ChunkMigrate/ChunkMigrate.docc")
+        let articles = try FileManager.default.contentsOfDirectory(atPath: catalog.path).filter { $0.hasSuffix(".md") }.sorted()
+        let files = [("README.md", root.appendingPathComponent("README.md"))] + articles.map { ($0, catalog.appendingPathComponent($0)) }
+        return try files.map { name, url in
+            let lines = try String(contentsOf: url, encoding: .utf8).components(separatedBy: "\n")
+            return (name, fencedBlocks(of: lines).filter { $0.language == "swift" }.map(\.lines))
+        }
+    }
+
+    /// Whether a marker names the document: `README` for the README, the file name for an article.
+    static func marker(_ marker: String, names document: String) -> Bool {
+        document == "README.md" ? marker.hasPrefix("README") : marker.components(separatedBy: ", ").contains(document)
     }
 
     /// The Swift files and articles under `Sources/` and `Journal/`, by file name, read once.
@@ -105,6 +135,29 @@ struct DocExampleDriftTests {
                 #expect(document.blocks.contains(block.lines), "\(block) is not a code block of \(document.name), word for word")
             }
         }
+    }
+
+    @Test("every Swift code block of the README and of the DocC articles is an example the tests compile")
+    func everySwiftBlockIsTested() throws {
+        let blocks = try Self.blocks()
+        let documents = try Self.documentsWithSwift()
+        #expect(documents.contains { $0.name == "README.md" } && documents.count > 10)
+        for document in documents {
+            for code in document.blocks {
+                let marked = blocks.contains { Self.marker($0.marker, names: document.name) && $0.lines == code }
+                #expect(marked, "\(document.name): this Swift block is no marked example of DocExampleTests: \(code.prefix(2).joined(separator: " / "))")
+            }
+        }
+    }
+
+    @Test("a block's language is the word after its opening fence")
+    func fenceLanguage() {
+        let markdown = ["```swift", "let a = 1", "```", "   ```sh", "ls", "   ```", "```", "x", "```"]
+        #expect(Self.fencedBlocks(of: markdown).map(\.language) == ["swift", "sh", ""])
+        #expect(Self.marker("README, a Core Data store at app launch", names: "README.md"))
+        #expect(Self.marker("GettingStarted.md, AppStartup.md", names: "AppStartup.md"))
+        #expect(!Self.marker("GettingStarted.md, AppStartup.md", names: "README.md"))
+        #expect(!Self.marker("InPlace.md, from an app", names: "Plans.md"))
     }
 
     @Test("a block is found only whole: a part of a code block, or lines across two, are not")

@@ -8,20 +8,20 @@ import BackgroundTasks
 import CoreData
 #endif
 
-// The README's examples that use Apple's frameworks, word for word (`DocExampleDriftTests` checks
-// that they are the README's). They are compiled with the tests, in Swift 6 mode: against the
+// The examples of the README and the DocC articles that use Apple's frameworks, word for word
+// (`DocExampleDriftTests` checks that they are the documents'). They are compiled with the tests, in Swift 6 mode: against the
 // frameworks where they are available, otherwise against the stand-ins at the end of this file,
 // which declare what Swift imports from the frameworks' headers (BackgroundTasks' classes are
 // unavailable on macOS). They are not run: they need an app.
 
 private func journalExcludedFromBackup() throws -> (journalURL: URL, newStoreURL: URL) {
-    // README, Using it in an app: where the journal lives
+    // GettingStarted.md, where the journal lives
     let support = try FileManager.default.url(for: .applicationSupportDirectory, in: .userDomainMask,
                                               appropriateFor: nil, create: true)
     var journalURL = support.appendingPathComponent("Migration.journal", isDirectory: true)
     let newStoreURL = support.appendingPathComponent("Model-v2.sqlite")
     // end
-    // README, Using it in an app: excluded from backup
+    // GettingStarted.md, excluded from backup
     var values = URLResourceValues()
     values.isExcludedFromBackup = true
     try journalURL.setResourceValues(values)
@@ -29,7 +29,7 @@ private func journalExcludedFromBackup() throws -> (journalURL: URL, newStoreURL
     return (journalURL, newStoreURL)
 }
 
-// README, Using it in an app: a background processing task
+// GettingStarted.md, a background processing task
 nonisolated func registerMigrationTask(journalURL: URL, logger: Logger) {
     BGTaskScheduler.shared.register(forTaskWithIdentifier: "com.example.migrate", using: nil) { task in
         nonisolated(unsafe) let task = task
@@ -57,7 +57,7 @@ nonisolated func scheduleMigrationTask() throws {
 // end
 
 private func replaceStore(coordinator: NSPersistentStoreCoordinator, storeURL: URL, newStoreURL: URL, journalURL: URL) throws {
-    // README, Using it in an app: when the job completes
+    // README, GettingStarted.md, when the job completes
     try coordinator.replacePersistentStore(at: storeURL, withPersistentStoreFrom: newStoreURL, type: .sqlite)
     try coordinator.destroyPersistentStore(at: newStoreURL, type: .sqlite)
     try FileManager.default.removeItem(at: journalURL)

@@ -4,7 +4,7 @@ import MigrationJournal
 import Testing
 @testable import ChunkMigrate
 
-/// The examples of the README and of the doc comments, word for word, where the compiler checks
+/// The examples of the README, of the DocC articles and of the doc comments, word for word, where the compiler checks
 /// them and a test runs them on a temporary store. When an example changes, change it here too.
 ///
 /// The examples that use Apple's frameworks are compiled, not run, in `DocExampleTests+Apple.swift`;
@@ -185,7 +185,7 @@ struct DocExampleTests {
         #expect(printed.first?.hasPrefix("journal format version 9 is newer than this reader") == true)
     }
 
-    @Test("README: the library's start, and the startup path with progress")
+    @Test("GettingStarted.md: the library's start, and the startup path with progress")
     func readmeLibrary() async throws {
         let temporary = try TemporaryFolder()
         let given = try inputs(in: temporary)
@@ -196,7 +196,7 @@ struct DocExampleTests {
         var opened = false
         func openNewStore() { opened = true }
         do {
-            // README, The library
+            // GettingStarted.md, the calls: start
             // Start a job (once: on the first launch of the new version).
             let job = try MigrationJob.start(plan: plan, source: oldStore, destination: newStore,
                                              journal: journalURL, schema: newSchemaSQL, options: options, logger: logger)
@@ -204,7 +204,7 @@ struct DocExampleTests {
             #expect(job.isNew)
         }
         for _ in 0..<100 where !opened {
-            // README, The library: from the app's startup path
+            // GettingStarted.md, the calls: from the app's startup path
             // From the app's startup path: cheap when there is nothing to do.
             let job = try MigrationJob.resume(at: journalURL, options: options, logger: logger)
             if !job.isComplete {
@@ -224,7 +224,7 @@ struct DocExampleTests {
 
     @MainActor final class Model { var progress = 0.0 }
 
-    @Test("The AppStartup article, the catalog's overview and the README's startup path: start or resume, cancel, resume, a budget with progress")
+    @Test("The AppStartup and GettingStarted articles and the catalog's overview: start or resume, cancel, resume, a budget with progress")
     @MainActor func appStartupArticle() async throws {
         let folder = try TemporaryFolder()
         let given = try inputs(in: folder, messages: 3_000)
@@ -252,7 +252,7 @@ struct DocExampleTests {
             #expect(!job.isComplete)
         }
         do {
-            // README, Using it in an app, AppStartup.md
+            // GettingStarted.md, AppStartup.md
             let job = try MigrationJob.resume(at: journalURL, logger: logger)
             if !job.isComplete {
                 let updates = job.progressUpdates()
@@ -262,7 +262,7 @@ struct DocExampleTests {
             // end
             #expect(job.isComplete)
         }
-        // ChunkMigrate.md, MigrationJob.swift
+        // ChunkMigrate.md, MigrationJob.swift, GettingStarted.md
         let job = try MigrationJob.startOrResume(plan: plan, source: oldStoreURL, destination: newStoreURL,
                                                  journal: journalURL, schema: newSchemaSQL, logger: logger)
         if !job.isComplete { _ = try await job.run(for: .seconds(5)) }
@@ -271,7 +271,7 @@ struct DocExampleTests {
         #expect((0.0...1.0).contains(model.progress))
     }
 
-    @Test("README: in place from the app's startup path, started, then finished launch after launch")
+    @Test("InPlace.md: in place from the app's startup path, started, then finished launch after launch")
     func inPlaceStartup() throws {
         let folder = try TemporaryFolder()
         let files = try CoreDataDemoStore.generate(in: folder.url, rows: 300)
@@ -279,7 +279,7 @@ struct DocExampleTests {
         let plan = try MigrationPlan.infer(source: storeURL, destination: emptyNewStoreURL).plan
         for launch in 0..<3 {
             let storeNeedsMigration = launch == 0
-            // README, In place
+            // InPlace.md, from an app
             // Part-way through (a kill, the watchdog, a pause): finish it first; nil when nothing is under way.
             if let job = try InPlaceMigration.resume(store: storeURL) {
                 _ = try job.runBlocking(for: .seconds(5))          // .paused: it goes on at the next launch
@@ -295,12 +295,12 @@ struct DocExampleTests {
         #expect(try model(storeURL) == (try model(emptyNewStoreURL)))
     }
 
-    @Test("README: a Core Data store, inferred, migrated and checked")
+    @Test("CoreDataStores.md: a Core Data store, inferred, migrated and checked")
     func readmeCoreData() async throws {
         let folder = try TemporaryFolder()
         let files = try CoreDataDemoStore.generate(in: folder.path("store"), rows: 500)
         let oldStoreURL = files.old, emptyNewStoreURL = files.new, journalURL = folder.path("journal")
-        // README, Core Data: steps 2 and 3
+        // CoreDataStores.md, steps 2 and 3
         let inferred = try MigrationPlan.infer(source: oldStoreURL, destination: emptyNewStoreURL)
         let job = try MigrationJob.start(plan: inferred.plan, source: oldStoreURL, destination: emptyNewStoreURL,
                                          journal: journalURL, logger: logger)
@@ -310,5 +310,39 @@ struct DocExampleTests {
         #expect(job.isComplete)
         #expect(report.isValid)
         #expect(report.checked > 0 && job.storeCheck?.checked == report.checked)
+    }
+
+    @Test("README: a Core Data store at app launch, inferred and started, then opened again once complete")
+    @MainActor func readmeCoreDataAtLaunch() async throws {
+        let folder = try TemporaryFolder()
+        let files = try CoreDataDemoStore.generate(in: folder.path("store"), rows: 500)
+        let storeURL = files.old, newStoreURL = files.new, journalURL = folder.path("Migration.journal")
+        let model = Model()
+        var reports: [CoreDataStoreCheck.Report] = []
+        var started: [Bool] = []
+        for _ in 0..<2 {
+            func launch() async throws {
+                // README, a Core Data store at app launch
+                let job = try MigrationJob.hasJournal(at: journalURL)
+                    ? MigrationJob.resume(at: journalURL, logger: logger)
+                    : MigrationJob.start(plan: MigrationPlan.infer(source: storeURL, destination: newStoreURL).plan,
+                                         source: storeURL, destination: newStoreURL, journal: journalURL, logger: logger)
+                let updates = job.progressUpdates()
+                Task { @MainActor in for await step in updates { model.progress = Double(step.jobRowsDone) / Double(max(step.jobRowsTotal, 1)) } }
+                while try await job.run(for: .seconds(5)) == .paused { }   // a kill loses at most one batch; the next launch goes on
+                let report = try job.storeCheck ?? CoreDataStoreCheck.run(store: newStoreURL)
+                guard report.isValid else { return }                      // report.violations name what is wrong; the old store stays
+                // end
+                started.append(job.isNew)
+                reports.append(report)
+            }
+            try await launch()
+        }
+        // The first launch started the job and ran it to the end; the second found it complete.
+        #expect(started == [true, false])
+        #expect(reports.count == 2 && reports.allSatisfy { $0.checked > 0 })
+        #expect((0.0...1.0).contains(model.progress))
+        let migrated = { (url: URL) in try CoreDataModel.read(store: url).map(CoreDataModelBundle.signature) }
+        #expect(try migrated(newStoreURL) != nil)
     }
 }

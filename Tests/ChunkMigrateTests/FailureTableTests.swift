@@ -3,7 +3,7 @@ import MigrationJournal
 import Testing
 @testable import ChunkMigrate
 
-/// Rows of the README's failure table that no other suite covers.
+/// Rows of the failure table (the Failures article of the DocC catalog) that no other suite covers.
 @Suite("Failure table")
 struct FailureTableTests {
     @Test("two entities with the same name")

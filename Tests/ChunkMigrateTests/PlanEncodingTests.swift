@@ -10,9 +10,11 @@ import MigrationJournal
 struct PlanEncodingTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    static func readmePlan() throws -> Data {
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let section = readme.components(separatedBy: "A plan is a JSON file")[1]
+    /// The plan of the Plans article (the README's until the guides moved to the DocC catalog, hence
+    /// `EncodedPlans/readme.json`).
+    static func documentedPlan() throws -> Data {
+        let article = try String(contentsOf: root.appendingPathComponent("Sources/ChunkMigrate/ChunkMigrate.docc/Plans.md"), encoding: .utf8)
+        let section = article.components(separatedBy: "A plan is a JSON file")[1]
         let block = section.components(separatedBy: "```json\n")[1].components(separatedBy: "```")[0]
         return Data(block.utf8)
     }
@@ -37,7 +39,7 @@ struct PlanEncodingTests {
         mutated.entities[0].relationships = [:]
         mutated.entities[1].columns = ["t": "t"]
         return [
-            ("readme", try MigrationPlan.decode(json: try readmePlan())),
+            ("readme", try MigrationPlan.decode(json: try documentedPlan())),
             ("demo", DemoStore.plan),
             ("book", BookDemoStore.plan),
             ("example", try MigrationPlan.decode(json: Data(contentsOf: root.appendingPathComponent("Examples/BookMigration/plan.json")))),
@@ -63,7 +65,7 @@ struct PlanEncodingTests {
         try Data(contentsOf: root.appendingPathComponent("Tests/ChunkMigrateTests/EncodedPlans/\(name).json"))
     }
 
-    @Test("a plan as an earlier version encoded it decodes to the same plan: the README's, the demos', the example's, defaults left out or spelled")
+    @Test("a plan as an earlier version encoded it decodes to the same plan: the Plans article's, the demos', the example's, defaults left out or spelled")
     func earlierEncodingsDecodeAlike() throws {
         for (name, plan) in try Self.plans() {
             #expect(try MigrationPlan.decode(json: try Self.earlierEncoding(name)) == plan, "\(name)")

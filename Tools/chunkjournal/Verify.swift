@@ -44,10 +44,10 @@ struct Verify: ParsableCommand {
                                     pendingSegments: result.pendingSegments, problems: result.problems))
         } else {
             if result.isIntact {
-                print("intact: \(result.records) records, \(result.segmentsChecked) segments checked")
+                print("intact: \(Output.count(result.records, "record")), \(Output.count(result.segmentsChecked, "segment")) checked")
             } else {
                 let count = result.problems.count
-                print("damaged: \(count) \(count == 1 ? "problem" : "problems") (\(result.records) records, \(result.segmentsChecked) segments checked)")
+                print("damaged: \(Output.count(count, "problem")) (\(Output.count(result.records, "record")), \(Output.count(result.segmentsChecked, "segment")) checked)")
                 for (number, problem) in result.problems.enumerated() {
                     print("\(number + 1). [\(problem.code)] " + Self.describe(problem))
                 }

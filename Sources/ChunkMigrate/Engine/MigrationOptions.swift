@@ -11,7 +11,7 @@ public struct MigrationOptions: Sendable {
     public var minimumBatchSize = 100
     /// The largest batch an adaptive size grows to. Its source keys are held in memory until it
     /// commits, 8 bytes each (4 MB at this size), and released once the rows are all in
-    /// (``Resolver/releaseBatchMemory()``), before the index builds, which use as much.
+    /// (`Resolver.releaseBatchMemory()`), before the index builds, which use as much.
     public var maximumBatchSize = 500_000
     /// The size of the first adaptive batch.
     public var initialBatchSize = 2_000

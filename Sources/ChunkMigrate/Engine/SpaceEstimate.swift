@@ -36,7 +36,7 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
     public var freeBytes: Int64
     /// Whether the figures are a bound rather than the estimate: where the file system has room
     /// for 3.5 times the source's file, a job starts without walking the source's pages
-    /// (``upperBound(source:freeBytes:)``).
+    /// (`upperBound(source:freeBytes:)`).
     public var isUpperBound = false
 
     /// The peak extra bytes of the job.

@@ -175,7 +175,7 @@ public struct CoreDataModelMapping: Sendable {
     /// A property takes the values of the source property its value expression names
     /// (`$source.name`; for a relationship, the source instances the migration manager's
     /// `destinationInstancesForEntityMappingNamed:` or `...ForSourceRelationshipNamed:` is
-    /// given); other expressions are the inference's to translate (``CoreDataMappingModelSQL``).
+    /// given); other expressions are the inference's to translate (`CoreDataMappingModelSQL`).
     ///
     /// - Throws: ``MigrationError`` naming the mapping model and entity mapping where a name is
     ///   not one of the models', or its rows come from something other than the source entity's

@@ -21,7 +21,7 @@ import Foundation
 /// - **Many-to-many**: Core Data pairs each relationship with its inverse in one walk
 ///   (`NSSQLEntity._generateInverseRelationshipsAndMore`): the entities in name order, and each
 ///   entity's properties, inherited ones too, in the bucket order of the hash table Core Data
-///   keeps them in (``CoreDataPropertyOrder``: set by the hashes of the property names and by
+///   keeps them in (`CoreDataPropertyOrder`: set by the hashes of the property names and by
 ///   how many there are). The side of a many-to-many met first
 ///   (`NSSQLManyToMany._setInverseManyToMany`) names the join table `Z_<n><NAME>` (n the number
 ///   of the entity declaring it, NAME its name in capitals), so a relationship and its inverse on

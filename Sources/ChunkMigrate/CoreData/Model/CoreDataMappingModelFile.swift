@@ -19,7 +19,7 @@ import FoundationXML
 /// the store's model to the current one (`+[NSMappingModel mappingModelFromBundles:forSourceModel:
 /// destinationModel:]`, by their entity hashes) and migrates with it instead of inferring one;
 /// an app's own progressive migrator runs one per step. chunkmigrate runs it in batches
-/// (``CoreDataMappingModelRun``); a custom policy is the app's code and waits for a step.
+/// (`CoreDataMappingModelRun`); a custom policy is the app's code and waits for a step.
 public struct CoreDataMappingModelFile: Sendable {
     /// One entity mapping.
     public struct EntityMapping: Sendable, Equatable {

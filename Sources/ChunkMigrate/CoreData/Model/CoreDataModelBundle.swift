@@ -5,7 +5,7 @@ import Foundation
 /// bundles merged into one model at run time (``merging(_:)``).
 ///
 /// Each version carries its entity version hashes (``Version/hashes``), which is how Core Data
-/// tells the version of a store: ``version(ofStoreAt:)`` finds the version whose hashes equal the
+/// tells the version of a store: ``version(ofStoreAt:asTarget:)`` finds the version whose hashes equal the
 /// ones the store's metadata records, with or without a model cache.
 ///
 /// The order of the versions is what their names tell, and no more (``unorderedVersions``): the

@@ -54,7 +54,7 @@ public enum CoreDataStoreCheck {
         /// could not run) is never compared.
         public var findings: [Finding] = []
         /// Anomalies of the migrated store that its source already had, the same invariant on the
-        /// same rows (``carryingOver(from:)``): Core Data migrates a store as it is, so they are
+        /// same rows (`carryingOver(from:)`): Core Data migrates a store as it is, so they are
         /// carried as they were, and are no violation of the migration.
         public var carried: [String] = []
         /// Whether every invariant holds.
@@ -123,7 +123,7 @@ public enum CoreDataStoreCheck {
         /// How many rows (or values) break it.
         public var count: Int64
         /// The keys (`Z_PK`) of the rows breaking it, in order, when it is about rows and they
-        /// are at most ``Finding/keyLimit``; empty otherwise.
+        /// are at most `Finding.keyLimit`; empty otherwise.
         public var keys: [Int64]
         /// The report's line.
         public var line: String
