@@ -7,9 +7,8 @@
 #   Tools/docs.sh [--output DIR]     the archive goes to DIR (default .build/docs/ChunkMigrate.doccarchive)
 #
 # The symbol graphs come from `swift package dump-symbol-graph`, which reuses the debug build (after
-# `swift test`, it only extracts them). The parameter-and-return validator is off: the library's doc
-# comments list the parameters that need a word, some of them together (`- source, destination:`),
-# where the validator wants each parameter on its own line.
+# `swift test`, it only extracts them). Every public function's doc comment documents each of its
+# parameters (docc's own check, a warning otherwise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,7 +59,6 @@ status=0
     --output-path "$output" \
     --fallback-display-name ChunkMigrate \
     --fallback-bundle-identifier chunkmigrate.ChunkMigrate \
-    --disable-parameters-and-returns-validation \
     --ide-console-output \
     --warnings-as-errors > "$log" 2>&1 || status=$?
 warnings=$(grep -c -E '(warning|error):' "$log" || true)

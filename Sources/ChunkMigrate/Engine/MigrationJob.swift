@@ -94,7 +94,13 @@ public final class MigrationJob: Sendable {
     /// before anything is written), creates the journal and records the job in the destination.
     ///
     /// - Parameters:
+    ///   - plan: what to copy and how; frozen into the journal.
+    ///   - source: the store to migrate, opened read-only.
+    ///   - destination: the store to write.
+    ///   - journal: the journal's folder, which must not hold a job yet.
     ///   - schema: SQL that creates the destination when it does not exist.
+    ///   - options: batch sizes, memory, validation and the plan's functions.
+    ///   - logger: where the job logs.
     /// - Throws: ``MigrationError`` naming the plan path, entity, table or file at fault; nothing
     ///   is left behind when it throws.
     public static func start(plan: MigrationPlan, source: URL, destination: URL, journal: URL, schema: String? = nil,
@@ -240,9 +246,13 @@ public final class MigrationJob: Sendable {
     /// started with.
     ///
     /// - Parameters:
-    ///   - source, destination: where the stores are now, when they moved since the start.
-    ///   - plan: the plan the caller expects; refused when it differs from the journal's as a plan
-    ///     (how either is spelled in JSON does not matter).
+    ///   - journal: the journal's folder.
+    ///   - source: where the source is now, when it moved since the start.
+    ///   - destination: where the destination is now, when it moved since the start.
+    ///   - expected: the plan the caller expects; refused when it differs from the journal's as a
+    ///     plan (how either is spelled in JSON does not matter).
+    ///   - options: batch sizes, memory, validation and the plan's functions for this run.
+    ///   - logger: where the job logs.
     /// - Throws: ``MigrationError`` with code `.mismatch` when a fingerprint differs, `.journal`
     ///   when the journal cannot be read.
     public static func resume(at journal: URL, source: URL? = nil, destination: URL? = nil, plan expected: MigrationPlan? = nil,
@@ -287,9 +297,13 @@ public final class MigrationJob: Sendable {
     ///
     /// - Parameters:
     ///   - plan: the plan; a recorded job must have started with this same plan.
-    ///   - source, destination: the stores; a recorded job checks that they are its own.
+    ///   - source: the store to migrate; a recorded job checks that it is its own.
+    ///   - destination: the store to write; a recorded job checks that it is its own.
+    ///   - journal: the journal's folder.
     ///   - schema: SQL that creates the destination when it does not exist; evaluated only when
     ///     the job starts.
+    ///   - options: batch sizes, memory, validation and the plan's functions.
+    ///   - logger: where the job logs.
     /// - Throws: ``MigrationError``, as ``start(plan:source:destination:journal:schema:options:logger:)``
     ///   or ``resume(at:source:destination:plan:options:logger:)`` would.
     public static func startOrResume(plan: MigrationPlan, source: URL, destination: URL, journal: URL,

@@ -88,6 +88,9 @@ extension MigrationPlan {
     /// the destination's declared foreign keys, keys preserved.
     ///
     /// - Parameters:
+    ///   - source: the store to migrate.
+    ///   - destination: the empty store of the new version (for a Core Data store, the one Core
+    ///     Data created with the new model).
     ///   - options: renames the models do not record, models for stores without a model cache,
     ///     and the key policy.
     /// - Throws: ``MigrationError`` naming the file when a store cannot be read, only one of them

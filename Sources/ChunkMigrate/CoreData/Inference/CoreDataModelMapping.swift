@@ -70,8 +70,11 @@ public struct CoreDataModelMapping: Sendable {
 
     /// Matches two models as Core Data's inference does.
     ///
-    /// - Parameter renames: destination entity name -> source entity name, for renames the models
-    ///   do not record.
+    /// - Parameters:
+    ///   - source: the model of the store migrated.
+    ///   - destination: the model it is migrated to.
+    ///   - renames: destination entity name -> source entity name, for renames the models do not
+    ///     record.
     /// - Throws: ``MigrationError`` naming the entity and property of a change Core Data's
     ///   inference refuses.
     public init(source: CoreDataModel, destination: CoreDataModel, renames: [String: String] = [:]) throws {
@@ -99,8 +102,11 @@ public struct CoreDataModelMapping: Sendable {
     /// A step between two versions between that Core Data could not infer does not matter: only
     /// the two ends are migrated.
     ///
-    /// - Parameter renames: destination entity name -> source entity name, applied at the version
-    ///   where the name changes.
+    /// - Parameters:
+    ///   - path: the versions in order, each with its name and model, from the store's to the one
+    ///     it is migrated to; two at least.
+    ///   - renames: destination entity name -> source entity name, applied at the version where
+    ///     the name changes.
     /// - Throws: ``MigrationError`` naming the entity and property of a change from the first
     ///   version to the last that Core Data's inference refuses.
     public init(path: [(name: String, model: CoreDataModel)], renames: [String: String] = [:]) throws {
@@ -147,8 +153,11 @@ public struct CoreDataModelMapping: Sendable {
     /// property new in the model, one that was transient or of another kind, or a relationship
     /// left empty.
     ///
-    /// - Parameter from: the source entity of the rows, where a mapping model fills `entity`
-    ///   from several (`nil`: its first).
+    /// - Parameters:
+    ///   - property: the destination property, by name.
+    ///   - entity: the destination entity, by name.
+    ///   - from: the source entity of the rows, where a mapping model fills `entity` from several
+    ///     (`nil`: its first).
     public func sourceProperty(_ property: String, of entity: String, from: String? = nil) -> (declaredBy: String, property: CoreDataModel.Property)? {
         if let from, from != sourceEntity[entity] {
             return pairProperties["\(entity)\t\(from)"]?[property].map { ($0.declaredBy, $0.property) }

@@ -60,9 +60,11 @@ extension CoreDataModelBundle {
     /// The version that wrote the store at `url`, found by its entity version hashes (or its
     /// schema where they tell none it fits).
     ///
-    /// - Parameter asTarget: the store is a migration's destination: of versions alike, the
-    ///   current one where it is among them, else the last, so that renames a later one records
-    ///   are followed on the way (a source takes the first, so that none after it is skipped).
+    /// - Parameters:
+    ///   - url: the store's file.
+    ///   - asTarget: the store is a migration's destination: of versions alike, the current one
+    ///     where it is among them, else the last, so that renames a later one records are followed
+    ///     on the way (a source takes the first, so that none after it is skipped).
     /// - Throws: ``MigrationError`` naming the store when no version fits it, naming the nearest
     ///   version and the entities that differ from it.
     public func version(ofStoreAt url: URL, asTarget: Bool = false) throws -> StoreVersion {

@@ -25,6 +25,8 @@ public enum CoreDataEmptyStore {
     /// Writes an empty store of `model` at `url`, which must not exist.
     ///
     /// - Parameters:
+    ///   - url: where the store is written.
+    ///   - model: the model whose schema, entities and metadata the store gets.
     ///   - uuid: the store UUID (`Z_UUID`, `NSStoreUUID`); a new one when `nil`.
     ///   - metadata: further metadata keys (an app's own).
     ///   - persistentHistory: whether the store tracks persistent history, as one Core Data

@@ -154,11 +154,13 @@ public enum CoreDataStoreCheck {
     /// Checks the store at `store`, opened read-only (a WAL store's `-wal` file, when there is one,
     /// is read as Core Data would).
     ///
-    /// - Parameter model: the store's model; its own model cache when `nil`.
-    /// - Throws: ``MigrationError`` naming the file when it is not a readable Core Data store, or
-    ///   its model cache is damaged.
+    /// - Parameters:
+    ///   - store: the store's file.
+    ///   - model: the store's model; its own model cache when `nil`.
     ///   - tables: only the tables a job touched (by name, any case), where the rest was checked
     ///     before and did not change; every table when `nil`.
+    /// - Throws: ``MigrationError`` naming the file when it is not a readable Core Data store, or
+    ///   its model cache is damaged.
     public static func run(store: URL, model: CoreDataModel? = nil, tables: Set<String>? = nil) throws -> Report {
         guard FileManager.default.fileExists(atPath: store.path) else {
             throw MigrationError(.store, "the store does not exist", file: store.path)
