@@ -1,6 +1,7 @@
 import ArgumentParser
 import ChunkMigrate
 import Foundation
+import MigrationJournal
 
 struct CheckCoreDataCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -38,7 +39,7 @@ struct CheckCoreDataCommand: ParsableCommand {
             for violation in report.violations { print("violation: \(violation)") }
             for note in report.notes { print("note: \(note)") }
             for unchecked in report.unchecked { print("not checked: \(unchecked)") }
-            print(report.isValid ? "\(store): \(Output.count(report.checked, "check")) passed" : "\(store): \(Output.count(report.violations.count, "violation"))")
+            print(report.isValid ? "\(store): \(report.checked.counted("check")) passed" : "\(store): \(report.violations.count.counted("violation"))")
         }
         if !report.isValid { throw ExitCode(1) }
     }

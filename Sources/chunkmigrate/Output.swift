@@ -9,17 +9,12 @@ enum Output {
         String(decoding: try JSONEncoder.sortedAndIndented().encode(value), as: UTF8.self)
     }
 
-    /// A number and its noun, singular for one: `1 batch`, `2 batches`, `1 entity`, `3 entities`.
-    static func count(_ number: some BinaryInteger, _ singular: String, _ plural: String? = nil) -> String {
-        "\(number) \(number == 1 ? singular : plural ?? singular + "s")"
-    }
-
     static func describe(_ status: JobStatus) -> String {
         var lines = ["job \(status.jobID): \(status.state)"]
         for entity in status.entities {
-            var line = "  \(entity.name): \(count(entity.rowsWritten, "row")) written"
+            var line = "  \(entity.name): \(entity.rowsWritten.counted("row")) written"
             if entity.rowsSkipped > 0 { line += ", \(entity.rowsSkipped) skipped," }
-            line += " in \(count(entity.batches, "batch", "batches"))"
+            line += " in \(entity.batches.counted("batch", "batches"))"
             line += entity.complete ? ", complete" : (entity.cursor.map { ", next after source key \($0)" } ?? ", not started")
             lines.append(line)
         }

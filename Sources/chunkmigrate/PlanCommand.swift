@@ -1,6 +1,7 @@
 import ArgumentParser
 import ChunkMigrate
 import Foundation
+import MigrationJournal
 
 struct PlanCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -132,7 +133,7 @@ struct PlanCommand: ParsableCommand {
                 do { try json.write(to: URL(fileURLWithPath: out)) } catch {
                     throw MigrationError(.store, "cannot write the plan: \(error.localizedDescription)", file: out, cause: error)
                 }
-                FileHandle.standardError.write(Data("wrote \(out): \(Output.count(inferred.plan.entities.count, "entity", "entities"))\n".utf8))
+                FileHandle.standardError.write(Data("wrote \(out): \(inferred.plan.entities.count.counted("entity", "entities"))\n".utf8))
             } else {
                 print(String(decoding: json, as: UTF8.self))
             }

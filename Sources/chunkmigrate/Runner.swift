@@ -2,6 +2,7 @@ import ArgumentParser
 import ChunkMigrate
 import Foundation
 import Logging
+import MigrationJournal
 
 #if canImport(Glibc)
 import Glibc
@@ -40,7 +41,7 @@ enum Runner {
         } else if !options.quiet, let status {
             let rate = seconds > 0 ? " (\(ProgressDisplay.count(Int64(Double(rows) / seconds))) rows/s)" : ""
             var summary = Output.describe(status)
-                + "\n  this run: \(Output.count(rows, "source row")) in " + String(format: "%.2f s", seconds) + rate
+                + "\n  this run: \(rows.counted("source row")) in " + String(format: "%.2f s", seconds) + rate
             if let phases = job.lastRunPhases { summary += "\n  " + Output.describe(phases) }
             FileHandle.standardError.write(Data((summary + "\n").utf8))
         }
@@ -91,7 +92,7 @@ enum Runner {
         if !report.carried.isEmpty {
             let lines = report.carried.prefix(20).map { "  \($0)" }.joined(separator: "\n")
             let more = report.carried.count > 20 ? "\n  (and \(report.carried.count - 20) more)" : ""
-            FileHandle.standardError.write(Data("note: \(Output.count(report.carried.count, "anomaly", "anomalies")) of the source carried as they were, as Core Data's migration carries them:\n\(lines)\(more)\n".utf8))
+            FileHandle.standardError.write(Data("note: \(report.carried.count.counted("anomaly", "anomalies")) of the source carried as they were, as Core Data's migration carries them:\n\(lines)\(more)\n".utf8))
         }
         guard report.isValid else {
             let lines = report.violations.prefix(20).map { "  \($0)" }.joined(separator: "\n")
@@ -99,7 +100,7 @@ enum Runner {
             throw ExitCode(1)
         }
         if !quiet {
-            FileHandle.standardError.write(Data("  check-coredata: \(Output.count(report.checked, "check")) passed\n".utf8))
+            FileHandle.standardError.write(Data("  check-coredata: \(report.checked.counted("check")) passed\n".utf8))
             for unchecked in report.unchecked {
                 FileHandle.standardError.write(Data("  check-coredata: not checked: \(unchecked)\n".utf8))
             }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ChunkMigrate
 import Foundation
+import MigrationJournal
 
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -44,7 +45,7 @@ struct StatusCommand: ParsableCommand {
             }
             if json { return print(try Output.json(status)) }
             let cursor = status.cursor.map { ", done up to rowid \($0)" } ?? ""
-            print("in place: part-way, \(status.stepsDone) of \(Output.count(status.steps, "step")) done; next: \(status.currentStep ?? "?")\(cursor)")
+            print("in place: part-way, \(status.stepsDone) of \(status.steps.counted("step")) done; next: \(status.currentStep ?? "?")\(cursor)")
             print("  store: \(status.store) (neither the old model's nor the new one's: Core Data must not open it)")
             print("  target: \(status.target)")
             print("  to finish: chunkmigrate resume \(status.store)")

@@ -84,3 +84,15 @@ struct LittleEndianTests {
         #expect(LittleEndian.read(UInt32.self, in: bytes, at: 8) == JournalHeader.formatVersion)
     }
 }
+
+@Suite("Counts with their nouns")
+struct CountedTests {
+    @Test("one is singular, any other number plural, given or with an s")
+    func singularAndPlural() {
+        #expect(1.counted("batch", "batches") == "1 batch")
+        #expect(2.counted("batch", "batches") == "2 batches")
+        #expect(0.counted("record") == "0 records")
+        #expect(Int64(1).counted("source row") == "1 source row")
+        #expect(UInt64(3).counted("entity", "entities") == "3 entities")
+    }
+}

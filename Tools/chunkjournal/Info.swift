@@ -121,7 +121,7 @@ struct Info: ParsableCommand {
             ["state", state],
         ])
         print("")
-        print("plan: \(report.entities.count) \(report.entities.count == 1 ? "entity" : "entities")")
+        print("plan: \(report.entities.count.counted("entity", "entities"))")
         Output.printTable(report.entities.map { entity in
             let relationships = entity.relationships.sorted { $0.key < $1.key }.map { "\($0.key) -> \($0.value)" }
             return [entity.name, "\(entity.sourceTable) -> \(entity.destinationTable)", "keys \(entity.keys)",
@@ -133,7 +133,7 @@ struct Info: ParsableCommand {
             let keys = entity.firstSourceKey.map { Output.range($0, entity.lastSourceKey ?? $0) } ?? "-"
             let perRow = entity.idMapBytesPerRow.map { String(format: "%.2f bytes/row", $0) } ?? "-"
             let status = entity.complete ? "complete" : entity.batches == 0 ? "not started" : "in progress"
-            return [entity.name, "\(entity.batches) \(entity.batches == 1 ? "batch" : "batches")",
+            return [entity.name, entity.batches.counted("batch", "batches"),
                     "read \(entity.rowsRead)", "written \(entity.rowsWritten)", "skipped \(entity.rowsSkipped)",
                     "source keys \(keys)", "ID map \(perRow)", status]
         }, indent: "  ")

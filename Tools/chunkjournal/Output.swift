@@ -3,11 +3,6 @@ import MigrationJournal
 
 /// The few formatting rules the subcommands share.
 enum Output {
-    /// A number and its noun, singular for one: `1 record`, `2 records`.
-    static func count(_ number: some BinaryInteger, _ singular: String, _ plural: String? = nil) -> String {
-        "\(number) \(number == 1 ? singular : plural ?? singular + "s")"
-    }
-
     /// Prints `value` as one JSON document with sorted keys.
     static func printJSON<Value: Encodable>(_ value: Value) {
         // The reports are plain structs of strings and numbers: encoding cannot fail.

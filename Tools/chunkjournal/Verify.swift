@@ -44,10 +44,10 @@ struct Verify: ParsableCommand {
                                     pendingSegments: result.pendingSegments, problems: result.problems))
         } else {
             if result.isIntact {
-                print("intact: \(Output.count(result.records, "record")), \(Output.count(result.segmentsChecked, "segment")) checked")
+                print("intact: \(result.records.counted("record")), \(result.segmentsChecked.counted("segment")) checked")
             } else {
                 let count = result.problems.count
-                print("damaged: \(Output.count(count, "problem")) (\(Output.count(result.records, "record")), \(Output.count(result.segmentsChecked, "segment")) checked)")
+                print("damaged: \(count.counted("problem")) (\(result.records.counted("record")), \(result.segmentsChecked.counted("segment")) checked)")
                 for (number, problem) in result.problems.enumerated() {
                     print("\(number + 1). [\(problem.code)] " + Self.describe(problem))
                 }

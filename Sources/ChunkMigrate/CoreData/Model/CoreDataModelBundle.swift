@@ -193,7 +193,7 @@ public struct CoreDataModelBundle: Sendable {
     }
 
     /// A short name for messages: the first version's, with the number of versions.
-    var describedName: String { "of \(versions.first?.name ?? "?") (\(versions.count) version\(versions.count == 1 ? "" : "s"))" }
+    var describedName: String { "of \(versions.first?.name ?? "?") (\(versions.count.counted("version")))" }
 
     /// Whether version name `a` comes before `b` in the order versions are listed in: the
     /// numbers in the names compared as numbers, a name without numbers first. A listing order;
