@@ -216,7 +216,9 @@ extension CoreDataStoreCheck {
                 }
             }
             var report = try timed { () throws(MigrationError) in
-                early.report.merged(with: try resuming(.rows, database, model: model, postponed: postponed, done: early.ran))
+                early.report.merged(with: try givingWay { () throws(MigrationError) in
+                    try Self.run(database, model: model, file: path, part: .rows, postponed: postponed, done: early.ran)
+                })
             }
             signals.withLock { $0.rowsDone = true }
             var lookups = postponed
@@ -261,7 +263,9 @@ extension CoreDataStoreCheck {
                 }
                 try timed { () throws(MigrationError) in
                     if !readyLookups.isEmpty {
-                        report = report.merged(with: try resuming(.postponed, database, model: model, postponed: readyLookups))
+                        report = report.merged(with: try givingWay { () throws(MigrationError) in
+                            try Self.run(database, model: model, file: path, part: .postponed, postponed: readyLookups)
+                        })
                         lookups.subtract(readyLookups)
                     }
                     for derived in readyValues {
@@ -418,29 +422,6 @@ extension CoreDataStoreCheck {
             }
         }
 
-        /// A part of the check, run where it gives way to the job (``givingWay(_:)``) from the
-        /// step it stopped in: each attempt leaves out the steps an earlier one completed, and the
-        /// report is theirs and its own.
-        private func resuming(_ part: Part, _ database: Database, model: CoreDataModel?, postponed: Set<String>,
-                              done: Set<String> = []) throws(MigrationError) -> Report {
-            var kept = Report(violations: [], checked: 0, unchecked: [])
-            var completed: Set<String> = []
-            let signals = self.signals
-            return try givingWay { () throws(MigrationError) in
-                let earlier = kept
-                let started = signals.withLock { $0.interrupts }
-                let report = try Self.run(database, model: model, file: path, part: part, postponed: postponed, done: done,
-                                          resumed: completed) { step, added in
-                    // A step through which the job stopped one of the check's reads may have been
-                    // cut short (the check turns some failures into findings): it runs again.
-                    guard signals.withLock({ $0.interrupts == started }) else { return }
-                    kept = kept.merged(with: added)
-                    completed.insert(step)
-                }
-                return earlier.merged(with: report)
-            }
-        }
-
         /// How many times a step whose schema changed runs again once the job no longer writes.
         static let schemaTriesOnceFinished = 5
 
@@ -523,11 +504,9 @@ extension CoreDataStoreCheck {
         /// One part of the check (``givingWay(_:)`` runs it again where the job changed the schema
         /// under it).
         private static func run(_ database: Database, model: CoreDataModel?, file: String, part: Part, postponed: Set<String>,
-                                derivedDone: Set<String> = [], done: Set<String> = [], resumed: Set<String> = [],
-                                stepDone: ((String, Report) -> Void)? = nil) throws(MigrationError) -> Report {
+                                derivedDone: Set<String> = [], done: Set<String> = []) throws(MigrationError) -> Report {
             try sqlite(file: file) {
-                try check(database, model: model, file: file, part: part, postponed: postponed, derivedDone: derivedDone, done: done,
-                          resumed: resumed, stepDone: stepDone).report
+                try check(database, model: model, file: file, part: part, postponed: postponed, derivedDone: derivedDone, done: done).report
             }
         }
 

@@ -224,16 +224,9 @@ public enum CoreDataStoreCheck {
     ///   - entities: the store's entities, when the caller read them (``Part/early`` reads no
     ///     table the job writes, and `Z_PRIMARYKEY` is one).
     ///   - done: the checks an ``Part/early`` part ran already.
-    ///   - resumed: the steps an earlier attempt of the same part completed (``Step``), which
-    ///     this one leaves out: a job's check runs a part again where it gave way to the job.
-    ///   - stepDone: called as each step completes, with what it added to the report.
-    ///   - rowsPerRange: about how many rows of a join table each range of a pass over its keys
-    ///     holds (``keyRanges(of:forRowsOf:rowsPerRange:database:)``).
     static func check(_ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil, part: Part = .all,
                       postponed: Set<String> = [], derivedDone: Set<String> = [], readable: Set<String> = [],
-                      entities known: CoreDataEntities? = nil, done: Set<String> = [], resumed: Set<String> = [],
-                      stepDone: ((_ step: String, _ added: Report) -> Void)? = nil,
-                      rowsPerRange: Int64 = joinRowsPerRange) throws -> (report: Report, ran: Set<String>) {
+                      entities known: CoreDataEntities? = nil, done: Set<String> = []) throws -> (report: Report, ran: Set<String>) {
         // What the check reads of the schema, read in one snapshot: a job that checks the store
         // it writes builds indexes meanwhile, and a schema read across its commits can fail.
         let (entities, tablesPresent, resolved) = try database.inTransaction { () throws -> (CoreDataEntities, Set<String>, Result<CoreDataLayout, MigrationError>?) in
@@ -247,8 +240,7 @@ public enum CoreDataStoreCheck {
             }
         }
         var check = Checker(database: database, entities: entities, only: tables, tablesPresent: tablesPresent,
-                            part: part, postponed: postponed, derivedDone: derivedDone, readable: readable, done: done,
-                            resumed: resumed, stepDone: stepDone, rowsPerRange: rowsPerRange)
+                            part: part, postponed: postponed, derivedDone: derivedDone, readable: readable, done: done)
         let rows = part == .all || part == .rows, rest = part == .all || part == .rest
         if rest { try check.metadata(file: file) }
         var layout: CoreDataLayout?
@@ -389,52 +381,12 @@ extension CoreDataStoreCheck {
     }
 }
 
-extension CoreDataStoreCheck {
-    /// The ranges of `table`'s keys a join-table side's pass (``passesOver(_:forKeysOf:in:database:)``)
-    /// goes over one at a time: the span of the table's keys in pieces of about `rowsPerRange`
-    /// rows of `join`, the first from the smallest 64-bit key, the last to the largest, so that
-    /// together they hold every key.
-    static func keyRanges(of table: String, forRowsOf join: String, rowsPerRange: Int64 = joinRowsPerRange,
-                          database: Database) throws -> [(first: Int64, last: Int64)] {
-        let whole = [(first: Int64.min, last: Int64.max)]
-        let rows = (try? database.scalar("SELECT max(rowid) FROM \(SQL.quote(join))").integer) ?? 0
-        let bounds = try database.rows("SELECT min(Z_PK), max(Z_PK) FROM \(SQL.quote(table))")[0]
-        guard let low = bounds[0].integer, let high = bounds[1].integer, rowsPerRange > 0, rows > rowsPerRange else { return whole }
-        let (span, overflow) = high.subtractingReportingOverflow(low)
-        guard !overflow, span > 0 else { return whole }
-        let pieces = min(rows / rowsPerRange + 1, span + 1)
-        let width = span / pieces + 1
-        var ranges: [(first: Int64, last: Int64)] = []
-        var first = Int64.min
-        for piece in 1..<pieces {
-            let (offset, over) = piece.multipliedReportingOverflow(by: width)
-            let (end, past) = low.addingReportingOverflow(offset)
-            guard !over, !past else { break }
-            ranges.append((first, end - 1))
-            first = end
-        }
-        ranges.append((first, .max))
-        return ranges
-    }
-
-    /// About how many rows of a join table each range of its pass holds: a twentieth of a
-    /// second or so.
-    static let joinRowsPerRange: Int64 = 250_000
-}
-
 extension CoreDataStoreCheck.Report {
     /// This report and another, of other checks of the same store, as one.
     func merged(with other: Self) -> Self {
         Self(violations: violations + other.violations, checked: checked + other.checked,
              unchecked: unchecked + other.unchecked, notes: notes + other.notes,
              findings: findings + other.findings, carried: carried + other.carried)
-    }
-
-    /// What this report holds beyond `earlier`, a report it grew from by adding only.
-    func added(since earlier: Self) -> Self {
-        Self(violations: Array(violations.dropFirst(earlier.violations.count)), checked: checked - earlier.checked,
-             unchecked: Array(unchecked.dropFirst(earlier.unchecked.count)), notes: Array(notes.dropFirst(earlier.notes.count)),
-             findings: Array(findings.dropFirst(earlier.findings.count)), carried: Array(carried.dropFirst(earlier.carried.count)))
     }
 }
 
@@ -458,13 +410,6 @@ private struct Checker {
     /// The checks an early part ran, which this part leaves out: `T:TABLE` for a table's
     /// conditions, `K:TABLE.COLUMN` for a to-one's lookups, `J:TABLE.COLUMN` for a join-table side.
     let done: Set<String>
-    /// The steps an earlier attempt of this part completed, named as in ``done`` (and a join-table
-    /// side's pass over one range of keys, `J:TABLE.COLUMN@FIRST`), which this attempt leaves out.
-    let resumed: Set<String>
-    /// Called as each step completes, with what it added to ``report``.
-    let stepDone: ((String, CoreDataStoreCheck.Report) -> Void)?
-    /// About how many join-table rows each range of a pass over a side's keys holds.
-    let rowsPerRange: Int64
     var report = CoreDataStoreCheck.Report(violations: [], checked: 0, unchecked: [])
     /// The checks this part ran, named as in ``done``.
     var ran: Set<String> = []
@@ -475,15 +420,6 @@ private struct Checker {
     /// Whether this part may read `tables`: all of them but in the early part, which reads only
     /// the tables the job has finished.
     func mayRead(_ tables: String...) -> Bool { part != .early || tables.allSatisfy { readable.contains($0.uppercased()) } }
-
-    /// Runs the step `id` unless an earlier attempt of this part completed it (``resumed``), then
-    /// hands what it added to the report to ``stepDone``.
-    mutating func step(_ id: String, _ body: (inout Self) throws -> Void) throws {
-        guard !resumed.contains(id) else { return }
-        let before = report
-        try body(&self)
-        stepDone?(id, report.added(since: before))
-    }
 
     /// Whether the key lookups of `table.column` run in this part: in the rows part unless
     /// postponed until the index on them is built, in the rest only then.
@@ -529,63 +465,50 @@ private struct Checker {
     mutating func tables(_ layout: CoreDataLayout?) throws {
         for root in entities.entities.values.filter({ $0.parent == nil }).sorted(by: { $0.table < $1.table }) {
             guard includes(root.table), tablesPresent.contains(root.table.uppercased()), mayRead(root.table) else { continue }
+            let name = SQL.quote(root.table)
             let id = "T:" + root.table.uppercased()
             // The early part leaves Z_MAX to the rows part, which reads it alone where the
             // conditions were counted already.
-            if done.contains(id) && part == .early { continue }
-            // A pass an earlier attempt made made its lookups too.
-            if resumed.contains(id) {
-                ran.formUnion(passLookups(root, layout, id: id).map(\.id))
+            if done.contains(id) {
+                guard part != .early else { continue }
+                report.checked += 1
+                checkMax(of: root, largest: try database.scalar("SELECT max(Z_PK) FROM \(name)").integer)
                 continue
             }
-            try step(id) { check in try check.table(root, layout, id: id) }
-        }
-    }
-
-    /// The to-ones with a polymorphic column looked up in the pass over `root`'s table, which
-    /// reads every row anyway.
-    func passLookups(_ root: CoreDataEntities.Entity, _ layout: CoreDataLayout?,
-                     id: String) -> [(id: String, target: String, condition: Condition)] {
-        guard !done.contains(id), let layout, let table = layout.tables[root.number] else { return [] }
-        return polymorphicLookups(of: table, layout).filter { !done.contains($0.id) && mayRead($0.target) }
-    }
-
-    /// One entity table's pass (``tables(_:)``), or only its `Z_MAX` where an early part counted
-    /// its conditions.
-    mutating func table(_ root: CoreDataEntities.Entity, _ layout: CoreDataLayout?, id: String) throws {
-        let name = SQL.quote(root.table)
-        if done.contains(id) {
-            report.checked += 1
-            checkMax(of: root, largest: try database.scalar("SELECT max(Z_PK) FROM \(name)").integer)
-            return
-        }
-        let tree = list(entities.descendants(of: root.number))
-        var conditions = [Condition(sql: "Z_ENT IS NULL OR Z_ENT NOT IN (\(tree))", kind: .entityOutsideTree, entity: root.name) { count, first in
-            "\(root.table): \(count) rows have a Z_ENT outside the entity tree of \(root.name) (\(tree))\(first)"
-        }]
-        if let layout, let table = layout.tables[root.number] { conditions += self.conditions(of: table, layout) }
-        let lookups = passLookups(root, layout, id: id)
-        conditions += lookups.map(\.condition)
-        // Counted with FILTER rather than CASE: a third of the time per row; the first key
-        // only where a condition holds. The table is `s` (its columns also bare).
-        let parts = conditions.map { "count(*) FILTER (WHERE \($0.sql))" }
-        let row = try database.rows("SELECT max(Z_PK), \(parts.joined(separator: ", ")) FROM \(name) AS s")[0]
-        report.checked += conditions.count
-        ran.formUnion(lookups.map(\.id))
-        if part == .early {
-            ran.insert(id)
-        } else {
-            report.checked += 1
-            checkMax(of: root, largest: row[0].integer)
-        }
-        for (index, condition) in conditions.enumerated() {
-            guard let count = row[1 + index].integer, count > 0 else { continue }
-            let keys = try self.keys(from: name, where: condition.sql, count: count)
-            let line = condition.line(count, first(keys.first))
-            if condition.isNote { report.notes.append(line) } else {
-                report.add(CoreDataStoreCheck.Finding(condition.kind, entity: condition.entity, property: condition.property, count: count,
-                                 keys: count <= CoreDataStoreCheck.Finding.keyLimit ? keys : [], line: line,
-                                 table: root.table, column: condition.column ?? "Z_ENT", targetTable: condition.targetTable))
+            let tree = list(entities.descendants(of: root.number))
+            var conditions = [Condition(sql: "Z_ENT IS NULL OR Z_ENT NOT IN (\(tree))", kind: .entityOutsideTree, entity: root.name) { count, first in
+                "\(root.table): \(count) rows have a Z_ENT outside the entity tree of \(root.name) (\(tree))\(first)"
+            }]
+            var lookups: [String] = []
+            if let layout, let table = layout.tables[root.number] {
+                conditions += self.conditions(of: table, layout)
+                // The to-ones with a polymorphic column read every row anyway: in the same pass.
+                for lookup in polymorphicLookups(of: table, layout) where !done.contains(lookup.id) && mayRead(lookup.target) {
+                    conditions.append(lookup.condition)
+                    lookups.append(lookup.id)
+                }
+            }
+            // Counted with FILTER rather than CASE: a third of the time per row; the first key
+            // only where a condition holds. The table is `s` (its columns also bare).
+            let parts = conditions.map { "count(*) FILTER (WHERE \($0.sql))" }
+            let row = try database.rows("SELECT max(Z_PK), \(parts.joined(separator: ", ")) FROM \(name) AS s")[0]
+            report.checked += conditions.count
+            ran.formUnion(lookups)
+            if part == .early {
+                ran.insert(id)
+            } else {
+                report.checked += 1
+                checkMax(of: root, largest: row[0].integer)
+            }
+            for (index, condition) in conditions.enumerated() {
+                guard let count = row[1 + index].integer, count > 0 else { continue }
+                let keys = try self.keys(from: name, where: condition.sql, count: count)
+                let line = condition.line(count, first(keys.first))
+                if condition.isNote { report.notes.append(line) } else {
+                    report.add(CoreDataStoreCheck.Finding(condition.kind, entity: condition.entity, property: condition.property, count: count,
+                                     keys: count <= CoreDataStoreCheck.Finding.keyLimit ? keys : [], line: line,
+                                     table: root.table, column: condition.column ?? "Z_ENT", targetTable: condition.targetTable))
+                }
             }
         }
     }
@@ -704,34 +627,32 @@ private struct Checker {
                 // With a polymorphic column every row is read anyway, index or not: never postponed.
                 if entityColumn == nil ? !runsNow(table.name, column.name) : !(part == .all || part == .rows || part == .early) { continue }
                 ran.insert(id)
-                try step(id) { check in
-                    if entityColumn != nil, let lookup = check.polymorphicLookups(of: table, layout).first(where: { $0.id == id }) {
-                        // Where the pass over the table's rows could not make it (its destination's
-                        // table not readable yet), the same condition alone.
-                        let (dangling, _) = try check.count("SELECT count(*), NULL FROM \(SQL.quote(table.name)) AS s WHERE \(lookup.condition.sql)")
-                        if dangling > 0 { try check.addDangling(lookup.condition, count: dangling, table: table.name) }
-                        return
-                    }
-                    let allowed = check.list(layout.descendants(of: destination.number))
-                    if entityColumn == nil {
-                        // Each distinct key once, from the to-one's index (Core Data indexes every
-                        // to-one); the rows, only when one points nowhere.
-                        let (wrongKeys, _) = try check.count("""
-                            SELECT count(*), NULL FROM (SELECT DISTINCT \(SQL.quote(column.name)) AS k FROM \(SQL.quote(table.name))
-                                                        WHERE \(SQL.quote(column.name)) IS NOT NULL) AS s
-                            WHERE NOT EXISTS (SELECT 1 FROM \(SQL.quote(targetTable.name)) AS t WHERE t.Z_PK = s.k AND t.Z_ENT IN (\(allowed)))
-                            """)
-                        guard wrongKeys > 0 else { return }
-                    }
-                    // The rows whose key the lookup above found wrong, by the same condition.
-                    let condition = Condition(sql: """
-                        \(key) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(SQL.quote(targetTable.name)) AS t WHERE t.Z_PK = \(key) AND t.Z_ENT IN (\(allowed)))
-                        """, kind: .dangling, entity: owner, property: property, column: column.name, targetTable: targetTable.name) { count, first in
-                        "\(table.name).\(column.name): \(count) rows point at no row of \(target)\(first)"
-                    }
-                    let (dangling, _) = try check.count("SELECT count(*), NULL FROM \(SQL.quote(table.name)) AS s WHERE \(condition.sql)")
-                    if dangling > 0 { try check.addDangling(condition, count: dangling, table: table.name) }
+                if entityColumn != nil, let lookup = polymorphicLookups(of: table, layout).first(where: { $0.id == id }) {
+                    // Where the pass over the table's rows could not make it (its destination's
+                    // table not readable yet), the same condition alone.
+                    let (dangling, _) = try count("SELECT count(*), NULL FROM \(SQL.quote(table.name)) AS s WHERE \(lookup.condition.sql)")
+                    if dangling > 0 { try addDangling(lookup.condition, count: dangling, table: table.name) }
+                    continue
                 }
+                let allowed = list(layout.descendants(of: destination.number))
+                if entityColumn == nil {
+                    // Each distinct key once, from the to-one's index (Core Data indexes every
+                    // to-one); the rows, only when one points nowhere.
+                    let (wrongKeys, _) = try count("""
+                        SELECT count(*), NULL FROM (SELECT DISTINCT \(SQL.quote(column.name)) AS k FROM \(SQL.quote(table.name))
+                                                    WHERE \(SQL.quote(column.name)) IS NOT NULL) AS s
+                        WHERE NOT EXISTS (SELECT 1 FROM \(SQL.quote(targetTable.name)) AS t WHERE t.Z_PK = s.k AND t.Z_ENT IN (\(allowed)))
+                        """)
+                    guard wrongKeys > 0 else { continue }
+                }
+                // The rows whose key the lookup above found wrong, by the same condition.
+                let condition = Condition(sql: """
+                    \(key) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(SQL.quote(targetTable.name)) AS t WHERE t.Z_PK = \(key) AND t.Z_ENT IN (\(allowed)))
+                    """, kind: .dangling, entity: owner, property: property, column: column.name, targetTable: targetTable.name) { count, first in
+                    "\(table.name).\(column.name): \(count) rows point at no row of \(target)\(first)"
+                }
+                let (dangling, _) = try count("SELECT count(*), NULL FROM \(SQL.quote(table.name)) AS s WHERE \(condition.sql)")
+                if dangling > 0 { try addDangling(condition, count: dangling, table: table.name) }
             }
         }
     }
@@ -753,59 +674,33 @@ private struct Checker {
                 let id = "J:\(join.name).\(side.column)".uppercased()
                 guard !done.contains(id), mayRead(join.name, table.name) else { continue }
                 ran.insert(id)
-                try step(id) { check in try check.joinSide(side, of: join, entity: entity, table: table, layout: layout, id: id) }
+                // Each distinct key once (the join table's primary key and index give them in
+                // order), looked up, or where the keys reach much of the table, found in one pass
+                // over it in key order beside them; the rows, only when one points nowhere.
+                let allowed = list(layout.descendants(of: side.target))
+                let (wrongKeys, _) = try count(try CoreDataStoreCheck.passesOver(table.name, forKeysOf: side.column, in: join.name, database: database) ? """
+                    SELECT count(*), NULL FROM (SELECT \(SQL.quote(side.column)) FROM \(SQL.quote(join.name))
+                                                EXCEPT SELECT Z_PK FROM \(SQL.quote(table.name)) NOT INDEXED WHERE Z_ENT IN (\(allowed)) ORDER BY 1)
+                    """ : """
+                    SELECT count(*), NULL FROM (SELECT DISTINCT \(SQL.quote(side.column)) AS k FROM \(SQL.quote(join.name))) AS j
+                    WHERE NOT EXISTS (SELECT 1 FROM \(SQL.quote(table.name)) AS t WHERE t.Z_PK = j.k AND t.Z_ENT IN (\(allowed)))
+                    """)
+                let dangling = wrongKeys == 0 ? 0 : try database.scalar("""
+                    SELECT count(*) FROM \(SQL.quote(join.name)) AS j
+                    WHERE NOT EXISTS (SELECT 1 FROM \(SQL.quote(table.name)) AS t WHERE t.Z_PK = j.\(SQL.quote(side.column)) AND t.Z_ENT IN (\(allowed)))
+                    """).integer ?? 0
+                if dangling > 0 {
+                    report.add(CoreDataStoreCheck.Finding(.danglingJoin, entity: side.entity, property: side.property ?? "REFLEXIVE", count: dangling,
+                                     line: "\(join.name).\(side.column): \(dangling) rows point at no row of \(entity.name)",
+                                     table: join.name, column: side.column, targetTable: table.name))
+                }
+                guard let order = side.order else { continue }
+                let (unordered, _) = try count("SELECT count(*), NULL FROM \(SQL.quote(join.name)) WHERE \(SQL.quote(order)) IS NULL")
+                if unordered > 0 {
+                    report.add(CoreDataStoreCheck.Finding(.joinWithoutOrder, entity: side.entity, property: side.property ?? "REFLEXIVE", count: unordered,
+                                     line: "\(join.name).\(order): \(unordered) rows have no position", table: join.name, column: order))
+                }
             }
-        }
-    }
-
-    /// One side of a join table (``joinTables(_:)``).
-    mutating func joinSide(_ side: CoreDataLayout.JoinTable.Side, of join: CoreDataLayout.JoinTable, entity: CoreDataLayout.Entity,
-                           table: CoreDataLayout.EntityTable, layout: CoreDataLayout, id: String) throws {
-        let joinTable = SQL.quote(join.name), column = SQL.quote(side.column), target = SQL.quote(table.name)
-        // Each distinct key once (the join table's primary key and index give them in order),
-        // looked up, or where the keys reach much of the table, found in one pass over it in key
-        // order beside them; the rows, only when one points nowhere.
-        let allowed = list(layout.descendants(of: side.target))
-        report.checked += 1
-        var wrongKeys: Int64 = 0
-        if try CoreDataStoreCheck.passesOver(table.name, forKeysOf: side.column, in: join.name, database: database) {
-            // The pass goes over the keys range by range, each a step of its own: a job's check
-            // that gives way to the job (``CoreDataStoreCheck/Overlapped``) runs it again from the
-            // range it stopped in, not from the first.
-            for range in try CoreDataStoreCheck.keyRanges(of: table.name, forRowsOf: join.name, rowsPerRange: rowsPerRange, database: database) {
-                let rangeID = "\(id)@\(range.first)"
-                guard !resumed.contains(rangeID) else { continue }
-                wrongKeys = try database.scalar("""
-                    SELECT count(*) FROM (SELECT \(column) FROM \(joinTable) WHERE \(column) BETWEEN ?1 AND ?2
-                                          EXCEPT SELECT Z_PK FROM \(target) NOT INDEXED WHERE Z_PK BETWEEN ?1 AND ?2 AND Z_ENT IN (\(allowed)) ORDER BY 1)
-                    """, .integer(range.first), .integer(range.last)).integer ?? 0
-                if wrongKeys > 0 { break }
-                stepDone?(rangeID, CoreDataStoreCheck.Report(violations: [], checked: 0, unchecked: []))
-            }
-            // A row without a key points nowhere either.
-            if wrongKeys == 0 {
-                wrongKeys = try database.scalar("SELECT EXISTS (SELECT 1 FROM \(joinTable) WHERE \(column) IS NULL)").integer ?? 0
-            }
-        } else {
-            wrongKeys = try database.scalar("""
-                SELECT count(*) FROM (SELECT DISTINCT \(column) AS k FROM \(joinTable)) AS j
-                WHERE NOT EXISTS (SELECT 1 FROM \(target) AS t WHERE t.Z_PK = j.k AND t.Z_ENT IN (\(allowed)))
-                """).integer ?? 0
-        }
-        let dangling = wrongKeys == 0 ? 0 : try database.scalar("""
-            SELECT count(*) FROM \(joinTable) AS j
-            WHERE NOT EXISTS (SELECT 1 FROM \(target) AS t WHERE t.Z_PK = j.\(column) AND t.Z_ENT IN (\(allowed)))
-            """).integer ?? 0
-        if dangling > 0 {
-            report.add(CoreDataStoreCheck.Finding(.danglingJoin, entity: side.entity, property: side.property ?? "REFLEXIVE", count: dangling,
-                             line: "\(join.name).\(side.column): \(dangling) rows point at no row of \(entity.name)",
-                             table: join.name, column: side.column, targetTable: table.name))
-        }
-        guard let order = side.order else { return }
-        let (unordered, _) = try count("SELECT count(*), NULL FROM \(joinTable) WHERE \(SQL.quote(order)) IS NULL")
-        if unordered > 0 {
-            report.add(CoreDataStoreCheck.Finding(.joinWithoutOrder, entity: side.entity, property: side.property ?? "REFLEXIVE", count: unordered,
-                             line: "\(join.name).\(order): \(unordered) rows have no position", table: join.name, column: order))
         }
     }
 
