@@ -21,18 +21,27 @@ struct EmptyStoreCommand: ParsableCommand {
     var model: String?
 
     @Option(name: .long, parsing: .singleValue,
-            help: "Every version of the model (.xcdatamodeld or .momd), with --version; repeatable for bundles an app merges into one model at run time (their current versions merged, or --version A + B + C).")
+            help: "Every version of the model (.xcdatamodeld or .momd), with --model-version; repeatable for bundles an app merges into one model at run time (their current versions merged, or --model-version A + B + C).")
     var models: [String] = []
 
-    @Option(name: .long, help: "With --models: the version, by name (default: the bundle's current version).")
-    var version: String?
+    @Option(name: .customLong("model-version"), help: "With --models: the version, by name (default: the bundle's current version).")
+    var modelVersion: String?
+
+    /// `--version NAME`, as `--model-version` was named before: still read, no longer shown, so
+    /// that the help's `--version` is chunkmigrate's own.
+    @Option(name: .customLong("version"), help: .hidden)
+    var versionBefore: String?
+
+    /// The version asked for, by either name.
+    var version: String? { modelVersion ?? versionBefore }
 
     @Flag(name: .long, help: "With persistent history's tables, as a store opened with NSPersistentHistoryTrackingKey.")
     var history = false
 
     func validate() throws {
         guard (model == nil) != models.isEmpty else { throw ValidationError("give --model or --models") }
-        if version != nil, models.isEmpty { throw ValidationError("--version names a version of --models") }
+        if modelVersion != nil && versionBefore != nil { throw ValidationError("give the version once, with --model-version") }
+        if version != nil, models.isEmpty { throw ValidationError("--model-version names a version of --models") }
     }
 
     func run() throws {
@@ -44,7 +53,7 @@ struct EmptyStoreCommand: ParsableCommand {
                 let bundle = try CoreDataModelBundle.read(contentsOf: models.map { URL(fileURLWithPath: $0) })
                 let name = version ?? bundle.current
                 guard let found = bundle.version(named: name) else {
-                    throw MigrationError(.invalidPlan, "--version \(name): the model bundle has no such version (it has \(bundle.versions.map(\.name).joined(separator: ", ")))",
+                    throw MigrationError(.invalidPlan, "--model-version \(name): the model bundle has no such version (it has \(bundle.versions.map(\.name).joined(separator: ", ")))",
                                          file: models.first)
                 }
                 chosen = found.model

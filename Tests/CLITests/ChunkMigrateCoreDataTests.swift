@@ -302,7 +302,7 @@ struct ChunkMigrateCoreDataTests {
         try withTemporaryDirectory { directory in
             let models = Self.fixtures + "/SplitMigrationSample/Model.xcdatamodeld"
             let source = directory + "/model1.sqlite", empty = directory + "/model2.sqlite"
-            #expect(try chunkmigrate("empty-store", "--models", models, "--version", "Model 1", source).exitCode == 0)
+            #expect(try chunkmigrate("empty-store", "--models", models, "--model-version", "Model 1", source).exitCode == 0)
             #expect(try chunkmigrate("empty-store", "--models", models, empty).exitCode == 0)
             try SQLiteShell.execute(source, """
                 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40)

@@ -30,6 +30,40 @@ struct ChunkMigrateUsageTests {
         #expect(!text.contains("(default: 1)") && !text.contains("0 - allocate"), "\(result.stdout)")
     }
 
+    @Test("empty-store names a bundle's version with --model-version, reads --version NAME as before without showing it, and its help has one --version: chunkmigrate's")
+    func emptyStoreModelVersion() throws {
+        try withTemporaryDirectory { directory in
+            // A bundle of two versions: the generated Core Data pair's models, the newer current.
+            #expect(try chunkmigrate("generate", "--core-data", "--rows", "10", directory + "/pair").exitCode == 0)
+            let bundle = directory + "/App.xcdatamodeld"
+            try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: directory + "/pair/old.xcdatamodel", toPath: bundle + "/App.xcdatamodel")
+            try FileManager.default.copyItem(atPath: directory + "/pair/new.xcdatamodel", toPath: bundle + "/App 2.xcdatamodel")
+            // The model's Account is new in version 2: the version asked for is the one written.
+            #expect(try chunkmigrate("empty-store", "--models", bundle, "--model-version", "App", directory + "/named.sqlite").exitCode == 0)
+            #expect(try chunkmigrate("empty-store", "--models", bundle, "--version", "App", directory + "/before.sqlite").exitCode == 0)
+            #expect(try chunkmigrate("empty-store", "--models", bundle, directory + "/current.sqlite").exitCode == 0)
+            let named = try SQLiteShell.tables(directory + "/named.sqlite")
+            #expect(named == (try SQLiteShell.tables(directory + "/before.sqlite")))
+            let current = try SQLiteShell.tables(directory + "/current.sqlite")
+            #expect(!named.contains("ZACCOUNT") && current.contains("ZACCOUNT"), "\(named)")
+
+            let twice = try chunkmigrate("empty-store", "--models", bundle, "--model-version", "App", "--version", "App", directory + "/twice.sqlite")
+            #expect(twice.exitCode == 2 && twice.stderr.contains("give the version once, with --model-version"), "\(twice)")
+            let unknown = try chunkmigrate("empty-store", "--models", bundle, "--model-version", "App 9", directory + "/unknown.sqlite")
+            #expect(unknown.exitCode == 2 && unknown.stderr.contains("--model-version App 9: the model bundle has no such version (it has App, App 2)"),
+                    "\(unknown)")
+            let alone = try chunkmigrate("empty-store", "--model", bundle + "/App.xcdatamodel", "--model-version", "App", directory + "/alone.sqlite")
+            #expect(alone.exitCode == 2 && alone.stderr.contains("--model-version names a version of --models"), "\(alone)")
+
+            let help = try chunkmigrate("empty-store", "--help")
+            let options = lines(help.stdout).map { $0.trimmingCharacters(in: .whitespaces) }
+            let versions = options.filter { $0.hasPrefix("--version") }
+            #expect(versions.count == 1 && versions[0].hasSuffix("Show the version."), "\(help.stdout)")
+            #expect(options.contains { $0.hasPrefix("--model-version <model-version>") }, "\(help.stdout)")
+        }
+    }
+
     @Test("a usage error exits 2, as the help says, and prints the usage on stderr", arguments: [
         ["run", "--plan", "plan.json"],
         ["run", "--source", "a", "--destination", "b", "--plan", "c", "--journal", "d", "--batch-size", "0"],
