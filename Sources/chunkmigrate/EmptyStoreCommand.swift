@@ -51,12 +51,7 @@ struct EmptyStoreCommand: ParsableCommand {
                 chosen = try CoreDataModel.read(contentsOf: URL(fileURLWithPath: model))
             } else {
                 let bundle = try CoreDataModelBundle.read(contentsOf: models.map { URL(fileURLWithPath: $0) })
-                let name = version ?? bundle.current
-                guard let found = bundle.version(named: name) else {
-                    throw MigrationError(.invalidPlan, "--model-version \(name): the model bundle has no such version (it has \(bundle.versions.map(\.name).joined(separator: ", ")))",
-                                         file: models.first)
-                }
-                chosen = found.model
+                chosen = try bundle.version(named: version ?? bundle.current, givenWith: "--model-version", file: models.first).model
             }
             try CoreDataEmptyStore.create(at: URL(fileURLWithPath: store), model: chosen, persistentHistory: history)
             print(store)

@@ -51,8 +51,13 @@ struct ChunkMigrateUsageTests {
             let twice = try chunkmigrate("empty-store", "--models", bundle, "--model-version", "App", "--version", "App", directory + "/twice.sqlite")
             #expect(twice.exitCode == 2 && twice.stderr.contains("give the version once, with --model-version"), "\(twice)")
             let unknown = try chunkmigrate("empty-store", "--models", bundle, "--model-version", "App 9", directory + "/unknown.sqlite")
-            #expect(unknown.exitCode == 2 && unknown.stderr.contains("--model-version App 9: the model bundle has no such version (it has App, App 2)"),
+            #expect(unknown.exitCode == 2 && unknown.stderr.contains(#"--model-version App 9: the model bundle has no such version (it has App, App 2); did you mean "App 2"?"#),
                     "\(unknown)")
+            // plan's versions by name are refused in the same words.
+            let plan = try chunkmigrate("plan", "--source", directory + "/named.sqlite", "--destination", directory + "/current.sqlite",
+                                        "--models", bundle, "--from-version", "Apq", "--out", directory + "/plan.json")
+            #expect(plan.exitCode == 2 && plan.stderr.contains(#"--from-version Apq: the model bundle has no such version (it has App, App 2); did you mean "App"?"#),
+                    "\(plan)")
             let alone = try chunkmigrate("empty-store", "--model", bundle + "/App.xcdatamodel", "--model-version", "App", directory + "/alone.sqlite")
             #expect(alone.exitCode == 2 && alone.stderr.contains("--model-version names a version of --models"), "\(alone)")
 

@@ -143,9 +143,7 @@ struct CoreDataInference {
         func find(_ name: String?, schema: String, file: String, option: String) throws -> CoreDataModelBundle.Version {
             let role = schema == "src" ? "source" : "destination"
             if let name {
-                guard let version = bundle.version(named: name) else {
-                    throw MigrationError(.invalidPlan, "\(option) \(name): the model bundle has no such version\(MigrationPlan.suggestion(for: name, among: bundle.versions.map(\.name)))")
-                }
+                let version = try bundle.version(named: name, givenWith: option)
                 decide("\(role) store: version \(name) (given)")
                 return version
             }

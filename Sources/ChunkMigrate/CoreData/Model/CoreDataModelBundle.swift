@@ -210,6 +210,17 @@ public struct CoreDataModelBundle: Sendable {
     /// The version named `name`.
     public func version(named name: String) -> Version? { versions.first { $0.name == name } }
 
+    /// The version named `name`, given with the command-line option `option`.
+    ///
+    /// - Throws: ``MigrationError`` naming the option, the versions the bundle has and the
+    ///   nearest name, where it has none of that name.
+    package func version(named name: String, givenWith option: String, file: String? = nil) throws(MigrationError) -> Version {
+        if let version = version(named: name) { return version }
+        let names = versions.map(\.name)
+        throw MigrationError(.invalidPlan, "\(option) \(name): the model bundle has no such version (it has \(names.joined(separator: ", ")))"
+                             + MigrationPlan.suggestion(for: name, among: names), file: file)
+    }
+
     /// The versions from `from` to `to` as ``versions`` lists them, both included; `nil` when
     /// `from` is listed after `to`. Where the order is not known (``unorderedVersions``), a
     /// listing, not a path: ``versions(from:to:)`` says what is known.
