@@ -34,7 +34,7 @@ swiftc "${flags[@]}" -module-name ChunkMigrate "${shims[@]}" -I "$out/obj" \
 echo "build: link" >&2
 # gold warns once per AddressSanitizer symbol that it cannot export: noise, left out.
 swiftc -sanitize=fuzzer,address -g "$out/obj/ChunkMigrate.o" "$out/obj/MigrationJournal.o" \
-    -lsqlite3 -llz4 -lz -lFoundationXML -o "$out/chunkmigrate-fuzz" 2>&1 \
+    -lsqlite3 -llz4 -lz -o "$out/chunkmigrate-fuzz" 2>&1 \
     | { grep -v "Cannot export local symbol '__asan" || true; } >&2
 
 # One name per target, each a link to the binary.

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Runs the fuzz targets one after another, each for N seconds, and prints one line per target:
-# executions, coverage (libFuzzer's cov and ft), peak RSS, and what it found.
+# Runs the fuzz targets one after another, each for N seconds or a fixed number of inputs, and
+# prints one line per target: executions, time, coverage (libFuzzer's cov and ft), peak RSS, and
+# what it found.
 #
-#   Tools/fuzz/run.sh [--seconds N] [--target NAME]... [--keep-going] [--dir DIR]
-#     --seconds     per target (default 30)
+#   Tools/fuzz/run.sh [--seconds N | --ci] [--target NAME]... [--keep-going] [--dir DIR]
+#     --seconds     per target (default 30): for runs by hand
+#     --ci          per target the number of inputs Tools/fuzz/ci-runs gives, from libFuzzer's
+#                   seed 1: the same inputs on a fast machine and a slow one, so that the verdict
+#                   does not depend on the machine's speed (CI)
 #     --target      one target (repeatable; default every target the binary has)
 #     --keep-going  run in libFuzzer's fork mode, which goes on past a crash, timeout or OOM and
 #                   keeps each one's input (for long runs by hand)
@@ -20,15 +24,17 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 dir=/tmp/chunkmigrate-fuzz
 seconds=30
+ci=0
 keep_going=0
 targets=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --seconds) seconds="$2"; shift 2 ;;
+        --ci) ci=1; shift ;;
         --target) targets+=("$2"); shift 2 ;;
         --keep-going) keep_going=1; shift ;;
         --dir) dir="$2"; shift 2 ;;
-        *) echo "usage: Tools/fuzz/run.sh [--seconds N] [--target NAME]... [--keep-going] [--dir DIR]" >&2; exit 2 ;;
+        *) echo "usage: Tools/fuzz/run.sh [--seconds N | --ci] [--target NAME]... [--keep-going] [--dir DIR]" >&2; exit 2 ;;
     esac
 done
 binary="$dir/chunkmigrate-fuzz"
@@ -56,15 +62,31 @@ dictionary() {
     esac
 }
 
+# The number of inputs of a target in CI: its line in ci-runs (`target runs`).
+ci_runs() {
+    local runs
+    runs=$(awk -v target="$1" '$1 == target { print $2 }' "$here/ci-runs")
+    if [ -z "$runs" ]; then
+        echo "run: Tools/fuzz/ci-runs has no line for target $1" >&2
+        exit 2
+    fi
+    echo "$runs"
+}
+
 found=0
-printf '%-16s %10s %7s %7s %8s  %s\n' target executions cov ft peak-rss found
+printf '%-16s %10s %6s %7s %7s %8s  %s\n' target executions time cov ft peak-rss found
 for target in "${targets[@]}"; do
     corpus="$dir/corpus/$target"
     findings="$dir/findings/$target"
     log="$dir/logs/$target.log"
     mkdir -p "$corpus" "$findings" "$dir/logs" "$dir/seeds/$target"
-    options=(-rss_limit_mb=256 -malloc_limit_mb=128 -timeout=10 -max_total_time="$seconds"
+    options=(-rss_limit_mb=256 -malloc_limit_mb=128 -timeout=10
              -use_value_profile=1 -print_final_stats=1 -artifact_prefix="$findings/")
+    if [ "$ci" -eq 1 ]; then
+        options+=(-seed=1 -runs="$(ci_runs "$target")")
+    else
+        options+=(-max_total_time="$seconds")
+    fi
     dict=$(dictionary "$target")
     [ -n "$dict" ] && options+=(-dict="$dict")
     [ "$keep_going" -eq 1 ] && options+=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
@@ -75,8 +97,10 @@ for target in "${targets[@]}"; do
     # GNU time's peak RSS covers fork mode's workers too, which libFuzzer's stats do not.
     timer=()
     [ -x /usr/bin/time ] && timer=(/usr/bin/time -f 'peak-rss-kb: %M')
+    started=$(date +%s)
     (cd "$dir" && "${timer[@]}" "./$target" "${options[@]}" "$corpus" "${seeds[@]}") > "$log" 2>&1
     set -e
+    took=$(( $(date +%s) - started ))
     # The last status line (`#N ... cov: X ft: Y ... rss: ZMb`, or in fork mode `#N: cov: X ft: Y`)
     # and the final stats.
     status=$(grep -E '^#[0-9]+:?[[:space:]].*cov: ' "$log" | tail -1 || true)
@@ -97,7 +121,7 @@ for target in "${targets[@]}"; do
         [ -n "$kind" ] || kind=$(grep -oE 'oom/timeout/crash: [0-9/]+' <<< "$status" || echo "see $log")
         result="$new new in $findings ($kind)"
     fi
-    printf '%-16s %10s %7s %7s %6sMB  %s\n' "$target" "${executions:-?}" "${cov:-?}" "${ft:-?}" "${rss:-?}" "$result"
+    printf '%-16s %10s %5ss %7s %7s %6sMB  %s\n' "$target" "${executions:-?}" "$took" "${cov:-?}" "${ft:-?}" "${rss:-?}" "$result"
 done
 echo "logs: $dir/logs" >&2
 exit "$found"

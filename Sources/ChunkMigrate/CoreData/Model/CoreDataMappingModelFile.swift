@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 
 /// An app's mapping model, as Core Data runs it: its entity mappings, each with its source and
 /// destination entities (and their entity version hashes, where the file records them), the
@@ -143,11 +140,14 @@ public struct CoreDataMappingModelFile: Sendable {
     // MARK: - Xcode's source
 
     private static func readSource(_ data: Data, url: URL, file: URL) throws -> CoreDataMappingModelFile {
-        try XMLInput.check(data, what: "a mapping model's xcmapping.xml", file: file.path)
-        let reader = StoreXMLReader()
-        let parser = XMLParser(data: data)
-        parser.delegate = reader
-        guard parser.parse(), let model = reader.objects.values.first(where: { $0.type == "XDDEVMAPPINGMODEL" }),
+        var reader = StoreXMLReader()
+        do {
+            var xml = try XMLReader(data)
+            while let event = try xml.next() { reader.read(event) }
+        } catch {
+            throw MigrationError(.store, "not a mapping model's xcmapping.xml: \(error)", file: file.path)
+        }
+        guard let model = reader.objects.values.first(where: { $0.type == "XDDEVMAPPINGMODEL" }),
               let sourcePath = model.attributes["sourcemodelpath"], let destinationPath = model.attributes["destinationmodelpath"] else {
             throw MigrationError(.store, "not a mapping model's xcmapping.xml (no source and destination model paths)", file: file.path)
         }
@@ -439,7 +439,7 @@ extension CoreDataMappingModelFile.Expression {
 }
 
 /// The objects of a Core Data XML store: each one's type, attributes and relationships.
-private final class StoreXMLReader: NSObject, XMLParserDelegate {
+private struct StoreXMLReader {
     struct Object {
         var type: String
         var attributes: [String: String] = [:]
@@ -450,8 +450,15 @@ private final class StoreXMLReader: NSObject, XMLParserDelegate {
     private var attribute: String?
     private var text = ""
 
-    func parser(_ parser: XMLParser, didStartElement element: String, namespaceURI: String?, qualifiedName: String?,
-                attributes: [String: String] = [:]) {
+    mutating func read(_ event: XMLReader.Event) {
+        switch event {
+        case let .start(element, attributes): start(element, attributes: attributes)
+        case let .text(string): if attribute != nil { text += string }
+        case let .end(element): end(element)
+        }
+    }
+
+    private mutating func start(_ element: String, attributes: [String: String]) {
         switch element {
         case "object":
             if let id = attributes["id"], let type = attributes["type"] { current = (id, Object(type: type)) }
@@ -467,11 +474,7 @@ private final class StoreXMLReader: NSObject, XMLParserDelegate {
         }
     }
 
-    func parser(_ parser: XMLParser, foundCharacters string: String) {
-        if attribute != nil { text += string }
-    }
-
-    func parser(_ parser: XMLParser, didEndElement element: String, namespaceURI: String?, qualifiedName: String?) {
+    private mutating func end(_ element: String) {
         switch element {
         case "attribute":
             if let name = attribute { current?.object.attributes[name] = text.trimmingCharacters(in: .whitespacesAndNewlines) }

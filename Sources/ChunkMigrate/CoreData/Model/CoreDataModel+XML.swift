@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 
 /// The model as Xcode saves it: `Model.xcdatamodeld/Model N.xcdatamodel/contents`, XML with an
 /// `<entity>` per entity and an `<attribute>` or `<relationship>` per property. A renaming
@@ -14,13 +11,21 @@ extension CoreDataModel {
     /// - Throws: ``MigrationError`` naming `file` when it is not a model, or names an attribute
     ///   type this version does not know.
     init(xml data: Data, file: String) throws {
-        try XMLInput.check(data, what: "a Core Data model's contents XML", file: file)
-        let reader = ModelXMLReader()
-        let parser = XMLParser(data: data)
-        parser.delegate = reader
-        guard parser.parse(), reader.sawModel else {
-            let reason = parser.parserError.map { ": \($0.localizedDescription)" } ?? ""
-            throw MigrationError(.store, "not a Core Data model's contents XML\(reason)", file: file)
+        var reader = ModelXMLReader()
+        do {
+            var xml = try XMLReader(data)
+            while let event = try xml.next() {
+                switch event {
+                case let .start(element, attributes): reader.start(element, attributes: attributes)
+                case let .end(element): reader.end(element)
+                case .text: break
+                }
+            }
+        } catch {
+            throw MigrationError(.store, "not a Core Data model's contents XML: \(error)", file: file)
+        }
+        guard reader.sawModel else {
+            throw MigrationError(.store, "not a Core Data model's contents XML: its root element is not <model>", file: file)
         }
         if let problem = reader.problem { throw MigrationError(.store, problem, file: file) }
         self.init(entities: reader.entities, versionIdentifiers: [reader.versionIdentifier])
@@ -29,15 +34,14 @@ extension CoreDataModel {
 }
 
 /// Collects entities and properties from the model XML's elements.
-private final class ModelXMLReader: NSObject, XMLParserDelegate {
+private struct ModelXMLReader {
     var entities: [CoreDataModel.Entity] = []
     var versionIdentifier = ""
     var sawModel = false
     var problem: String?
     private var constraint: [String]?
 
-    func parser(_ parser: XMLParser, didStartElement element: String, namespaceURI: String?, qualifiedName: String?,
-                attributes: [String: String] = [:]) {
+    mutating func start(_ element: String, attributes: [String: String]) {
         func flag(_ name: String) -> Bool { attributes[name] == "YES" }
         switch element {
         case "model":
@@ -86,7 +90,7 @@ private final class ModelXMLReader: NSObject, XMLParserDelegate {
         }
     }
 
-    func parser(_ parser: XMLParser, didEndElement element: String, namespaceURI: String?, qualifiedName: String?) {
+    mutating func end(_ element: String) {
         if element == "uniquenessConstraint", let constraint, !entities.isEmpty {
             entities[entities.count - 1].uniquenessConstraints.append(constraint)
             self.constraint = nil
