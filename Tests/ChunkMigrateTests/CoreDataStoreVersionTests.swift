@@ -66,6 +66,33 @@ struct CoreDataStoreVersionTests {
         #expect(try Database(path: destination.path, mode: .source).scalar("SELECT ZC FROM ZITEM") == .text("kept"))
     }
 
+    @Test("where the app's mapping model (with a policy) starts at a version whose place is unknown (SampleModel2 beside an unnumbered SampleModel), the plan asks for the order naming the mapping model and its policy, where it went straight to the destination and left the policy's entity empty; given, the policy is refused by name")
+    func orderNeededForAMappingModel() throws {
+        let folder = try TemporaryFolder()
+        let car = #"<entity name="Car"><attribute name="maker" optional="YES" attributeType="String"/></entity>"#
+        let withMaker = #"<entity name="Car"><relationship name="maker" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Maker" inverseName="cars" inverseEntity="Maker"/></entity><entity name="Maker"><attribute name="name" optional="YES" attributeType="String"/><relationship name="cars" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Car" inverseName="maker" inverseEntity="Car"/></entity>"#
+        var bundle = try Self.bundle(["SampleModel", "SampleModel2", "SampleModel3"], models: [car, car + #"<entity name="Note"/>"#, withMaker], in: folder)
+        var carToCar = CoreDataMappingModelFile.EntityMapping(name: "CarToCar", kind: "Custom", source: "Car", destination: "Car", policy: "CarMigrationPolicy")
+        carToCar.relationships = [.init(name: "maker", value: nil)]
+        bundle.mappingModels = [CoreDataMappingModelFile(url: folder.path("V2toV3.cdm"), source: "SampleModel2", destination: "SampleModel3", entityMappings: [carToCar])]
+        #expect(bundle.unorderedVersions == ["SampleModel"])
+        let source = try CoreDataTesting.store(try #require(bundle.version(named: "SampleModel")).model, at: folder.path("old.sqlite"),
+                                               uuid: "E0000000-0000-0000-0000-000000000041", rows: "INSERT INTO ZCAR (Z_PK, Z_ENT, Z_OPT, ZMAKER) VALUES (1, 1, 1, 'Fiat')")
+        let destination = try CoreDataTesting.store(try #require(bundle.version(named: "SampleModel3")).model, at: folder.path("new.sqlite"),
+                                                    uuid: "E0000000-0000-0000-0000-000000000042")
+        let refused = #expect(throws: MigrationError.self) {
+            try MigrationPlan.infer(source: source, destination: destination, options: InferenceOptions(modelBundle: bundle))
+        }
+        #expect(refused?.message == "the order of the model's versions is not known from their names or the app's mapping models (SampleModel has no place among the others), and the app's mapping model V2toV3.cdm (SampleModel2 -> SampleModel3, with policies CarMigrationPolicy (Car -> Car)) may lie on the way from the source's SampleModel to the destination's SampleModel3: whether it runs needs the order; give it with --version-order, every version oldest first (SampleModel,SampleModel2,SampleModel3)",
+                "\(String(describing: refused))")
+        let ordered = #expect(throws: MigrationError.self) {
+            try MigrationPlan.infer(source: source, destination: destination,
+                                    options: InferenceOptions(modelBundle: try bundle.ordered(["SampleModel", "SampleModel2", "SampleModel3"])))
+        }
+        #expect(ordered?.message.contains("with custom migration policies, the app's code") == true && ordered?.message.contains("CarMigrationPolicy (Car -> Car)") == true,
+                "\(String(describing: ordered))")
+    }
+
     @Test("version-order from the command line: one list per bundle, applied to the bundle that holds its versions",
           .enabled(if: CoreDataStoreTests.fixture("ProgressiveMigration/CoreDataMigration_Example.xcdatamodeld") != nil, "shared/fixtures/coredata is absent"))
     func orderOption() throws {

@@ -124,6 +124,30 @@ struct CoreDataVersionPathTests {
         #expect(compiled.versions.map { CoreDataModelBundle.signature($0.model) } == bundle.versions.map { CoreDataModelBundle.signature($0.model) })
     }
 
+    @Test("a current version whose name has dots (XCServerCoreData2.0.2) is that version, named by a compiled bundle's VersionInfo.plist or by .xccurrentversion; it was cut at its last dot and refused")
+    func currentVersionWithDots() throws {
+        let folder = try TemporaryFolder()
+        let models = try ["2.0.1", "2.0.2", "2.1"].map { _ in try CoreDataTesting.model(#"<entity name="Item"><attribute name="a" optional="YES" attributeType="String"/></entity>"#) }
+        let momd = folder.path("XCServerCoreData.momd")
+        try FileManager.default.createDirectory(at: momd, withIntermediateDirectories: true)
+        for (name, model) in zip(["2.0.1", "2.0.2", "2.1"], models) {
+            try Data(model.archived()).write(to: momd.appendingPathComponent("XCServerCoreData\(name).mom"))
+        }
+        try PropertyListSerialization.data(fromPropertyList: ["NSManagedObjectModel_CurrentVersionName": "XCServerCoreData2.0.2"], format: .xml, options: 0)
+            .write(to: momd.appendingPathComponent("VersionInfo.plist"))
+        #expect(try CoreDataModelBundle.read(contentsOf: momd).current == "XCServerCoreData2.0.2")
+
+        let source = folder.path("XCServerCoreData.xcdatamodeld")
+        for name in ["2.0.1", "2.0.2", "2.1"] {
+            let version = source.appendingPathComponent("XCServerCoreData\(name).xcdatamodel")
+            try FileManager.default.createDirectory(at: version, withIntermediateDirectories: true)
+            try Data(#"<model><entity name="Item"/></model>"#.utf8).write(to: version.appendingPathComponent("contents"))
+        }
+        try PropertyListSerialization.data(fromPropertyList: ["_XCCurrentVersionName": "XCServerCoreData2.0.2.xcdatamodel"], format: .xml, options: 0)
+            .write(to: source.appendingPathComponent(".xccurrentversion"))
+        #expect(try CoreDataModelBundle.read(contentsOf: source).current == "XCServerCoreData2.0.2")
+    }
+
     @Test("the Messenger store at 2.6 straight to 2.101.0 in one job: what Core Data's inference from 2.6 straight to 2.101.0 gives, and the values of the properties renamed on the way, which the versions between tell",
           .enabled(if: CoreDataOracleTests.present, "shared/fixtures/coredata is absent"))
     func messengerWholePath() throws {

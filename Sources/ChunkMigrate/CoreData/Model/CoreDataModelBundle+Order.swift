@@ -117,9 +117,10 @@ extension CoreDataModelBundle {
 
     /// The versions a store goes through from version `from` to version `to`, oldest first:
     /// `from`, the versions known to lie between, and `to`; `[from]` when they are one. What the
-    /// order of the versions between changes is the renames followed through them; the order is
-    /// needed only where a version whose place is not known could lie between and records a
-    /// rename (a renaming identifier) that `to` does not record itself. For merged bundles, each
+    /// order of the versions between changes is the renames followed through them and the app's
+    /// mapping models run on the way; the order is needed only where a version whose place is
+    /// not known could lie between and records a rename (a renaming identifier) that `to` does
+    /// not record itself, or is an end of one of the app's mapping models. For merged bundles, each
     /// bundle's versions in turn, the others' at `from`'s or `to`'s.
     ///
     /// - Throws: ``MigrationError`` when `from` is known to come after `to`, or where the order
@@ -146,20 +147,33 @@ extension CoreDataModelBundle {
             throw MigrationError(.invalidPlan, "the source store is at version \(from), newer than the destination's \(to): a migration goes forward")
         }
         var between: [Version] = []
-        var unknown: [(version: Version, renames: [String])] = []
+        // Versions that may lie between, and what they would change: the renames they record,
+        // the app's mapping models that start or end at them (an app's progressive migrator runs
+        // each mapping model on its way).
+        var unknown: [(version: Version, renames: [String], mappingModels: [String])] = []
         for version in versions where version.name != from && version.name != to {
             let afterFrom = isKnown(from, before: version.name), beforeTo = isKnown(version.name, before: to)
             if afterFrom == true && beforeTo == true {
                 between.append(version)
             } else if afterFrom != false && beforeTo != false {
                 let renames = Self.renames(recordedBy: version.model, notIn: last.model)
-                if !renames.isEmpty { unknown.append((version, renames)) }
+                // A version whose hashes are an end's is that end to Core Data, which finds a
+                // mapping model by the hashes: its mapping models need no order.
+                let isEnd = version.hashes == first.hashes || version.hashes == last.hashes
+                let mappings = isEnd ? [] : mappingModels.filter { $0.source == version.name || $0.destination == version.name }
+                    .map { "\($0.url.lastPathComponent) (\($0.source) -> \($0.destination)\($0.policies.isEmpty ? "" : ", with policies \($0.policies.joined(separator: ", "))"))" }
+                if !renames.isEmpty || !mappings.isEmpty { unknown.append((version, renames, mappings)) }
             }
         }
-        if let (version, renames) = unknown.first {
+        if let first = unknown.first {
             let names = unknown.map(\.version.name)
-            let shown = renames.prefix(3).joined(separator: ", ") + (renames.count > 3 ? ", ..." : "")
-            throw MigrationError(.invalidPlan, "the order of the model's versions is not known from their names or the app's mapping models (\(unorderedVersions.joined(separator: ", ")) \(unorderedVersions.count == 1 ? "has" : "have") no place among the others), and version\(names.count == 1 ? "" : "s") \(names.joined(separator: ", ")), which may lie between the source's \(from) and the destination's \(to), record\(names.count == 1 ? "s" : "") renames that \(to) does not (\(version.name): \(shown)): following them needs the order; give it with --version-order, every version oldest first (\(versions.map(\.name).joined(separator: ",")))")
+            let unordered = "the order of the model's versions is not known from their names or the app's mapping models (\(unorderedVersions.joined(separator: ", ")) \(unorderedVersions.count == 1 ? "has" : "have") no place among the others)"
+            let giveIt = "give it with --version-order, every version oldest first (\(versions.map(\.name).joined(separator: ",")))"
+            if let mapping = unknown.lazy.flatMap(\.mappingModels).first {
+                throw MigrationError(.invalidPlan, "\(unordered), and the app's mapping model \(mapping) may lie on the way from the source's \(from) to the destination's \(to): whether it runs needs the order; \(giveIt)")
+            }
+            let shown = first.renames.prefix(3).joined(separator: ", ") + (first.renames.count > 3 ? ", ..." : "")
+            throw MigrationError(.invalidPlan, "\(unordered), and version\(names.count == 1 ? "" : "s") \(names.joined(separator: ", ")), which may lie between the source's \(from) and the destination's \(to), record\(names.count == 1 ? "s" : "") renames that \(to) does not (\(first.version.name): \(shown)): following them needs the order; \(giveIt)")
         }
         return [first] + between.sorted { isKnown($0.name, before: $1.name) == true } + [last]
     }

@@ -98,8 +98,13 @@ public struct CoreDataModelBundle: Sendable {
         }
         versions.sort { order($0.name, $1.name) }
         var current = versions.last!.name
+        // `.xccurrentversion` names the version's file (`Model 2.xcdatamodel`), a compiled
+        // bundle's `VersionInfo.plist` the version alone (`XCServerCoreData2.0.2`): an extension
+        // is taken off only where it is one a version's file has.
         for key in ["_XCCurrentVersionName", "NSManagedObjectModel_CurrentVersionName"] {
-            if let name = info[key] as? String { current = (name as NSString).deletingPathExtension }
+            guard let name = info[key] as? String else { continue }
+            let named = name as NSString
+            current = ["xcdatamodel", "mom"].contains(named.pathExtension) ? named.deletingPathExtension : name
         }
         guard versions.contains(where: { $0.name == current }) else {
             throw MigrationError(.store, "the model bundle's current version \(current) is not among its versions", file: url.path)
