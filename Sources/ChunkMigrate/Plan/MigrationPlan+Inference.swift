@@ -13,6 +13,9 @@ public struct InferredPlan: Sendable {
     /// counterpart, a type change it cannot convert, a new uniqueness constraint that rows of the
     /// source violate, tables left behind).
     public var notes: [String]
+    /// With an app's mapping model: what became of each of its property mappings that gives a
+    /// value (read as it is, translated into SQL, computed, not stored).
+    var propertyMappings: [PropertyMappingAccount] = []
 }
 
 /// What plan inference may know beyond the two stores.

@@ -10,33 +10,104 @@ extension CoreDataInference {
     /// where the plan takes what the inference gives (no mapping model, no entity mapping, no
     /// expression: the destination's default).
     ///
-    /// - Throws: ``MigrationError`` naming the mapping model, the entity mapping, the property
-    ///   and the expression, where it has no SQL.
-    mutating func mappedValue(_ property: String, of rows: Rows, relationship: Bool, _ context: Context) throws -> Source? {
+    /// What has no SQL is refused with the others once every table is planned
+    /// (``accountForPropertyMappings(_:)``); until then the value is `nil`.
+    mutating func mappedValue(_ property: String, of rows: Rows, relationship: Bool, _ context: Context) -> Source? {
         guard let model = context.mapping.mappingModel,
               let mapping = context.mapping.entityMapping(into: rows.entity, from: rows.source),
               let value = (relationship ? mapping.relationships : mapping.attributes).first(where: { $0.name == property })?.value else { return nil }
-        func refuse(_ why: String) -> MigrationError {
-            MigrationError(.invalidPlan, "the mapping model \(model.url.lastPathComponent), entity mapping \(mapping.name) (\(rows.source) -> \(rows.entity)), \(property) = \(value): \(why); chunkmigrate cannot run it: give the entity mapping as a step (--step \(model.source) -> \(model.destination))",
-                           entity: rows.entity, column: property, file: model.url.path)
+        func refuse(_ why: String) -> Source? {
+            refuseMapping(MigrationError(.invalidPlan, "the mapping model \(model.url.lastPathComponent), entity mapping \(mapping.name) (\(rows.source) -> \(rows.entity)), \(property) = \(value): \(why); chunkmigrate cannot run it: give the entity mapping as a step (--step \(model.source) -> \(model.destination))",
+                                         entity: rows.entity, column: property, file: model.url.path))
+            return nil
         }
         if relationship {
             // A relationship takes the rows of the source instances the migration manager is
             // given (matched by the mapping); anything else is the app's to say.
-            throw refuse(CoreDataModelMapping.sourcePath(value) == nil
-                         ? "a relationship's value other than the migration manager's destination instances of $source's relationship"
-                         : "the source entity \(rows.source) has no relationship at that key path")
+            return refuse(CoreDataModelMapping.sourcePath(value) == nil
+                          ? "a relationship's value other than the migration manager's destination instances of $source's relationship"
+                          : "the source entity \(rows.source) has no relationship at that key path")
         }
         do {
             guard let sql = try CoreDataMappingModelSQL.value(value, resolve: resolver(rows, context)) else {
+                translatedMappings.insert("\(mapping.name)\t\(property)")
                 decide("\(model.url.lastPathComponent): \(rows.entity).\(property) of the rows of \(rows.source) is nil (\(mapping.name))")
                 return .null
             }
+            translatedMappings.insert("\(mapping.name)\t\(property)")
             decide("\(model.url.lastPathComponent): \(rows.entity).\(property) of the rows of \(rows.source) = \(value), in SQL \(sql) (\(mapping.name))")
             return .expression(sql)
-        } catch let error as CoreDataMappingModelSQL.Untranslatable {
-            throw refuse(error.description)
+        } catch {
+            return refuse("\(error)")
         }
+    }
+
+    /// Keeps a refusal of what the app's mapping model says, once, for
+    /// ``accountForPropertyMappings(_:)``.
+    mutating func refuseMapping(_ error: MigrationError) {
+        if !refusals.contains(where: { $0.message == error.message }) { refusals.append(error) }
+    }
+
+    /// Accounts for every property mapping of the app's mapping model that gives a value (an
+    /// expression other than a constant `nil`), in every entity mapping that moves rows: read as
+    /// it is (a source property of the kind, through the inference), translated into SQL,
+    /// computed (a derived attribute), not stored (a transient property), left empty as Core
+    /// Data leaves it, or replaced by a custom step's table. Anything else is refused, with
+    /// what was refused while the tables were planned, all in one error: a property mapping is
+    /// never dropped without a word.
+    ///
+    /// - Throws: ``MigrationError`` naming, for each, the mapping model, the entity mapping, the
+    ///   property and the expression.
+    mutating func accountForPropertyMappings(_ context: Context) throws {
+        guard let model = context.mapping.mappingModel else { return }
+        let file = model.url.lastPathComponent
+        let skipped = Set(options.skippedTables.map { $0.uppercased() })
+        for (entity, mappings) in context.mapping.entityMappings.sorted(by: { $0.key < $1.key }) {
+            // A table refused as a whole is refused with its entity mappings, named.
+            for mapping in mappings where !refusedEntities.contains(entity) {
+                guard let source = mapping.source else { continue }
+                let replaced = context.destination.table(of: entity).map { skipped.contains($0.name.uppercased()) } ?? false
+                for property in mapping.attributes + mapping.relationships {
+                    guard let value = property.value, value != .constant(.null) else { continue }
+                    func account(_ outcome: PropertyMappingAccount.Outcome) {
+                        propertyMappings.append(PropertyMappingAccount(mappingModel: file, entityMapping: mapping.name, property: property.name,
+                                                                       value: value.description, outcome: outcome))
+                    }
+                    guard let declared = context.destination.model.property(property.name, of: entity)?.property else {
+                        refuseMapping(MigrationError(.invalidPlan, "the mapping model \(file), entity mapping \(mapping.name) (\(source) -> \(entity)), \(property.name) = \(value): version \(model.destination) has no property \(entity).\(property.name) (Core Data's migration manager fails on it too, setting a key its destination instance does not have)",
+                                                     entity: entity, column: property.name, file: model.url.path))
+                        continue
+                    }
+                    if replaced {
+                        account(.replacedByStep)
+                    } else if declared.isTransient {
+                        account(.notStored)
+                        note("\(file): \(mapping.name) sets \(entity).\(property.name), a transient property, which no store keeps (\(value))")
+                    } else if context.mapping.sourceProperty(property.name, of: entity, from: source) != nil {
+                        account(.readAsIs)
+                    } else if context.mapping.leftEmpty.contains("\(entity)\t\(property.name)") {
+                        account(.leftEmpty)
+                    } else if translatedMappings.contains("\(mapping.name)\t\(property.name)") {
+                        account(.translated)
+                    } else if declared.attribute?.derivation != nil {
+                        account(.computed)
+                        note("\(file): \(mapping.name) sets \(entity).\(property.name), a derived attribute, which Core Data computes from its derivation when it saves; computed so here too (\(value))")
+                    } else if !refusals.contains(where: { $0.entity == entity && $0.column == property.name && $0.file == model.url.path }) {
+                        refuseMapping(MigrationError(.invalidPlan, "the mapping model \(file), entity mapping \(mapping.name) (\(source) -> \(entity)), \(property.name) = \(value): chunkmigrate has no SQL for it here; give the entity mapping as a step (--step \(model.source) -> \(model.destination))",
+                                                     entity: entity, column: property.name, file: model.url.path))
+                    }
+                }
+            }
+        }
+        guard var first = refusals.first else { return }
+        let all = MappingModelRefusal(refusals: refusals, accounted: propertyMappings)
+        guard refusals.count > 1 else {
+            first.cause = all
+            throw first
+        }
+        throw MigrationError(.invalidPlan, "the mapping model \(file): \(refusals.count) of what it says chunkmigrate cannot run: "
+                             + refusals.enumerated().map { "(\($0.offset + 1)) \($0.element.message)" }.joined(separator: " "),
+                             entity: first.entity, column: first.column, file: model.url.path, cause: all)
     }
 
     /// Whether the app's mapping model gives `property` of the rows of `rows` a value: a value
@@ -48,11 +119,10 @@ extension CoreDataInference {
     }
 
     /// The conditions on source rows (as `s`) of the entity mappings' filter predicates of a
-    /// table's rows, one per filtered source entity: `Z_ENT <> n OR (filter)`.
-    ///
-    /// - Throws: ``MigrationError`` naming the mapping model, the entity mapping and the
-    ///   predicate, where it has no SQL.
-    mutating func filters(_ rows: [Rows], _ context: Context) throws -> [String] {
+    /// table's rows, one per filtered source entity: `Z_ENT <> n OR (filter)`. A predicate
+    /// without SQL is refused with the rest (``accountForPropertyMappings(_:)``), naming the
+    /// mapping model, the entity mapping and the predicate.
+    mutating func filters(_ rows: [Rows], _ context: Context) -> [String] {
         guard let model = context.mapping.mappingModel else { return [] }
         var conditions: [String] = []
         for row in rows {
@@ -61,9 +131,9 @@ extension CoreDataInference {
                 let sql = try CoreDataMappingModelSQL.condition(filter, resolve: resolver(row, context))
                 decide("\(model.url.lastPathComponent): the rows of \(row.source) that \(mapping.name) takes: \(filter), in SQL \(sql)")
                 conditions.append("(Z_ENT <> \(row.number) OR \(sql))")
-            } catch let error as CoreDataMappingModelSQL.Untranslatable {
-                throw MigrationError(.invalidPlan, "the mapping model \(model.url.lastPathComponent), entity mapping \(mapping.name) (\(row.source) -> \(row.entity)), its filter \(filter): \(error); chunkmigrate cannot run it: give the entity mapping as a step (--step \(model.source) -> \(model.destination))",
-                                     entity: row.source, file: model.url.path, cause: error)
+            } catch {
+                refuseMapping(MigrationError(.invalidPlan, "the mapping model \(model.url.lastPathComponent), entity mapping \(mapping.name) (\(row.source) -> \(row.entity)), its filter \(filter): \(error); chunkmigrate cannot run it: give the entity mapping as a step (--step \(model.source) -> \(model.destination))",
+                                             entity: row.source, file: model.url.path, cause: error))
             }
         }
         return conditions
@@ -85,4 +155,36 @@ extension CoreDataInference {
         }
         return { path in resolve(ArraySlice(path.split(separator: ".").map(String.init)), entity: rows.source, row: "s") }
     }
+}
+
+/// What became of one property mapping of an app's mapping model in a plan.
+struct PropertyMappingAccount: Equatable, Sendable {
+    enum Outcome: Equatable, Sendable {
+        /// A source property of its kind, read as it is (`$source.name`, a relationship's
+        /// destination instances), through the inference.
+        case readAsIs
+        /// Translated into SQL (``CoreDataMappingModelSQL``).
+        case translated
+        /// A derived attribute: computed from its derivation, as Core Data computes it.
+        case computed
+        /// A transient property: no store keeps it.
+        case notStored
+        /// A relationship whose source pointed at rows none of which becomes its destination.
+        case leftEmpty
+        /// Its table is a custom step's.
+        case replacedByStep
+    }
+    var mappingModel: String
+    var entityMapping: String
+    var property: String
+    var value: String
+    var outcome: Outcome
+}
+
+/// What an app's mapping model says that a plan cannot run, with what it carries of the rest:
+/// the cause of the refusal that names them.
+struct MappingModelRefusal: Error, CustomStringConvertible {
+    var refusals: [MigrationError]
+    var accounted: [PropertyMappingAccount]
+    var description: String { refusals.map(\.message).joined(separator: "; ") }
 }

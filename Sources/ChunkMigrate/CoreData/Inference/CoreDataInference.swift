@@ -26,6 +26,15 @@ struct CoreDataInference {
     /// Why Core Data rebuilds the table of a destination root, `nil` for one it alters in place:
     /// once a table, not once a column.
     private var tableRebuilds: [String: String?] = [:]
+    /// With an app's mapping model: the property mappings whose values the plan translated
+    /// (`entity mapping\tproperty`), and what it cannot run, each refusal once, all refused
+    /// together once every table is planned (``accountForPropertyMappings(_:)``).
+    var translatedMappings: Set<String> = []
+    /// Destination entities whose table is refused as a whole, with the entity mappings into it.
+    var refusedEntities: Set<String> = []
+    var refusals: [MigrationError] = []
+    /// What became of each property mapping of the app's mapping model.
+    var propertyMappings: [PropertyMappingAccount] = []
 
     init(database: Database, sourcePath: String, destinationPath: String, options: InferenceOptions) {
         self.database = database
@@ -124,6 +133,7 @@ struct CoreDataInference {
             try allocateKeys(&entities, context)
         }
 
+        try accountForPropertyMappings(context)
         entities += try systemEntityMappings(context)
         for table in sourceOthers.fetchIndexes where !table.hasSuffix("_node") && !table.hasSuffix("_parent") && !table.hasSuffix("_rowid") {
             notes.append("\(table): an R-tree fetch index; filled from its entity's rows by the destination's own trigger statement once they are in")
@@ -131,9 +141,11 @@ struct CoreDataInference {
         for table in sourceOthers.unknown {
             notes.append("table \(table): not a Core Data entity or join table; not copied")
         }
-        return InferredPlan(plan: MigrationPlan(entities: entities, coreData: CoreDataMapping(entities: mapping.sourceEntity, derived: derived,
-                                                                                            externalData: externalData)),
-                            decisions: decisions, notes: notes)
+        var inferred = InferredPlan(plan: MigrationPlan(entities: entities, coreData: CoreDataMapping(entities: mapping.sourceEntity, derived: derived,
+                                                                                                     externalData: externalData)),
+                                    decisions: decisions, notes: notes)
+        inferred.propertyMappings = propertyMappings
+        return inferred
     }
 
     /// The versions from the source store's to the destination store's, each found from the
@@ -217,8 +229,10 @@ struct CoreDataInference {
     /// source table holding them all; `nil` for a table no source entity fills.
     ///
     /// - Throws: ``MigrationError`` when they come from several source tables (entity hierarchies
-    ///   merged), which lightweight migration cannot infer either.
-    private func sourceRows(of table: CoreDataLayout.EntityTable, _ context: Context) throws -> (rows: [Rows], from: CoreDataLayout.EntityTable)? {
+    ///   merged), which lightweight migration cannot infer either; with an app's mapping model,
+    ///   that refusal names its entity mappings and waits for the others
+    ///   (``accountForPropertyMappings(_:)``), the table left out.
+    private mutating func sourceRows(of table: CoreDataLayout.EntityTable, _ context: Context) throws -> (rows: [Rows], from: CoreDataLayout.EntityTable)? {
         let destination = context.destination, source = context.source
         let rows: [Rows] = destination.descendants(of: table.root).sorted().flatMap { number -> [Rows] in
             guard let name = destination.entities[number]?.name else { return [] }
@@ -230,6 +244,14 @@ struct CoreDataInference {
         let sourceRoots = Set(rows.map { source.model.root(of: $0.source) })
         guard sourceRoots.count == 1, let sourceRoot = sourceRoots.first, let from = source.table(of: sourceRoot) else {
             let trees = rows.map { "\($0.entity) (from \($0.source), in the tree of \(source.model.root(of: $0.source)))" }
+            if let model = context.mapping.mappingModel {
+                let mappings = rows.compactMap { context.mapping.entityMapping(into: $0.entity, from: $0.source) }
+                    .map { "\($0.name) (\($0.source ?? "") -> \($0.destination ?? ""))" }
+                refusedEntities.formUnion(rows.map(\.entity))
+                refuseMapping(MigrationError(.invalidPlan, "the mapping model \(model.url.lastPathComponent), entity mappings \(mappings.joined(separator: ", ")): they fill table \(table.name) with rows of different source tables (\(trees.joined(separator: ", "))), which chunkmigrate does not merge into one table's keys; give the entity mappings into \(table.name) as a step (--step \(model.source) -> \(model.destination))",
+                                             entity: rows[0].entity, file: model.url.path))
+                return nil
+            }
             throw MigrationError(.invalidPlan, "table \(table.name) of the destination holds entities whose source rows are in different tables: \(trees.joined(separator: ", ")); lightweight migration cannot merge entity hierarchies either, write a plan for them")
         }
         return (rows, from)
@@ -429,7 +451,7 @@ struct CoreDataInference {
         // (over several versions too: its migration goes straight to the last).
         let defaultSQL = context.mapping.newValue(attribute.name, of: rows.entity).flatMap { Self.literal($0, type: new.type) }
         let source = context.mapping.sourceProperty(attribute.name, of: rows.entity, from: rows.source)
-        if new.derivation == nil, source == nil, let expression = try mappedValue(attribute.name, of: rows, relationship: false, context) {
+        if new.derivation == nil, source == nil, let expression = mappedValue(attribute.name, of: rows, relationship: false, context) {
             return expression
         }
         if let derivation = new.derivation, Self.computesDerived(derivation, was: source?.property.attribute?.derivation) {
@@ -526,7 +548,7 @@ struct CoreDataInference {
     private mutating func toOneKey(_ property: String, of rows: Rows, _ context: Context) throws -> Source? {
         guard let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity, from: rows.source),
               let relationship = old.relationship else {
-            _ = try mappedValue(property, of: rows, relationship: true, context)
+            _ = mappedValue(property, of: rows, relationship: true, context)
             return try keyFromInverse(property, of: rows, context)
         }
         if !relationship.isToMany {

@@ -55,6 +55,9 @@ public struct CoreDataModelMapping: Sendable {
     /// With a mapping model, for the second and later source entities of a destination entity:
     /// `destination\tsource` -> property -> the source property it takes its values from.
     private var pairProperties: [String: [String: Match]] = [:]
+    /// Relationships (`entity\tproperty`) whose source relationship pointed at rows none of
+    /// which becomes its destination: left empty, as Core Data's migration manager leaves them.
+    private(set) var leftEmpty: Set<String> = []
 
     /// A source property and the entity that declares it.
     private struct Match: Sendable {
@@ -409,6 +412,7 @@ public struct CoreDataModelMapping: Sendable {
                     let becoming = destination.descendants(of: new.destination).compactMap { sourceEntity[$0] }
                     guard !becoming.contains(where: { source.root(of: $0) == tree }) else { continue }
                     sourceProperties[entity.name]?[property.name] = nil
+                    leftEmpty.insert("\(entity.name)\t\(property.name)")
                     decide("\(path): points at \(new.destination), which no row of \(was.destination) (where \(declaredBy).\(old.name) pointed) becomes; left empty, as Core Data's migration manager leaves it")
                 default:
                     continue

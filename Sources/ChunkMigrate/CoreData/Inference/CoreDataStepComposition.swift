@@ -75,6 +75,7 @@ struct CoreDataStepComposition {
             throw MigrationError(.invalidPlan, "custom steps go between versions of the model bundle: give it (--models)")
         }
         var decisions: [String] = [], notes: [String] = []
+        var propertyMappings: [PropertyMappingAccount] = []
         func find(_ name: String?, schema: String, file: String) throws -> CoreDataModelBundle.Version {
             if let name {
                 guard let version = bundle.version(named: name) else {
@@ -186,6 +187,7 @@ struct CoreDataStepComposition {
             partOptions.isPart = true
             partOptions.coreDataFramework = framework
             let inferred = try MigrationPlan.infer(source: stores[part.from]!, destination: stores[part.to]!, options: partOptions)
+            propertyMappings += inferred.propertyMappings
             var plan = inferred.plan
             if let step = part.step {
                 try Self.check(step, source: stores[part.from]!, destination: stores[part.to]!)
@@ -245,7 +247,9 @@ struct CoreDataStepComposition {
         notes.append("a job through custom steps or the app's mapping models does not carry persistent history (its numbering is kept ahead)")
         decisions.insert(contentsOf: ["source store: version \(first.name)", "destination store: version \(last.name)",
                                       "path: \(names.first!) -> \(names.last!), \(path.count - 1) steps, \(parts.count) parts composed into one job"], at: 0)
-        return InferredPlan(plan: composed, decisions: decisions, notes: notes)
+        var inferred = InferredPlan(plan: composed, decisions: decisions, notes: notes)
+        inferred.propertyMappings = propertyMappings
+        return inferred
     }
 
     /// Refuses a composed plan that leaves a required attribute without a value in rows the
