@@ -139,9 +139,70 @@ extension CoreDataInference {
         return conditions
     }
 
-    /// A key path of the source entity of `rows` to the SQL of its value for a source row `s`:
-    /// a property's column, a path through to-ones a subquery of each table on the way.
-    func resolver(_ rows: Rows, _ context: Context) -> CoreDataMappingModelSQL.Resolver {
+    /// A to-one the migration manager fills with the destination instances of a key path through
+    /// to-ones (`FUNCTION($manager, "destinationInstancesForEntityMappingNamed:sourceInstances:",
+    /// "OrgToOrg", $source.author.org)`): the key of the row at the end of the path, where that
+    /// row is one the named entity mapping migrates (its source entity's own rows, through its
+    /// filter), else NULL, as the migration manager finds no destination instance for it; and the
+    /// entity number of that row. `nil` for any other value (a path of one step is read as it is
+    /// by the inference).
+    mutating func mappedToOne(_ property: String, of rows: Rows, _ context: Context) -> MappedToOne? {
+        guard let model = context.mapping.mappingModel,
+              let mapping = context.mapping.entityMapping(into: rows.entity, from: rows.source),
+              let value = mapping.relationships.first(where: { $0.name == property })?.value,
+              case let .function(.variable("manager"), selector, arguments) = value, arguments.count == 2,
+              let path = arguments[1].sourceKeyPath, path.contains("."),
+              let relationship = context.destination.model.property(property, of: rows.entity)?.property.relationship, !relationship.isToMany else { return nil }
+        // Every step a to-one; the entity at the end.
+        var entity = rows.source
+        for step in path.split(separator: ".").map(String.init) {
+            guard let next = context.source.model.property(step, of: entity)?.property.relationship, !next.isToMany else { return nil }
+            entity = next.destination
+        }
+        let resolve = resolver(rows, context)
+        guard let key = resolve(path), let targetTable = context.source.table(of: entity) else { return nil }
+        // The rows the named entity mapping migrates; through the source relationship, those any
+        // entity mapping migrates into the relationship's destination.
+        var numbers: [Int64]
+        var conditions: [String]
+        var through: String
+        if selector == "destinationInstancesForEntityMappingNamed:sourceInstances:", case let .constant(.string(name)) = arguments[0] {
+            guard let named = context.mapping.entityMappings.values.joined().first(where: { $0.name == name }), let from = named.source,
+                  let number = context.source.entity(named: from)?.number, let into = named.destination,
+                  context.destination.model.lineage(of: into).contains(where: { $0.name == relationship.destination }),
+                  let table = context.destination.table(of: into) else { return nil }
+            numbers = [number]
+            conditions = keptRows[table.name] ?? []
+            through = "entity mapping \(name) (\(from) -> \(into))"
+        } else if selector == "destinationInstancesForSourceRelationshipNamed:sourceInstances:" {
+            numbers = context.destination.descendants(of: context.destination.entity(named: relationship.destination)?.number ?? -1).flatMap { number in
+                context.destination.entities[number].map { context.mapping.sourceEntities(of: $0.name) } ?? []
+            }.compactMap { context.source.entity(named: $0)?.number }
+            conditions = context.destination.table(of: relationship.destination).flatMap { keptRows[$0.name] } ?? []
+            through = "the entity mappings into \(relationship.destination)"
+        } else {
+            return nil
+        }
+        // Rows of the entities the path can reach only.
+        numbers = numbers.filter { context.source.descendants(of: context.source.entity(named: entity)?.number ?? -1).contains($0) }
+        guard !numbers.isEmpty else { return nil }
+        conditions.insert("s.Z_ENT IN (\(numbers.map(String.init).joined(separator: ", ")))", at: 0)
+        let restricted = "CASE WHEN \(key) IN (SELECT s.Z_PK FROM src.\(SQL.quote(targetTable.name)) AS s WHERE \(conditions.joined(separator: " AND "))) THEN \(key) END"
+        translatedMappings.insert("\(mapping.name)\t\(property)")
+        decide("\(model.url.lastPathComponent): \(rows.entity).\(property) of the rows of \(rows.source) = \(value): the row at \(path) where \(through) migrates it, in SQL \(restricted) (\(mapping.name))")
+        let entityNumber: Source = numbers.count == 1
+            ? .expression("CASE WHEN \(restricted) IS NOT NULL THEN coredata_entity(\(numbers[0])) END")
+            : .expression("(SELECT coredata_entity(e.Z_ENT) FROM src.\(SQL.quote(targetTable.name)) AS e WHERE e.Z_PK = \(restricted))")
+        let other = resolver(rows, context, row: "o")
+        return MappedToOne(key: .expression(restricted), entity: entityNumber, keyOf: { alias in
+            alias == "o" ? other(path) ?? "NULL" : key
+        })
+    }
+
+    /// A key path of the source entity of `rows` to the SQL of its value for a source row `s`
+    /// (or `row`): a property's column, a path through to-ones a subquery of each table on the
+    /// way.
+    func resolver(_ rows: Rows, _ context: Context, row alias: String = "s") -> CoreDataMappingModelSQL.Resolver {
         let layout = context.source
         func resolve(_ parts: ArraySlice<String>, entity: String, row: String) -> String? {
             guard let first = parts.first, let column = layout.column(of: first, entity: entity) else { return nil }
@@ -153,7 +214,7 @@ extension CoreDataInference {
             guard let inner = resolve(parts.dropFirst(), entity: relationship.destination, row: alias) else { return nil }
             return "(SELECT \(inner) FROM src.\(SQL.quote(table.name)) AS \(alias) WHERE \(alias).Z_PK = \(row).\(SQL.quote(column.name)))"
         }
-        return { path in resolve(ArraySlice(path.split(separator: ".").map(String.init)), entity: rows.source, row: "s") }
+        return { path in resolve(ArraySlice(path.split(separator: ".").map(String.init)), entity: rows.source, row: alias) }
     }
 }
 
@@ -187,4 +248,14 @@ struct MappingModelRefusal: Error, CustomStringConvertible {
     var refusals: [MigrationError]
     var accounted: [PropertyMappingAccount]
     var description: String { refusals.map(\.message).joined(separator: "; ") }
+}
+
+/// A to-one filled from a key path through to-ones (``CoreDataInference/mappedToOne(_:of:_:)``).
+struct MappedToOne {
+    /// Its key for the source row `s`.
+    var key: CoreDataInference.Source
+    /// Its target's entity number (for a target with sub-entities).
+    var entity: CoreDataInference.Source
+    /// The key path's value for another alias of the source row (unrestricted).
+    var keyOf: (String) -> String
 }

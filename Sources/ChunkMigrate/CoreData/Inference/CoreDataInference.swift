@@ -18,7 +18,7 @@ struct CoreDataInference {
     /// Destination entity table -> the conditions on source rows (as `s`) beyond their entity that
     /// its copy adds (a uniqueness constraint's keep-first filter). Join rows that refer to a row
     /// not copied are left out with it.
-    private var keptRows: [String: [String]] = [:]
+    var keptRows: [String: [String]] = [:]
     /// Derived attributes computed after the copy (new, or derived differently).
     private var derived: [CoreDataMapping.DerivedValue] = []
     /// Binary attributes whose values may be external files.
@@ -548,6 +548,7 @@ struct CoreDataInference {
     private mutating func toOneKey(_ property: String, of rows: Rows, _ context: Context) throws -> Source? {
         guard let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity, from: rows.source),
               let relationship = old.relationship else {
+            if let mapped = mappedToOne(property, of: rows, context) { return mapped.key }
             _ = mappedValue(property, of: rows, relationship: true, context)
             return try keyFromInverse(property, of: rows, context)
         }
@@ -633,6 +634,7 @@ struct CoreDataInference {
 
     /// The entity number of a to-one's target, for a target entity with sub-entities.
     private mutating func toOneEntity(_ property: String, of rows: Rows, _ context: Context) throws -> Source {
+        if let mapped = mappedToOne(property, of: rows, context) { return mapped.entity }
         guard let key = try toOneKey(property, of: rows, context),
               let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity, from: rows.source),
               let relationship = old.relationship else { return .null }
@@ -652,6 +654,10 @@ struct CoreDataInference {
     /// A to-one's position in its inverse, an ordered to-many: the source's where it was ordered
     /// too, else the order of the keys (Core Data's spacing: 1024 apart from 2048).
     private mutating func toOneOrder(_ property: String, of rows: Rows, _ context: Context) throws -> Source {
+        if let mapped = mappedToOne(property, of: rows, context), let table = context.source.table(of: rows.source) {
+            // A new member of an ordered to-many: after the others, in the order of the keys.
+            return .expression("CASE WHEN \(mapped.key.sql) IS NOT NULL THEN 1024 * (1 + (SELECT count(*) FROM src.\(SQL.quote(table.name)) AS o WHERE \(mapped.keyOf("o")) = \(mapped.key.sql) AND o.Z_PK <= s.Z_PK)) END")
+        }
         guard let key = try toOneKey(property, of: rows, context), let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity, from: rows.source),
               let relationship = old.relationship, let table = context.source.table(of: rows.source) else { return .null }
         if !relationship.isToMany, let order = table.column(for: .toOneOrder(entity: declaredBy, property: old.name)) {

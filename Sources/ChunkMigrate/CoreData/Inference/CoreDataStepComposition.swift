@@ -453,13 +453,25 @@ struct CoreDataStepComposition {
                     try SQLIdentifiers.replacing(in: sql) { name, qualifier in
                         if let qualifier {
                             guard qualifier.lowercased() == "s" else {
-                                if ["src", "main"].contains(qualifier.lowercased()) {
+                                if qualifier.lowercased() == "src" {
+                                    // Another table of the version between (a key path's subquery):
+                                    // that table as the earlier part makes it.
+                                    guard let table = try derivedTable(name, first: first, between: between) else {
+                                        throw refuse(later.name, column, "it reads another table of the version between (\(qualifier).\(name)), which the steps before do not fill from one table with their keys")
+                                    }
+                                    return table
+                                }
+                                if qualifier.lowercased() == "main" {
                                     throw refuse(later.name, column, "it reads another table of the version between (\(qualifier).\(name))")
                                 }
                                 return nil
                             }
                         }
-                        return try replace(name, column: column)
+                        // A column of the row qualified stays qualified: inside a subquery, a bare
+                        // name could be a column of the subquery's own table.
+                        guard let value = try replace(name, column: column) else { return nil }
+                        let bare = value.range(of: #"^([A-Za-z_][A-Za-z0-9_]*|"[^"]*")$"#, options: .regularExpression) != nil
+                        return qualifier != nil && bare ? "s.\(value)" : value
                     }
                 }
                 var entity = EntityMapping(name: earlier.count == 1 ? later.name : "\(later.name) from \(before.name)",
@@ -497,6 +509,29 @@ struct CoreDataStepComposition {
             coreData?.entities = names.compactMapValues { before[$0] }
         }
         return MigrationPlan(entities: result, coreData: coreData)
+    }
+}
+
+extension CoreDataStepComposition {
+    /// Table `name` of the version between two parts, as the earlier part makes it from the
+    /// source: a subquery with each of its columns (`(SELECT s.Z_PK AS "Z_PK", (expr) AS "ZNAME",
+    /// ... FROM src."ZORG" AS s WHERE ...)`), for an expression of the later part that reads it
+    /// (a key path through to-ones). `nil` where the earlier part does not fill it from one
+    /// source table with its keys.
+    static func derivedTable(_ name: String, first: MigrationPlan, between: Database) throws -> String? {
+        let fills = first.entities.filter { $0.destination.table.caseInsensitiveCompare(name) == .orderedSame }
+        guard fills.count == 1, let before = fills.first, before.keys == .preserve, before.distinct == nil,
+              let schema = try between.tableSchema(name, in: "main") else { return nil }
+        let key = (before.destination.key ?? "rowid").uppercased()
+        let values = Dictionary(before.columns.map { ($0.key.uppercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
+        let relationships = Dictionary(before.relationships.map { ($0.key.uppercased(), $0.value.from) }, uniquingKeysWith: { a, _ in a })
+        var columns = ["s.\(SQL.quote(before.source.key ?? "rowid")) AS \(SQL.quote(before.destination.key ?? "rowid"))"]
+        for column in schema.columns where column.name.uppercased() != key {
+            let value = values[column.name.uppercased()] ?? relationships[column.name.uppercased()] ?? "NULL"
+            columns.append("(\(value)) AS \(SQL.quote(column.name))")
+        }
+        let filter = before.source.where.map { " WHERE \($0)" } ?? ""
+        return "(SELECT \(columns.joined(separator: ", ")) FROM src.\(SQL.quote(before.source.table)) AS s\(filter))"
     }
 }
 

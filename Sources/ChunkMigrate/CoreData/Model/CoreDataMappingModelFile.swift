@@ -68,15 +68,19 @@ public struct CoreDataMappingModelFile: Sendable {
             case null, bool(Bool), integer(Int64), real(Double), string(String), date(Double), data([UInt8])
         }
 
-        /// The key path of `$source.path` (`valueForKeyPath:` or `valueForKey:` on `$source`).
+        /// The key path of `$source.path` (`valueForKeyPath:` or `valueForKey:` on `$source`, or
+        /// on such an expression: `$source.a` then `.b` is `a.b`).
         public var sourceKeyPath: String? {
-            guard case let .function(.variable("source"), selector, arguments) = self,
+            guard case let .function(operand, selector, arguments) = self,
                   selector == "valueForKeyPath:" || selector == "valueForKey:", arguments.count == 1 else { return nil }
+            let path: String
             switch arguments[0] {
-            case let .keyPath(path): return path
-            case let .constant(.string(path)): return path
+            case let .keyPath(text): path = text
+            case let .constant(.string(text)): path = text
             default: return nil
             }
+            if case .variable("source") = operand { return path }
+            return operand.sourceKeyPath.map { "\($0).\(path)" }
         }
 
         /// The expression in `NSExpression`'s format.
