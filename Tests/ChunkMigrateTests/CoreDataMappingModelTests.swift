@@ -371,4 +371,78 @@ struct CoreDataMappingModelTests {
                              [.integer(14), .text("d"), .null, .null, .null]], "\(rows)")
         }
     }
+
+    @Test("collection operators over a to-many, as Foundation's key-value coding computes them on a set: @count, @sum (0 for none), @avg (nil for none, nil values counted), @min and @max (nil values left out), over a one-to-many and a many-to-many, through a to-one before the to-many and after the operator; in a filter predicate too; another operator refused by name")
+    func collectionOperators() throws {
+        let folder = try TemporaryFolder()
+        let before = try CoreDataTesting.model("""
+            <entity name="Shelf"><attribute name="label" optional="YES" attributeType="String"/><relationship name="books" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Book" inverseName="shelves" inverseEntity="Book"/></entity>
+            <entity name="Author"><attribute name="name" optional="YES" attributeType="String"/><relationship name="books" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Book" inverseName="author" inverseEntity="Book"/></entity>
+            <entity name="Book"><attribute name="pages" optional="YES" attributeType="Integer 32"/><attribute name="title" optional="YES" attributeType="String"/><relationship name="author" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Author" inverseName="books" inverseEntity="Author"/><relationship name="shelves" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Shelf" inverseName="books" inverseEntity="Shelf"/></entity>
+            """)
+        let stats = #"<attribute name="count" optional="YES" attributeType="Integer 64"/><attribute name="sum" optional="YES" attributeType="Integer 64"/><attribute name="avg" optional="YES" attributeType="Double"/><attribute name="least" optional="YES" attributeType="String"/><attribute name="most" optional="YES" attributeType="Integer 32"/>"#
+        let after = try CoreDataTesting.model("""
+            <entity name="Shelf"><attribute name="label" optional="YES" attributeType="String"/>\(stats)</entity>
+            <entity name="Author"><attribute name="name" optional="YES" attributeType="String"/>\(stats)</entity>
+            <entity name="Book"><attribute name="pages" optional="YES" attributeType="Integer 32"/><attribute name="title" optional="YES" attributeType="String"/><attribute name="authorBooks" optional="YES" attributeType="Integer 64"/></entity>
+            """)
+        let layout = try CoreDataLayout(model: before)
+        let join = try #require(layout.joinTables.first)
+        let shelfSide = try #require(join.sides.first { $0.entity == "Shelf" }), bookSide = try #require(join.sides.first { $0.entity == "Book" })
+        let source = try CoreDataTesting.store(before, at: folder.path("old.sqlite"), uuid: "E0000000-0000-0000-0000-000000000061", rows: """
+            INSERT INTO ZAUTHOR (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (1, \(layout.entity(named: "Author")!.number), 1, 'Ann'), (2, \(layout.entity(named: "Author")!.number), 1, 'Bob');
+            INSERT INTO ZBOOK (Z_PK, Z_ENT, Z_OPT, ZPAGES, ZTITLE, ZAUTHOR) VALUES (10, \(layout.entity(named: "Book")!.number), 1, 100, 'b', 1),
+                (11, \(layout.entity(named: "Book")!.number), 1, NULL, 'a', 1), (12, \(layout.entity(named: "Book")!.number), 1, 40, 'c', 1), (13, \(layout.entity(named: "Book")!.number), 1, 7, NULL, NULL),
+                (14, \(layout.entity(named: "Book")!.number), 1, 5, 'z', 2);
+            INSERT INTO ZSHELF (Z_PK, Z_ENT, Z_OPT, ZLABEL) VALUES (20, \(layout.entity(named: "Shelf")!.number), 1, 'top'), (21, \(layout.entity(named: "Shelf")!.number), 1, 'empty');
+            INSERT INTO \(join.name) (\(shelfSide.column), \(bookSide.column)) VALUES (10, 20), (13, 20);
+            """)
+        let destination = try CoreDataTesting.store(after, at: folder.path("new.sqlite"), uuid: "E0000000-0000-0000-0000-000000000062")
+        typealias Mapping = CoreDataMappingModelFile.EntityMapping
+        typealias E = CoreDataMappingModelFile.Expression
+        func operators(_ many: String) -> [(String, E?)] {
+            [("count", .sourceKeyPath("\(many).@count")), ("sum", .sourceKeyPath("\(many).@sum.pages")), ("avg", .sourceKeyPath("\(many).@avg.pages")),
+             ("least", .sourceKeyPath("\(many).@min.title")), ("most", .sourceKeyPath("\(many).@max.pages"))]
+        }
+        func mapping(_ name: String, _ entity: String, attributes: [(String, E?)], filter: String? = nil) -> Mapping {
+            var mapping = Mapping(name: name, kind: "Undefined", source: entity, destination: entity, filter: filter)
+            mapping.attributes = attributes.map { .init(name: $0.0, value: $0.1) }
+            mapping.expressionsComplete = false
+            return mapping
+        }
+        let file = CoreDataMappingModelFile(url: folder.path("V1toV2.xcmappingmodel"), source: "V1", destination: "V2", entityMappings: [
+            mapping("AuthorToAuthor", "Author", attributes: [("name", nil)] + operators("books")),
+            mapping("ShelfToShelf", "Shelf", attributes: [("label", nil)] + operators("books")),
+            mapping("BookToBook", "Book", attributes: [("pages", nil), ("title", nil), ("authorBooks", .sourceKeyPath("author.books.@count"))],
+                    filter: "shelves.@count > 0 OR author.books.@count >= 3"),
+        ])
+        var bundle = CoreDataModelBundle(versions: [.init(name: "V1", model: before), .init(name: "V2", model: after)], current: "V2")
+        bundle.mappingModels = [file]
+        try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, options: InferenceOptions(modelBundle: bundle))
+        let new = try Database(path: destination.path, mode: .source)
+        // Ann: 3 books (pages 100, NULL, 40): sum 140, avg 140 / 3, least title "a", most 100.
+        // Bob: one (left out of the destination by the filter; $source's books all the same).
+        #expect(try new.rows("SELECT ZNAME, ZCOUNT, ZSUM, ZAVG, ZLEAST, ZMOST FROM ZAUTHOR ORDER BY Z_PK")
+                == [[.text("Ann"), .integer(3), .integer(140), .real(140.0 / 3), .text("a"), .integer(100)],
+                    [.text("Bob"), .integer(1), .integer(5), .real(5), .text("z"), .integer(5)]])
+        // The many-to-many: top holds books 10 and 13 (title NULL left out of @min); empty holds
+        // none: count 0, sum 0, avg nil, least and most nil.
+        let shelves = try new.rows("SELECT ZLABEL, ZCOUNT, ZSUM, ZAVG, ZLEAST, ZMOST FROM ZSHELF ORDER BY Z_PK")
+        #expect(shelves == [[.text("top"), .integer(2), .integer(107), .real(53.5), .text("b"), .integer(100)],
+                            [.text("empty"), .integer(0), .integer(0), .null, .null, .null]], "\(shelves)")
+        // Books on a shelf, or by an author of 3 or more: all but Bob's 14. 13 has no author: the
+        // key path through it is nil, not a count.
+        let books = try new.rows("SELECT Z_PK, ZAUTHORBOOKS FROM ZBOOK ORDER BY Z_PK")
+        #expect(books == [[.integer(10), .integer(3)], [.integer(11), .integer(3)], [.integer(12), .integer(3)], [.integer(13), .null]], "\(books)")
+
+        var other = file
+        other.entityMappings[0].attributes.append(.init(name: "most", value: .sourceKeyPath("books.@distinctUnionOfObjects.pages")))
+        other.entityMappings[0].attributes.removeAll { $0.name == "most" && $0.value == .sourceKeyPath("books.@max.pages") }
+        bundle.mappingModels = [other]
+        let refused = #expect(throws: MigrationError.self) {
+            try MigrationPlan.infer(source: source, destination: destination, options: InferenceOptions(modelBundle: bundle))
+        }
+        #expect(refused?.message.contains("entity mapping AuthorToAuthor (Author -> Author), most = $source.books.@distinctUnionOfObjects.pages: books.@distinctUnionOfObjects.pages: a collection operator other than @count, @sum, @avg, @min, @max after a to-many") == true,
+                "\(String(describing: refused))")
+    }
 }

@@ -201,11 +201,16 @@ extension CoreDataInference {
 
     /// A key path of the source entity of `rows` to the SQL of its value for a source row `s`
     /// (or `row`): a property's column, a path through to-ones a subquery of each table on the
-    /// way.
+    /// way, a to-many and a collection operator an aggregate over its targets
+    /// (``aggregate(_:over:of:row:_:)``).
     func resolver(_ rows: Rows, _ context: Context, row alias: String = "s") -> CoreDataMappingModelSQL.Resolver {
         let layout = context.source
         func resolve(_ parts: ArraySlice<String>, entity: String, row: String) -> String? {
-            guard let first = parts.first, let column = layout.column(of: first, entity: entity) else { return nil }
+            guard let first = parts.first else { return nil }
+            if let relationship = layout.model.property(first, of: entity)?.property.relationship, relationship.isToMany {
+                return aggregate(parts.dropFirst(), over: first, of: entity, row: row, context) { resolve($0, entity: relationship.destination, row: $1) }
+            }
+            guard let column = layout.column(of: first, entity: entity) else { return nil }
             // The row's own column bare, as the plan's expressions name them.
             if parts.count == 1 { return row == "s" ? SQL.identifier(column.name) : "\(row).\(SQL.quote(column.name))" }
             guard let relationship = layout.model.property(first, of: entity)?.property.relationship, !relationship.isToMany,
@@ -215,6 +220,38 @@ extension CoreDataInference {
             return "(SELECT \(inner) FROM src.\(SQL.quote(table.name)) AS \(alias) WHERE \(alias).Z_PK = \(row).\(SQL.quote(column.name)))"
         }
         return { path in resolve(ArraySlice(path.split(separator: ".").map(String.init)), entity: rows.source, row: alias) }
+    }
+
+    /// A collection operator over the targets of to-many `property` of `entity` for the row
+    /// `row`, as Foundation's key-value coding computes it on a set: `@count` the number of
+    /// targets; `@sum.path` the sum of their values (nil values left out, 0 for none); `@avg.path`
+    /// that sum over the number of targets (nil for none); `@min.path`, `@max.path` the least and
+    /// greatest value (nil values left out, nil for none). `nil` for another operator.
+    /// `value` resolves the path after the operator for a target row alias.
+    func aggregate(_ rest: ArraySlice<String>, over property: String, of entity: String, row: String, _ context: Context,
+                   value: (ArraySlice<String>, String) -> String?) -> String? {
+        let layout = context.source
+        guard let operation = rest.first, operation.hasPrefix("@"), let declared = layout.model.property(property, of: entity),
+              let relationship = declared.property.relationship,
+              let pairs = pairs(declaredBy: declared.declaredBy, property: property, context),
+              let targets = layout.table(of: relationship.destination) else { return nil }
+        let target = "a\(rest.count)", join = "j\(rest.count)"
+        let owner = "\(row).Z_PK"
+        let from: String
+        if pairs.table == targets.name, pairs.target == "Z_PK" {
+            from = "src.\(SQL.quote(targets.name)) AS \(target) WHERE \(target).\(SQL.quote(pairs.owner)) = \(owner)"
+        } else {
+            from = "src.\(SQL.quote(pairs.table)) AS \(join) JOIN src.\(SQL.quote(targets.name)) AS \(target) ON \(target).Z_PK = \(join).\(SQL.quote(pairs.target)) WHERE \(join).\(SQL.quote(pairs.owner)) = \(owner)"
+        }
+        if operation == "@count" { return rest.count == 1 ? "(SELECT count(*) FROM \(from))" : nil }
+        guard rest.count > 1, let each = value(rest.dropFirst(), target) else { return nil }
+        switch operation {
+        case "@sum": return "(SELECT ifnull(sum(\(each)), 0) FROM \(from))"
+        case "@avg": return "(SELECT CASE WHEN count(*) > 0 THEN total(\(each)) / count(*) END FROM \(from))"
+        case "@min": return "(SELECT min(\(each)) FROM \(from))"
+        case "@max": return "(SELECT max(\(each)) FROM \(from))"
+        default: return nil
+        }
     }
 }
 

@@ -597,7 +597,7 @@ struct CoreDataInference {
     }
 
     /// The pairs of source relationship `property` of `declaredBy`, a to-many.
-    private func pairs(declaredBy: String, property: String, _ context: Context) -> Pairs? {
+    func pairs(declaredBy: String, property: String, _ context: Context) -> Pairs? {
         let source = context.source
         guard let relationship = source.model.property(property, of: declaredBy)?.property.relationship else { return nil }
         if let join = source.joinTable(of: property, entity: declaredBy),

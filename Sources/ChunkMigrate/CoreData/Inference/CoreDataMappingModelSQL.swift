@@ -3,11 +3,12 @@ import Foundation
 /// The SQL of what an app's mapping model says, over a row of the source entity's table (as `s`):
 /// its filter predicates (`NSPredicate` format) as a `WHERE` condition, its value expressions as
 /// a column's value. Key paths are resolved by the caller (``Resolver``): an attribute to its
-/// column, a path through to-ones to a subquery.
+/// column, a path through to-ones to a subquery, a to-many and a collection operator (`@count`,
+/// `@sum`, `@avg`, `@min`, `@max`) to an aggregate over its targets.
 ///
 /// What has no SQL equivalent here is refused with what it is (``Untranslatable``), never
 /// dropped: a custom policy's function (`FUNCTION($entityPolicy, ...)`, the app's code), a
-/// diacritic-insensitive comparison, `MATCHES`, a subquery or aggregate.
+/// diacritic-insensitive comparison, `MATCHES`, a subquery, `ANY`/`ALL` over a to-many.
 enum CoreDataMappingModelSQL {
     /// What cannot be translated, and why.
     struct Untranslatable: Error, CustomStringConvertible {
@@ -27,7 +28,11 @@ enum CoreDataMappingModelSQL {
             return literal(value)
         case let .function(operand, selector, arguments):
             if let path = expression.sourceKeyPath {
-                guard let sql = resolve(path) else { throw Untranslatable(description: "the source entity has no key path \(path)") }
+                guard let sql = resolve(path) else {
+                    throw Untranslatable(description: path.contains("@")
+                                         ? "\(path): a collection operator other than @count, @sum, @avg, @min, @max after a to-many"
+                                         : "the source entity has no key path \(path)")
+                }
                 return sql
             }
             if case .variable("entityPolicy") = operand {
@@ -293,11 +298,15 @@ enum CoreDataMappingModelSQL {
                 case "NO", "FALSE": return Operand(sql: "0")
                 case "NIL", "NULL": return Operand(sql: "NULL", isNull: true)
                 default:
-                    guard !text.hasPrefix("$"), !text.contains("@") else {
-                        throw Untranslatable(description: "\(text) (a variable or aggregate) in the predicate")
+                    guard !text.hasPrefix("$") else {
+                        throw Untranslatable(description: "\(text) (a variable) in the predicate")
                     }
                     let path = text.hasPrefix("SELF.") ? String(text.dropFirst(5)) : text
-                    guard let sql = resolve(path) else { throw Untranslatable(description: "the source entity has no key path \(path)") }
+                    guard let sql = resolve(path) else {
+                        throw Untranslatable(description: path.contains("@")
+                                             ? "\(path): a collection operator other than @count, @sum, @avg, @min, @max after a to-many"
+                                             : "the source entity has no key path \(path)")
+                    }
                     return Operand(sql: sql)
                 }
             default:
