@@ -447,6 +447,9 @@ struct CoreDataInference {
     private mutating func attributeValue(_ attribute: CoreDataModel.Property, of rows: Rows, column: String,
                                          _ context: Context) throws -> Source {
         let new = attribute.attribute!
+        if let refusal = context.mapping.unconvertible["\(rows.entity)\t\(attribute.name)"] {
+            throw MigrationError(.invalidPlan, refusal, entity: rows.entity, column: column)
+        }
         // The default rows without the property take: the destination's, as Core Data writes it
         // (over several versions too: its migration goes straight to the last).
         let defaultSQL = context.mapping.newValue(attribute.name, of: rows.entity).flatMap { Self.literal($0, type: new.type) }

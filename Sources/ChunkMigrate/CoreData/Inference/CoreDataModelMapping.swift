@@ -58,6 +58,10 @@ public struct CoreDataModelMapping: Sendable {
     /// Relationships (`entity\tproperty`) whose source relationship pointed at rows none of
     /// which becomes its destination: left empty, as Core Data's migration manager leaves them.
     private(set) var leftEmpty: Set<String> = []
+    /// Attributes (`entity\tproperty`) whose type changes in a way lightweight migration cannot
+    /// infer, and the refusal: given where a plan copies them, not where a custom step fills
+    /// their table.
+    private(set) var unconvertible: [String: String] = [:]
 
     /// A source property and the entity that declares it.
     private struct Match: Sendable {
@@ -79,7 +83,8 @@ public struct CoreDataModelMapping: Sendable {
     ///   - renames: destination entity name -> source entity name, for renames the models do not
     ///     record.
     /// - Throws: ``MigrationError`` naming the entity and property of a change Core Data's
-    ///   inference refuses.
+    ///   inference refuses; a type change it refuses is refused where a plan copies the attribute
+    ///   (a custom step may fill its table instead).
     public init(source: CoreDataModel, destination: CoreDataModel, renames: [String: String] = [:]) throws {
         self.source = source
         self.destination = destination
@@ -88,7 +93,7 @@ public struct CoreDataModelMapping: Sendable {
         }
         try matchEntities(renames: renames)
         matchProperties()
-        try checkProperties()
+        checkProperties()
     }
 
     /// Matches the first and last of several versions of a model, oldest first, as Core Data's
@@ -111,7 +116,8 @@ public struct CoreDataModelMapping: Sendable {
     ///   - renames: destination entity name -> source entity name, applied at the version where
     ///     the name changes.
     /// - Throws: ``MigrationError`` naming the entity and property of a change from the first
-    ///   version to the last that Core Data's inference refuses.
+    ///   version to the last that Core Data's inference refuses (a type change where a plan
+    ///   copies the attribute).
     public init(path: [(name: String, model: CoreDataModel)], renames: [String: String] = [:]) throws {
         precondition(path.count >= 2, "a path has two versions at least")
         for (new, old) in renames.sorted(by: { $0.key < $1.key }) {
@@ -126,7 +132,7 @@ public struct CoreDataModelMapping: Sendable {
         if path.count > 2 {
             followVersionsBetween(VersionChain(path: path, renames: renames))
         }
-        try checkProperties()
+        checkProperties()
     }
 
     /// The value rows take for `property` of destination entity `entity` where they have no
@@ -239,7 +245,7 @@ public struct CoreDataModelMapping: Sendable {
             entityMappings[entity.name] = [CoreDataMappingModelFile.EntityMapping(name: "\(entity.name)To\(entity.name)", kind: "Copy", source: entity.name, destination: entity.name)]
             sourceEntity[entity.name] = entity.name
         }
-        try checkProperties()
+        checkProperties()
     }
 
     /// The source key path a value expression reads as it is: `$source.path`, or the source
@@ -387,9 +393,9 @@ public struct CoreDataModelMapping: Sendable {
         }
     }
 
-    /// Refuses a type change Core Data's inference refuses, empties a relationship none of whose
-    /// rows become its destination, and notes renamed properties.
-    private mutating func checkProperties() throws {
+    /// Records a type change Core Data's inference refuses (``unconvertible``), empties a
+    /// relationship none of whose rows become its destination, and notes renamed properties.
+    private mutating func checkProperties() {
         for entity in destination.entities {
             guard sourceEntity[entity.name] != nil else { continue }
             // Every property the entity has, inherited ones too: a property moved up the hierarchy
@@ -403,7 +409,8 @@ public struct CoreDataModelMapping: Sendable {
                 switch (property.kind, old.kind) {
                 case let (.attribute(new), .attribute(was)):
                     guard new.type == was.type || Self.convertible(was.type, new.type) else {
-                        throw MigrationError(.invalidPlan, "attribute \(path) changes type from \(was.type.xmlName) to \(new.type.xmlName), which lightweight migration cannot infer (Core Data's inference refuses it too, NSInferredMappingModelError 134190, and wants a mapping model); write the conversion in the plan's column for it, or make it a new attribute")
+                        unconvertible["\(entity.name)\t\(property.name)"] = "attribute \(path) changes type from \(was.type.xmlName) to \(new.type.xmlName), which lightweight migration cannot infer (Core Data's inference refuses it too, NSInferredMappingModelError 134190, and wants a mapping model); write the conversion in the plan's column for it, or in a custom step's (--step), or make it a new attribute"
+                        continue
                     }
                 case let (.relationship(new), .relationship(was)):
                     // The rows it pointed at that become its destination (or an entity below it)

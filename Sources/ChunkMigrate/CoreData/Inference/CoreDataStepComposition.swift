@@ -126,8 +126,10 @@ struct CoreDataStepComposition {
         for var model in bundle.mappingModels {
             guard let from = place(model.source), let to = place(model.destination), from < to else { continue }
             (model.source, model.destination) = (names[from], names[to])
-            guard
-                  !onPath.contains(where: { $0.from == model.source && $0.to == model.destination }) else { continue }
+            if let step = onPath.first(where: { $0.from == model.source && $0.to == model.destination }) {
+                decisions.append("the app's mapping model \(model.url.lastPathComponent) (\(model.source) -> \(model.destination)): step \(step.from) -> \(step.to) takes its place")
+                continue
+            }
             if let index = mappingModels.firstIndex(where: { $0.source == model.source && $0.destination == model.destination }) {
                 // Another pass between the same versions (a compiled one beside its source is one).
                 mappingModels[index].entityMappings += model.entityMappings.filter { mapping in
@@ -150,7 +152,10 @@ struct CoreDataStepComposition {
                 if let step = candidate.step {
                     throw MigrationError(.invalidPlan, "step \(step.from) -> \(step.to) overlaps another step")
                 }
-                decisions.append("the app's mapping model \(candidate.mappingModel!.url.lastPathComponent) (\(names[candidate.from]) -> \(names[candidate.to])) is not on the path taken: another goes from \(names[candidate.from]) on")
+                let other = parts.last { $0.from <= candidate.from && $0.to > candidate.from }
+                let why = other?.step.map { "step \($0.from) -> \($0.to) goes across it" }
+                    ?? other?.mappingModel.map { "the app's mapping model \($0.url.lastPathComponent) goes across it" } ?? "another goes from \(names[candidate.from]) on"
+                decisions.append("the app's mapping model \(candidate.mappingModel!.url.lastPathComponent) (\(names[candidate.from]) -> \(names[candidate.to])) is not on the path taken: \(why)")
                 continue
             }
             if let model = candidate.mappingModel, !model.policies.isEmpty {
@@ -186,11 +191,16 @@ struct CoreDataStepComposition {
             partOptions.mappingModel = part.mappingModel
             partOptions.isPart = true
             partOptions.coreDataFramework = framework
-            let inferred = try MigrationPlan.infer(source: stores[part.from]!, destination: stores[part.to]!, options: partOptions)
+            var inferred = try MigrationPlan.infer(source: stores[part.from]!, destination: stores[part.to]!, options: partOptions)
             propertyMappings += inferred.propertyMappings
             var plan = inferred.plan
             if let step = part.step {
-                try Self.check(step, source: stores[part.from]!, destination: stores[part.to]!)
+                let read = try Self.check(step, source: stores[part.from]!, destination: stores[part.to]!)
+                inferred = try Self.crediting(step, reading: read, in: inferred, from: path[part.from].model, to: path[part.to].model)
+                plan = inferred.plan
+                let inverses = try Self.fillingInverses(of: step, in: plan, layout: CoreDataLayout(model: path[part.to].model))
+                plan = inverses.plan
+                inferred.decisions += inverses.decisions
                 let filled = Set(step.entities.map { $0.destination.table.uppercased() })
                 plan.entities = plan.entities.filter { !filled.contains($0.destination.table.uppercased()) } + step.entities
                 decisions.append("step \(step.from) -> \(step.to): \(step.entities.map(\.name).joined(separator: ", ")) as the step writes them, the rest inferred")
@@ -279,12 +289,19 @@ struct CoreDataStepComposition {
 
     /// Refuses a step whose entity mappings name a table or column the versions at its ends do
     /// not have, or an expression SQLite rejects over them.
-    static func check(_ step: CoreDataStep, source: URL, destination: URL) throws {
+    ///
+    /// - Returns: the columns of the source version the step reads, by table (upper case).
+    @discardableResult
+    static func check(_ step: CoreDataStep, source: URL, destination: URL) throws -> [String: Set<String>] {
+        var read: [String: Set<String>] = [:]
         let label = "step \(step.from) -> \(step.to)"
-        let before = try Database(path: source.path, mode: .source), after = try Database(path: destination.path, mode: .source)
+        // As the job runs a step's statements: the version it goes to as `main`, the version it
+        // comes from as `src`.
+        let after = try Database(path: destination.path, mode: .source)
+        try after.attach(Database.readOnlyURI(source.path), as: "src")
         for (index, entity) in step.entities.enumerated() {
             let path = "\(label): entities[\(index)]"
-            guard let sourceTable = try before.tableSchema(entity.source.table, in: "main") else {
+            guard let sourceTable = try after.tableSchema(entity.source.table, in: "src") else {
                 throw MigrationError(.invalidPlan, "\(path).source.table: version \(step.from) has no table \(entity.source.table)", entity: entity.name)
             }
             guard let destinationTable = try after.tableSchema(entity.destination.table, in: "main") else {
@@ -301,13 +318,96 @@ struct CoreDataStepComposition {
                 + [("where", entity.source.where)].compactMap { name, value in value.map { (name, $0) } }
             for (name, expression) in expressions {
                 let sql = expression.replacingOccurrences(of: #"coredata_entity(_number)?\("#, with: "abs(", options: [.regularExpression, .caseInsensitive])
-                do { _ = try before.prepare("SELECT \(sql) FROM main.\(SQL.quote(sourceTable.name)) AS s LIMIT 0") } catch {
+                let at = "\(path).\(name == "where" ? "source.where" : "columns.\(name)")"
+                let destinationTables: Set<String>
+                do {
+                    let statement = "SELECT \(sql) FROM src.\(SQL.quote(sourceTable.name)) AS s LIMIT 0"
+                    for (table, columns) in try after.columnsRead(in: "src", preparing: statement) { read[table.uppercased(), default: []].formUnion(columns.map { $0.uppercased() }) }
+                    destinationTables = try after.tablesRead(in: "main", preparing: statement)
+                } catch {
                     guard !error.message.contains("no such function") else { continue }
-                    throw MigrationError(.invalidPlan, "\(path).\(name == "where" ? "source.where" : "columns.\(name)"): SQLite rejects \"\(expression)\" over \(entity.source.table) of version \(step.from): \(error.message)",
+                    throw MigrationError(.invalidPlan, "\(at): SQLite rejects \"\(expression)\" over \(entity.source.table) of version \(step.from): \(error.message)",
                                          entity: entity.name, column: name == "where" ? nil : name, cause: error)
+                }
+                // A table named without its schema is the destination's where it has one: at run
+                // time the step would read the new store, not the old one (`main.` says so).
+                if let table = destinationTables.sorted().first, !expression.lowercased().contains("main.") {
+                    throw MigrationError(.invalidPlan, "\(at): \"\(expression)\" reads table \(table) of version \(step.to), the store being written; a step reads the source's tables as src.\(table)",
+                                         entity: entity.name, column: name == "where" ? nil : name)
                 }
             }
         }
+        return read
+    }
+
+    /// The inferred part around a step, with the other side of each to-one the step fills where
+    /// that side is a to-one of a table the step leaves to inference (a one-to-one: Post.section
+    /// for the Section the step makes from each post): the row the step makes from this row,
+    /// through the step entity's ID map, or NULL where it makes none.
+    ///
+    /// - Throws: ``MigrationError`` naming the step, its entity, the relationship and the side it
+    ///   leaves empty, where the step's rows are not made one from each row of the other side.
+    static func fillingInverses(of step: CoreDataStep, in plan: MigrationPlan, layout: CoreDataLayout) throws -> (plan: MigrationPlan, decisions: [String]) {
+        var plan = plan, decisions: [String] = []
+        let filled = Set(step.entities.map { $0.destination.table.uppercased() })
+        for (index, entity) in step.entities.enumerated() {
+            guard let table = layout.tables.values.first(where: { $0.name.caseInsensitiveCompare(entity.destination.table) == .orderedSame }) else { continue }
+            for (column, relationship) in entity.relationships.sorted(by: { $0.key < $1.key }) {
+                guard case let .toOne(owner, property)? = table.column(named: column)?.role,
+                      let declared = layout.model.property(property, of: owner)?.property.relationship, let inverse = declared.inverse,
+                      let inverseDeclared = layout.model.property(inverse, of: declared.destination),
+                      inverseDeclared.property.relationship?.isToMany == false,
+                      let targetTable = layout.table(of: declared.destination), !filled.contains(targetTable.name.uppercased()),
+                      let inverseColumn = targetTable.column(for: .toOne(entity: inverseDeclared.declaredBy, property: inverse)),
+                      let target = plan.entities.firstIndex(where: { $0.destination.table.caseInsensitiveCompare(targetTable.name) == .orderedSame }) else { continue }
+                let other = plan.entities[target]
+                let key = entity.source.key ?? "rowid"
+                guard entity.source.table.caseInsensitiveCompare(other.source.table) == .orderedSame,
+                      relationship.from.caseInsensitiveCompare(key) == .orderedSame,
+                      (other.source.key ?? "rowid").caseInsensitiveCompare(key) == .orderedSame else {
+                    throw MigrationError(.invalidPlan, "step \(step.from) -> \(step.to): entities[\(index)] (\(entity.name)) fills \(owner).\(property), whose inverse \(inverseDeclared.declaredBy).\(inverse) is a to-one of \(targetTable.name), which the step leaves to inference and which its rows do not tell: add \(targetTable.name) to the step with \(inverseColumn.name) as a relationship to \(entity.name)",
+                                         entity: entity.name, column: column)
+                }
+                plan.entities[target].columns[inverseColumn.name] = nil
+                plan.entities[target].relationships[inverseColumn.name] = .init(from: other.source.key ?? "rowid", to: entity.name, missing: .null)
+                if let entityColumn = targetTable.column(for: .toOneEntity(entity: inverseDeclared.declaredBy, property: inverse)) {
+                    plan.entities[target].columns[entityColumn.name] = entity.columns.first { $0.key.uppercased() == "Z_ENT" }?.value ?? "NULL"
+                }
+                decisions.append("\(inverseDeclared.declaredBy).\(inverse): the \(entity.name) that step \(step.from) -> \(step.to) makes from the row, through its ID map (the inverse of \(owner).\(property))")
+            }
+        }
+        return (plan, decisions)
+    }
+
+    /// The inferred part around a step, its notes as the step leaves them: an entity the step
+    /// fills is not left empty, and an attribute the step reads is not left behind; each said as a
+    /// decision instead.
+    static func crediting(_ step: CoreDataStep, reading read: [String: Set<String>], in inferred: InferredPlan,
+                          from: CoreDataModel, to: CoreDataModel) throws -> InferredPlan {
+        let before = try CoreDataLayout(model: from), after = try CoreDataLayout(model: to)
+        let filled = Set(step.entities.map { $0.destination.table.uppercased() })
+        let label = "step \(step.from) -> \(step.to)"
+        var result = inferred
+        result.notes = []
+        for note in inferred.notes {
+            // "entity Color (3): new in the destination model; left empty"
+            if note.hasPrefix("entity "), note.hasSuffix("; left empty"), let name = note.dropFirst(7).split(separator: " ").first.map(String.init),
+               let table = after.table(of: name), filled.contains(table.name.uppercased()) {
+                result.decisions.append("entity \(name): filled by \(label)")
+                continue
+            }
+            // "Post.color: not in the destination model; 10 rows hold a value, which the plan does not copy, ..."
+            if let path = note.split(separator: ":").first, note.contains("which the plan does not copy") {
+                let parts = path.split(separator: ".").map(String.init)
+                if parts.count == 2, let table = before.table(of: parts[0]), let column = before.column(of: parts[1], entity: parts[0]),
+                   read[table.name.uppercased()]?.contains(column.name.uppercased()) == true {
+                    result.decisions.append("\(path): read by \(label)")
+                    continue
+                }
+            }
+            result.notes.append(note)
+        }
+        return result
     }
 
     /// The plan with `coredata_entity(x)` written out as the mapping of the two versions' entity
