@@ -107,7 +107,7 @@ struct CoreDataStepFrictionTests {
         var options = InferenceOptions(modelBundle: bundle)
         options.steps = [Self.postStep(from: "V1", to: "V2", authorTable: "ZAUTHOR")]
         let refused = #expect(throws: MigrationError.self) { try MigrationPlan.infer(source: source, destination: destination, options: options) }
-        #expect(refused?.message == "step V1 -> V2: entities[0].columns.ZAUTHORNAME: \"(SELECT a.ZNAME FROM ZAUTHOR AS a WHERE a.Z_PK = s.ZAUTHOR)\" reads table ZAUTHOR of version V2, the store being written; a step reads the source's tables as src.ZAUTHOR",
+        #expect(refused?.message == "step V1 -> V2: entities[0].columns.ZAUTHORNAME: \"(SELECT a.ZNAME FROM ZAUTHOR AS a WHERE a.Z_PK = s.ZAUTHOR)\" reads table ZAUTHOR of version V2, the store being written; a step reads the source's tables as src.ZAUTHOR (the source store is at version V1, the destination's V2)",
                 "\(String(describing: refused))")
     }
 

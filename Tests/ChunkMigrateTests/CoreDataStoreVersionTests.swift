@@ -66,7 +66,7 @@ struct CoreDataStoreVersionTests {
         #expect(try Database(path: destination.path, mode: .source).scalar("SELECT ZC FROM ZITEM") == .text("kept"))
     }
 
-    @Test("where the app's mapping model (with a policy) starts at a version whose place is unknown (SampleModel2 beside an unnumbered SampleModel), the plan asks for the order naming the mapping model and its policy, where it went straight to the destination and left the policy's entity empty; given, the policy is refused by name")
+    @Test("where the app's mapping model (with a policy) starts at a version whose place is unknown (SampleModel2 beside an unnumbered SampleModel), the plan asks for the order naming the mapping model and its policy, where it went straight to the destination and left the policy's entity empty; given, the policy is refused by name, with the version the store is at")
     func orderNeededForAMappingModel() throws {
         let folder = try TemporaryFolder()
         let car = #"<entity name="Car"><attribute name="maker" optional="YES" attributeType="String"/></entity>"#
@@ -91,6 +91,8 @@ struct CoreDataStoreVersionTests {
         }
         #expect(ordered?.message.contains("with custom migration policies, the app's code") == true && ordered?.message.contains("CarMigrationPolicy (Car -> Car)") == true,
                 "\(String(describing: ordered))")
+        // Where the store stands on that path.
+        #expect(ordered?.message.hasSuffix("(the source store is at version SampleModel, the destination's SampleModel3)") == true, "\(String(describing: ordered))")
     }
 
     @Test("version-order from the command line: one list per bundle, applied to the bundle that holds its versions",

@@ -302,7 +302,7 @@ struct CoreDataStepTests {
         indexed.entities[0].columns["ZINDEX"] = "Z_PK"
         options.steps = [renumbered, indexed]
         let error = #expect(throws: MigrationError.self) { try MigrationPlan.infer(source: source, destination: destination, options: options) }
-        #expect(error?.message == "step CoreDataMigration_Example 2 -> CoreDataMigration_Example 3 cannot be composed with the steps before it: Section.ZINDEX: it reads the key of ZPOST, which Post gives new keys before",
+        #expect(error?.message == "step CoreDataMigration_Example 2 -> CoreDataMigration_Example 3 cannot be composed with the steps before it: Section.ZINDEX: it reads the key of ZPOST, which Post gives new keys before (the source store is at version CoreDataMigration_Example, the destination's CoreDataMigration_Example 4)",
                 "\(String(describing: error))")
 
         // A step that names what its versions do not have is refused before anything runs.
@@ -310,7 +310,7 @@ struct CoreDataStepTests {
         typo.entities[0].destination.table = "ZSECTON"
         options.steps = [typo]
         let wrongTable = #expect(throws: MigrationError.self) { try MigrationPlan.infer(source: source, destination: destination, options: options) }
-        #expect(wrongTable?.message == "step CoreDataMigration_Example 2 -> CoreDataMigration_Example 3: entities[0].destination.table: version CoreDataMigration_Example 3 has no table ZSECTON")
+        #expect(wrongTable?.message == "step CoreDataMigration_Example 2 -> CoreDataMigration_Example 3: entities[0].destination.table: version CoreDataMigration_Example 3 has no table ZSECTON (the source store is at version CoreDataMigration_Example, the destination's CoreDataMigration_Example 4)")
         typo = Self.sections
         typo.entities[0].columns["ZBODY"] = "ZCONTENTS"
         options.steps = [typo]
@@ -358,7 +358,7 @@ struct CoreDataStepTests {
 
         let v4 = try CoreDataTesting.store(bundle.versions[3].model, at: folder.path("v4.sqlite"), uuid: "E0000000-0000-0000-0000-000000000024")
         let error = #expect(throws: MigrationError.self) { try MigrationPlan.infer(source: source, destination: v4, options: options) }
-        #expect(error?.message == "attribute Item.code is required and no step on the path gives it a value (no default where it was added), and 2 rows of the source become Item: give it a default in the model, or a value in a step",
+        #expect(error?.message == "attribute Item.code is required and no step on the path gives it a value (no default where it was added), and 2 rows of the source become Item: give it a default in the model, or a value in a step (the source store is at version \(bundle.versions[0].name), the destination's \(bundle.versions[3].name))",
                 "\(String(describing: error))")
     }
 

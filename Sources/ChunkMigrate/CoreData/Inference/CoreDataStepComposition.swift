@@ -74,8 +74,6 @@ struct CoreDataStepComposition {
         guard let bundle = options.modelBundle else {
             throw MigrationError(.invalidPlan, "custom steps go between versions of the model bundle: give it (--models)")
         }
-        var decisions: [String] = [], notes: [String] = []
-        var propertyMappings: [PropertyMappingAccount] = []
         func find(_ name: String?, schema: String, file: String) throws -> CoreDataModelBundle.Version {
             if let name {
                 guard let version = bundle.version(named: name) else {
@@ -87,6 +85,20 @@ struct CoreDataStepComposition {
         }
         let first = try find(options.sourceVersion, schema: "src", file: source.path)
         let last = try find(options.destinationVersion, schema: "main", file: destination.path)
+        do {
+            return try compose(from: first, to: last, in: bundle)
+        } catch var error as MigrationError where !error.message.contains("at version \(first.name)") && !error.message.contains("the source's \(first.name)") {
+            // Where the store stands, for a refusal on its path (a policy, a step).
+            error.message += " (the source store is at version \(first.name), the destination's \(last.name))"
+            throw error
+        }
+    }
+
+    /// The plan from version `first` to version `last` (``compose()``).
+    private func compose(from first: CoreDataModelBundle.Version, to last: CoreDataModelBundle.Version,
+                         in bundle: CoreDataModelBundle) throws -> InferredPlan {
+        var decisions: [String] = [], notes: [String] = []
+        var propertyMappings: [PropertyMappingAccount] = []
         // Without steps, the path as the inference takes it: the order of versions asked for only
         // where it matters (``CoreDataModelBundle/versions(from:to:)``).
         guard let path = options.steps.isEmpty ? Optional(try bundle.versions(from: first.name, to: last.name)) : bundle.path(from: first.name, to: last.name) else {
