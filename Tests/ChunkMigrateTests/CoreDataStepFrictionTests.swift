@@ -129,4 +129,30 @@ struct CoreDataStepFrictionTests {
         #expect(refused?.message.hasPrefix("step V1 -> V2: entities[0] (Section) fills Section.post, whose inverse Post.section is a to-one of ZPOST, which the step leaves to inference and which its rows do not tell: add ZPOST to the step with ZSECTION as a relationship to Section") == true,
                 "\(String(describing: refused))")
     }
+
+    @Test("a de-duplicated entity of a step whose natural key is a required attribute: its key is filled from distinct.source, one rule for plan and run (plan demanded it in columns, run refused it there)")
+    func deduplicatedRequiredKey() throws {
+        let folder = try TemporaryFolder()
+        let bundle = try Self.bundle([
+            #"<entity name="Book"><attribute name="title" optional="YES" attributeType="String"/><attribute name="authorName" optional="YES" attributeType="String"/></entity>"#,
+            #"<entity name="Author"><attribute name="name" attributeType="String"/><relationship name="books" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Book" inverseName="author" inverseEntity="Book"/></entity><entity name="Book"><attribute name="title" optional="YES" attributeType="String"/><relationship name="author" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Author" inverseName="books" inverseEntity="Author"/></entity>"#,
+        ])
+        let source = try CoreDataTesting.store(bundle.versions[0].model, at: folder.path("old.sqlite"), uuid: "E0000000-0000-0000-0000-000000000101", rows: """
+            INSERT INTO ZBOOK (Z_PK, Z_ENT, Z_OPT, ZTITLE, ZAUTHORNAME) VALUES (1, 1, 1, 'A', 'Ann'), (2, 1, 1, 'B', 'Bob'), (4, 1, 1, 'C', 'Ann');
+            """)
+        let destination = try CoreDataTesting.store(bundle.versions[1].model, at: folder.path("new.sqlite"), uuid: "E0000000-0000-0000-0000-000000000102")
+        var options = InferenceOptions(modelBundle: bundle)
+        options.steps = [CoreDataStep(from: "V1", to: "V2", entities: [
+            EntityMapping(name: "Author", source: .init(table: "ZBOOK", key: "Z_PK", where: "ZAUTHORNAME IS NOT NULL"), destination: .init(table: "ZAUTHOR", key: "Z_PK"),
+                          keys: .allocate, columns: ["Z_ENT": "coredata_entity_number('Author')", "Z_OPT": "1"],
+                          distinct: .init(source: "ZAUTHORNAME", destination: "ZNAME")),
+            EntityMapping(name: "Book", source: .init(table: "ZBOOK", key: "Z_PK"), destination: .init(table: "ZBOOK", key: "Z_PK"), keys: .preserve,
+                          columns: ["Z_ENT": "coredata_entity_number('Book')", "Z_OPT": "Z_OPT", "ZTITLE": "ZTITLE"],
+                          relationships: ["ZAUTHOR": .init(from: "ZAUTHORNAME", to: "Author")]),
+        ])]
+        try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, options: options)
+        #expect(try Database(path: destination.path, mode: .source).rows("SELECT b.ZTITLE, a.ZNAME FROM ZBOOK AS b JOIN ZAUTHOR AS a ON a.Z_PK = b.ZAUTHOR ORDER BY b.Z_PK")
+                == [[.text("A"), .text("Ann")], [.text("B"), .text("Bob")], [.text("C"), .text("Ann")]])
+        #expect(try Database(path: destination.path, mode: .source).scalar("SELECT count(*) FROM ZAUTHOR") == .integer(2))
+    }
 }

@@ -286,6 +286,10 @@ struct CoreDataStepComposition {
                       declared.attribute?.derivation == nil, let number = layout.entity(named: owner)?.number else { continue }
                 let value = entity.columns.first { $0.key.caseInsensitiveCompare(column.name) == .orderedSame }?.value
                 guard value == nil || value == "NULL" else { continue }
+                // A de-duplicated entity's natural key is filled from distinct.source, never from
+                // columns (MigrationPlan.validate refuses it there); a relationship fills its own.
+                guard entity.distinct?.destination.caseInsensitiveCompare(column.name) != .orderedSame,
+                      !entity.relationships.keys.contains(where: { $0.caseInsensitiveCompare(column.name) == .orderedSame }) else { continue }
                 // Rows that become that entity (or one below it).
                 let owners = layout.descendants(of: number).map(String.init).joined(separator: ", ")
                 guard let entityNumber = entity.columns.first(where: { $0.key.uppercased() == "Z_ENT" })?.value else { continue }
