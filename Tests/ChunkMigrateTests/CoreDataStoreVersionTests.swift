@@ -95,6 +95,24 @@ struct CoreDataStoreVersionTests {
         #expect(ordered?.message.hasSuffix("(the source store is at version SampleModel, the destination's SampleModel3)") == true, "\(String(describing: ordered))")
     }
 
+    @Test("a store whose Z_PRIMARYKEY keeps an entity's name from before a rename (its metadata's hashes right) is its version, with --models, with or without a model cache, and migrates (Core Data reads Z_PRIMARYKEY by number); it was refused as fitting no version",
+          arguments: [true, false])
+    func staleEntityName(withModelCache: Bool) throws {
+        let folder = try TemporaryFolder()
+        let bundle = try Self.bundle(["Model", "Model 2", "Model 3"], models: [
+            #"<entity name="Note"><attribute name="a" optional="YES" attributeType="String"/></entity>"#,
+            #"<entity name="Memo" elementID="Note"><attribute name="a" optional="YES" attributeType="String"/></entity>"#,
+            #"<entity name="Memo" elementID="Note"><attribute name="a" optional="YES" attributeType="String"/><attribute name="b" optional="YES" attributeType="String"/></entity>"#,
+        ], in: folder)
+        let source = try CoreDataTesting.store(try #require(bundle.version(named: "Model 2")).model, at: folder.path("old.sqlite"), uuid: "E0000000-0000-0000-0000-000000000091",
+                                               rows: "INSERT INTO ZMEMO (Z_PK, Z_ENT, Z_OPT, ZA) VALUES (1, 1, 1, 'x'); UPDATE Z_PRIMARYKEY SET Z_NAME = 'Note' WHERE Z_NAME = 'Memo'")
+        if !withModelCache { try Database(path: source.path, mode: .readWrite).execute("DELETE FROM Z_MODELCACHE") }
+        let destination = try CoreDataTesting.store(try #require(bundle.version(named: "Model 3")).model, at: folder.path("new.sqlite"), uuid: "E0000000-0000-0000-0000-000000000092")
+        let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, options: InferenceOptions(modelBundle: bundle))
+        #expect(inferred.decisions.first == "source store: version Model 2 (its entity version hashes)", "\(inferred.decisions)")
+        #expect(try Database(path: destination.path, mode: .source).rows("SELECT Z_PK, ZA, ZB FROM ZMEMO") == [[.integer(1), .text("x"), .null]])
+    }
+
     @Test("version-order from the command line: one list per bundle, applied to the bundle that holds its versions",
           .enabled(if: CoreDataStoreTests.fixture("ProgressiveMigration/CoreDataMigration_Example.xcdatamodeld") != nil, "shared/fixtures/coredata is absent"))
     func orderOption() throws {

@@ -86,10 +86,12 @@ extension CoreDataModelBundle {
         if asTarget, let target = matching.last(where: { $0.name == current }) ?? matching.last {
             matching = [target] + matching.filter { $0.name != target.name }
         }
-        // The entities of the store's Z_PRIMARYKEY: a version without the same ones cannot fit.
+        // The entities of the store's Z_PRIMARYKEY: a version with another number of them cannot
+        // fit. One whose names differ may (a name kept from before a rename, which Core Data
+        // never reads): the layout's check tells, by number and parent.
         let entityNames = Set(((try? database.rows("SELECT Z_NAME FROM \(schema).Z_PRIMARYKEY WHERE Z_ENT < 16000")) ?? []).compactMap { $0[0].text })
         func misfit(_ version: Version) -> String? {
-            guard Set(version.model.entities.map(\.name)) == entityNames else { return "its entities are not the store's" }
+            guard version.model.entities.count == entityNames.count else { return "its entities are not the store's" }
             do {
                 _ = try CoreDataLayout(model: version.model).resolved(against: database, schema: schema, file: file)
                 return nil

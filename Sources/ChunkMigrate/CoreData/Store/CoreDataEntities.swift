@@ -124,18 +124,26 @@ public struct CoreDataEntities: Sendable {
     /// model and reads and raises `Z_MAX` by number (`SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT
     /// = ?`, `UPDATE OR FAIL Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ? AND Z_MAX = ?` in its SQL
     /// log), so such a store is a sound one. The metadata's version hashes name the model's
-    /// entities: only where a name is not among them is the model read.
+    /// entities: only where a name is not among them is the model read, from the store's model
+    /// cache; a store without one (written before iOS 10) pairs the one name its hashes lack with
+    /// the one name `Z_PRIMARYKEY` lacks.
     private mutating func nameAsTheModel(_ database: Database, schema: String, file: String) throws {
         guard let hashed = (try? CoreDataMetadata.read(database, schema: schema, file: file))?.hashedEntities,
-              entities.values.contains(where: { !hashed.contains($0.name) }),
-              let model = try? CoreDataModel.read(database, schema: schema, file: file),
-              let layout = try? CoreDataLayout(model: model) else { return }
+              entities.values.contains(where: { !hashed.contains($0.name) }) else { return }
         let listed = Set(entities.values.map(\.name))
-        for (number, entity) in entities where !hashed.contains(entity.name) {
-            guard let modelled = layout.entities[number], !listed.contains(modelled.name),
-                  modelled.parent == entity.parent else { continue }
-            staleNames[number] = entity.name
-            entities[number]!.name = modelled.name
+        if let model = (try? CoreDataModel.read(database, schema: schema, file: file)) ?? nil, let layout = try? CoreDataLayout(model: model) {
+            for (number, entity) in entities where !hashed.contains(entity.name) {
+                guard let modelled = layout.entities[number], !listed.contains(modelled.name),
+                      modelled.parent == entity.parent else { continue }
+                staleNames[number] = entity.name
+                entities[number]!.name = modelled.name
+            }
+        } else {
+            let stale = entities.filter { !hashed.contains($0.value.name) }, unlisted = hashed.subtracting(listed)
+            if stale.count == 1, unlisted.count == 1, let (number, entity) = stale.first, let name = unlisted.first {
+                staleNames[number] = entity.name
+                entities[number]!.name = name
+            }
         }
         // A root's table is its model name's.
         let tableNames = Set(try database.rows("SELECT upper(name) FROM \(schema).sqlite_schema WHERE type = 'table'").compactMap { $0[0].text })
