@@ -24,7 +24,7 @@ struct ChunkMigrateCommand: AsyncParsableCommand {
               130  stopped by SIGINT, 143 by SIGTERM, at a batch boundary; run again to continue
             """,
         version: ChunkMigrateVersion.string,
-        subcommands: [PlanCommand.self, RunCommand.self, ResumeCommand.self, StatusCommand.self, CheckCoreDataCommand.self, EmptyStoreCommand.self,
+        subcommands: [PlanCommand.self, RunCommand.self, ResumeCommand.self, StatusCommand.self, CheckCoreDataCommand.self, CompareCommand.self, EmptyStoreCommand.self,
                       DemoCommand.self, GenerateCommand.self,
                       CheckDemoCommand.self]
     )
