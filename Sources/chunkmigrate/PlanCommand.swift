@@ -67,6 +67,9 @@ struct PlanCommand: ParsableCommand {
             help: "With --models: the app's mapping models, an .xcmappingmodel, a compiled .cdm, or a folder holding them (repeatable), besides those beside the bundle; each one on the path is used for its versions in place of inference, as Core Data uses it.")
     var mapping: [String] = []
 
+    @Option(name: .long, help: ArgumentHelp("With --models: write into this folder a step to edit for each of the app's mapping models with custom policies that no --step replaces, its entity mappings filled in as far as the mapping model tells them and the policy's part marked TODO.", valueName: "folder"))
+    var stepTemplate: String?
+
     @Option(name: .long, help: "With --models: the source store's version by name, where its metadata and model cache do not tell it.")
     var fromVersion: String?
 
@@ -89,8 +92,8 @@ struct PlanCommand: ParsableCommand {
         if !models.isEmpty, modelFrom != nil || modelTo != nil {
             throw ValidationError("--models gives every version; --model-from and --model-to give one each: use one or the other")
         }
-        if models.isEmpty, fromVersion != nil || toVersion != nil || !step.isEmpty || !versionOrder.isEmpty || !mapping.isEmpty {
-            throw ValidationError("--from-version, --to-version, --version-order, --step and --mapping name versions of --models")
+        if models.isEmpty, fromVersion != nil || toVersion != nil || !step.isEmpty || !versionOrder.isEmpty || !mapping.isEmpty || stepTemplate != nil {
+            throw ValidationError("--from-version, --to-version, --version-order, --step, --mapping and --step-template name versions of --models")
         }
     }
 
@@ -113,6 +116,7 @@ struct PlanCommand: ParsableCommand {
                 let data = try MigrationError.contents(of: file, what: "the step", code: .invalidPlan)
                 return try CoreDataStep.decode(json: data, file: file)
             }
+            if let stepTemplate, let bundle = options.modelBundle { try writeStepTemplates(bundle, steps: options.steps, into: stepTemplate) }
             let inferred = try MigrationPlan.infer(source: URL(fileURLWithPath: source),
                                                    destination: URL(fileURLWithPath: destination), options: options)
             var report = inferred.decisions.map { "decided: \($0)" }
@@ -139,6 +143,27 @@ struct PlanCommand: ParsableCommand {
             }
         } catch let error as MigrationError {
             Output.fail(error)
+        }
+    }
+}
+
+extension PlanCommand {
+    /// A step to edit for each of the bundle's mapping models with custom policies that no step
+    /// given replaces (``CoreDataStep/template(replacing:in:)``), as `FOLDER/NAME.step.json`.
+    func writeStepTemplates(_ bundle: CoreDataModelBundle, steps: [CoreDataStep], into folder: String) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            throw MigrationError(.store, "cannot create the folder for step templates: \(error.localizedDescription)", file: folder, cause: error)
+        }
+        for model in bundle.mappingModels where !steps.contains(where: { $0.from == model.source && $0.to == model.destination }) {
+            guard let template = try CoreDataStep.template(replacing: model, in: bundle) else { continue }
+            let name = (model.url.lastPathComponent as NSString).deletingPathExtension + ".step.json"
+            let file = URL(fileURLWithPath: folder).appendingPathComponent(name)
+            do { try JSONEncoder.sortedAndIndented().encode(template).write(to: file) } catch {
+                throw MigrationError(.store, "cannot write the step template: \(error.localizedDescription)", file: file.path, cause: error)
+            }
+            FileHandle.standardError.write(Data("template: wrote \(file.path) for \(model.url.lastPathComponent) (\(model.source) -> \(model.destination)): \(model.policies.joined(separator: ", ")); edit what it marks TODO, then give it with --step\n".utf8))
         }
     }
 }

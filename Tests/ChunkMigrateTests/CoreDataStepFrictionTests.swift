@@ -155,4 +155,39 @@ struct CoreDataStepFrictionTests {
                 == [[.text("A"), .text("Ann")], [.text("B"), .text("Bob")], [.text("C"), .text("Ann")]])
         #expect(try Database(path: destination.path, mode: .source).scalar("SELECT count(*) FROM ZAUTHOR") == .integer(2))
     }
+
+    @Test("a step template for a mapping model with a policy: the policy's table as the mapping model's declarative parts give it, what has no SQL and what the policy may set marked TODO as NULL, the policy named; edited where it says TODO, it runs as the step")
+    func stepTemplate() throws {
+        let folder = try TemporaryFolder()
+        let bundle = try Self.bundle([
+            #"<entity name="Car"><attribute name="model" optional="YES" attributeType="String"/><attribute name="makerName" optional="YES" attributeType="String"/></entity>"#,
+            #"<entity name="Car"><attribute name="model" optional="YES" attributeType="String"/><attribute name="brand" optional="YES" attributeType="String"/><attribute name="checked" optional="YES" attributeType="Boolean"/></entity>"#,
+        ])
+        typealias E = CoreDataMappingModelFile.Expression
+        var car = CoreDataMappingModelFile.EntityMapping(name: "CarToCar", kind: "Custom", source: "Car", destination: "Car", policy: "CarPolicy")
+        car.attributes = [.init(name: "model", value: .sourceKeyPath("model")),
+                          .init(name: "brand", value: .function(operand: .variable("entityPolicy"), selector: "brandFor:", arguments: [.sourceKeyPath("makerName")]))]
+        let mappingModel = CoreDataMappingModelFile(url: folder.path("V1toV2.cdm"), source: "V1", destination: "V2", entityMappings: [car])
+        let template = try #require(try CoreDataStep.template(replacing: mappingModel, in: bundle))
+        #expect(template.from == "V1" && template.to == "V2" && template.entities.map(\.destination.table) == ["ZCAR"])
+        let columns = template.entities[0].columns
+        #expect(columns["ZMODEL"] == "ZMODEL", "\(columns)")
+        #expect(columns["ZBRAND"]?.hasPrefix("NULL /* TODO CarToCar: brand = FUNCTION($entityPolicy, \"brandFor:\", $source.makerName): it calls the custom policy's brandFor:") == true, "\(columns)")
+        #expect(columns["ZCHECKED"] == "NULL /* TODO CarPolicy: Car.checked */", "\(columns)")
+        #expect(template.todo?.first?.hasPrefix("CarPolicy (CarToCar, Car -> Car) is the app's code") == true, "\(String(describing: template.todo))")
+        // What the user writes where it says TODO; the rest as the template gives it.
+        var step = template
+        step.entities[0].columns["ZBRAND"] = "upper(ZMAKERNAME)"
+        step.entities[0].columns["ZCHECKED"] = "0"
+        let decoded = try CoreDataStep.decode(json: try JSONEncoder().encode(step), file: "V1toV2.step.json")
+        let source = try CoreDataTesting.store(bundle.versions[0].model, at: folder.path("old.sqlite"), uuid: "E0000000-0000-0000-0000-000000000111",
+                                               rows: "INSERT INTO ZCAR (Z_PK, Z_ENT, Z_OPT, ZMODEL, ZMAKERNAME) VALUES (1, 1, 1, 'Panda', 'Fiat')")
+        let destination = try CoreDataTesting.store(bundle.versions[1].model, at: folder.path("new.sqlite"), uuid: "E0000000-0000-0000-0000-000000000112")
+        var withModel = bundle
+        withModel.mappingModels = [mappingModel]
+        var options = InferenceOptions(modelBundle: withModel)
+        options.steps = [decoded]
+        try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, options: options)
+        #expect(try Database(path: destination.path, mode: .source).rows("SELECT ZMODEL, ZBRAND, ZCHECKED FROM ZCAR") == [[.text("Panda"), .text("FIAT"), .integer(0)]])
+    }
 }

@@ -56,6 +56,9 @@ public struct InferenceOptions: Sendable {
     var mappingModel: CoreDataMappingModelFile?
     /// The options of one part of a composed path, inferred as it is.
     var isPart = false
+    /// What an app's mapping model says that has no SQL is written as `NULL /* TODO ... */` and
+    /// noted, not refused: the plan a step template starts from (``CoreDataStep/template(replacing:in:)``).
+    var templating = false
     /// The Core Data framework version whose migration the plan follows (which tables it alters
     /// in place); `nil` reads the destination store's `NSPersistenceFrameworkVersion`.
     var coreDataFramework: Int?

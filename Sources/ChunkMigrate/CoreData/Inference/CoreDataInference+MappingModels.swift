@@ -17,6 +17,12 @@ extension CoreDataInference {
               let mapping = context.mapping.entityMapping(into: rows.entity, from: rows.source),
               let value = (relationship ? mapping.relationships : mapping.attributes).first(where: { $0.name == property })?.value else { return nil }
         func refuse(_ why: String) -> Source? {
+            if options.templating {
+                let comment = "TODO \(mapping.name): \(property) = \(value): \(why)".replacingOccurrences(of: "*/", with: "* /")
+                note(comment)
+                translatedMappings.insert("\(mapping.name)\t\(property)")
+                return relationship ? nil : .expression("NULL /* \(comment) */")
+            }
             refuseMapping(MigrationError(.invalidPlan, "the mapping model \(model.url.lastPathComponent), entity mapping \(mapping.name) (\(rows.source) -> \(rows.entity)), \(property) = \(value): \(why); chunkmigrate cannot run it: give the entity mapping as a step (--step \(model.source) -> \(model.destination))",
                                          entity: rows.entity, column: property, file: model.url.path))
             return nil
@@ -45,6 +51,10 @@ extension CoreDataInference {
     /// Keeps a refusal of what the app's mapping model says, once, for
     /// ``accountForPropertyMappings(_:)``.
     mutating func refuseMapping(_ error: MigrationError) {
+        if options.templating {
+            note("TODO " + error.message)
+            return
+        }
         if !refusals.contains(where: { $0.message == error.message }) { refusals.append(error) }
     }
 

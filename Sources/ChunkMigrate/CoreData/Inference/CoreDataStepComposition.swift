@@ -19,12 +19,16 @@ public struct CoreDataStep: Codable, Sendable, Equatable {
     public var to: String
     /// The entity mappings of what the step does by hand.
     public var entities: [EntityMapping]
+    /// What is left to write, as `plan --step-template` leaves it (``template(replacing:in:)``);
+    /// a step runs without it.
+    public var todo: [String]?
 
     /// Creates a custom step.
-    public init(from: String, to: String, entities: [EntityMapping]) {
+    public init(from: String, to: String, entities: [EntityMapping], todo: [String]? = nil) {
         self.from = from
         self.to = to
         self.entities = entities
+        self.todo = todo
     }
 
     /// Decodes a step from JSON, with errors that name the path of what is wrong.
@@ -36,6 +40,61 @@ public struct CoreDataStep: Codable, Sendable, Equatable {
         } catch {
             throw MigrationError(.invalidPlan, "the step is not valid JSON: \(error)", file: file, cause: error)
         }
+    }
+}
+
+extension CoreDataStep {
+    /// The step to write in place of an app's mapping model with custom policies, as far as the
+    /// mapping model tells it: for each table an entity mapping with a policy fills, the entity
+    /// mapping of the whole table the mapping model's declarative parts give (its rows, the
+    /// columns its value expressions translate, the relationships), each value chunkmigrate cannot
+    /// run and each column a policy may set left `NULL /* TODO ... */`, and ``todo`` saying what
+    /// each policy is. A user edits SQL in it rather than starts from nothing, then gives it to
+    /// `plan --step`.
+    ///
+    /// - Parameters:
+    ///   - mappingModel: the app's mapping model, matched to the bundle's versions.
+    ///   - bundle: the model bundle holding its two versions.
+    /// - Returns: `nil` where the mapping model names no policy.
+    /// - Throws: ``MigrationError`` where the bundle lacks its versions or an empty store of them
+    ///   cannot be written.
+    public static func template(replacing mappingModel: CoreDataMappingModelFile, in bundle: CoreDataModelBundle) throws -> CoreDataStep? {
+        let withPolicies = mappingModel.entityMappings.filter { $0.policy != nil && $0.destination != nil }
+        guard !withPolicies.isEmpty else { return nil }
+        guard let from = bundle.version(named: mappingModel.source), let to = bundle.version(named: mappingModel.destination) else {
+            throw MigrationError(.invalidPlan, "the mapping model \(mappingModel.url.lastPathComponent) goes from \(mappingModel.source) to \(mappingModel.destination), which the model bundle does not both have",
+                                 file: mappingModel.url.path)
+        }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chunkmigrate-template-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let source = folder.appendingPathComponent("from.sqlite"), destination = folder.appendingPathComponent("to.sqlite")
+        try CoreDataEmptyStore.create(at: source, model: from.model)
+        try CoreDataEmptyStore.create(at: destination, model: to.model)
+        var options = InferenceOptions(modelBundle: bundle, sourceVersion: from.name, destinationVersion: to.name)
+        options.mappingModel = mappingModel
+        options.isPart = true
+        options.templating = true
+        let inferred = try MigrationPlan.infer(source: source, destination: destination, options: options)
+        let layout = try CoreDataLayout(model: to.model)
+        var entities: [EntityMapping] = []
+        var todo: [String] = []
+        for mapping in withPolicies {
+            guard let into = mapping.destination, let table = layout.table(of: into) else { continue }
+            todo.append("\(mapping.policy!) (\(mapping.name), \(mapping.source ?? "no source") -> \(into)) is the app's code: write what it does to the rows of \(table.name) (which source rows, every column marked TODO, and any object it creates besides, as another entity of this step)")
+            guard var entity = inferred.plan.entities.first(where: { $0.destination.table.caseInsensitiveCompare(table.name) == .orderedSame }) else { continue }
+            if entities.contains(where: { $0.destination.table == entity.destination.table }) { continue }
+            // The columns the mapping model gives no value: what a policy sets, if anything.
+            let valued = Set((mapping.attributes + mapping.relationships).filter { $0.value != nil && $0.value != .constant(.null) }.map(\.name))
+            for column in table.columns {
+                guard case let .attribute(_, property) = column.role, !valued.contains(property),
+                      entity.columns[column.name].map({ $0 == "NULL" }) ?? true else { continue }
+                entity.columns[column.name] = "NULL /* TODO \(mapping.policy!): \(into).\(property) */"
+            }
+            entities.append(entity)
+        }
+        todo += inferred.notes.filter { $0.hasPrefix("TODO") }
+        return CoreDataStep(from: from.name, to: to.name, entities: entities, todo: todo)
     }
 }
 
@@ -171,7 +230,7 @@ struct CoreDataStepComposition {
                 continue
             }
             if let model = candidate.mappingModel, !model.policies.isEmpty {
-                throw MigrationError(.invalidPlan, "the app's mapping model \(model.url.lastPathComponent) migrates version \(model.source) to \(model.destination) with custom migration policies, the app's code, which Core Data runs in place of an inferred mapping and chunkmigrate cannot: \(model.policies.joined(separator: ", ")); give what they do as a step from \(model.source) to \(model.destination) (--step)",
+                throw MigrationError(.invalidPlan, "the app's mapping model \(model.url.lastPathComponent) migrates version \(model.source) to \(model.destination) with custom migration policies, the app's code, which Core Data runs in place of an inferred mapping and chunkmigrate cannot: \(model.policies.joined(separator: ", ")); give what they do as a step from \(model.source) to \(model.destination) (--step; plan --step-template FOLDER writes one to start from)",
                                      file: model.url.path)
             }
             if candidate.from > cursor { parts.append(Part(from: cursor, to: candidate.from)) }
