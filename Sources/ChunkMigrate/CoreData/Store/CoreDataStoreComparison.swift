@@ -29,6 +29,7 @@ public enum CoreDataStoreComparison {
             /// A relationship that points at other rows.
             case relationship
         }
+        /// What differs.
         public var kind: Kind
         /// The entity.
         public var entity: String
@@ -36,9 +37,9 @@ public enum CoreDataStoreComparison {
         public var row: String
         /// The attribute or relationship, for a value or a relationship.
         public var property: String?
-        /// What the first store holds, and what the second holds, as SQL literals or the
-        /// identities of the rows pointed at.
+        /// What the first store holds, as an SQL literal or the identities of the rows pointed at.
         public var first: String?
+        /// What the second store holds, as ``first`` says it.
         public var second: String?
 
         /// The difference in words.
