@@ -72,7 +72,7 @@ public enum CoreDataStoreComparison {
     /// - Parameters:
     ///   - first: a store, opened read-only.
     ///   - second: the store to compare it with, opened read-only.
-    ///   - identities: entity name -> its identifying attributes, where the ones found are not
+    ///   - given: entity name -> its identifying attributes, where the ones found are not
     ///     the ones meant.
     ///   - model: the stores' model, for stores without a model cache; `nil` reads the first
     ///     store's.
