@@ -116,7 +116,11 @@ struct PlanCommand: ParsableCommand {
                 let data = try MigrationError.contents(of: file, what: "the step", code: .invalidPlan)
                 return try CoreDataStep.decode(json: data, file: file)
             }
-            if let stepTemplate, let bundle = options.modelBundle { try writeStepTemplates(bundle, steps: options.steps, into: stepTemplate) }
+            if let stepTemplate, let bundle = options.modelBundle {
+                for (file, model) in try CoreDataStep.writeTemplates(for: bundle, except: options.steps, into: URL(fileURLWithPath: stepTemplate)) {
+                    FileHandle.standardError.write(Data("template: wrote \(file.path) for \(model.url.lastPathComponent) (\(model.source) -> \(model.destination)): \(model.policies.joined(separator: ", ")); edit what it marks TODO, then give it with --step\n".utf8))
+                }
+            }
             let inferred = try MigrationPlan.infer(source: URL(fileURLWithPath: source),
                                                    destination: URL(fileURLWithPath: destination), options: options)
             var report = inferred.decisions.map { "decided: \($0)" }
@@ -143,27 +147,6 @@ struct PlanCommand: ParsableCommand {
             }
         } catch let error as MigrationError {
             Output.fail(error)
-        }
-    }
-}
-
-extension PlanCommand {
-    /// A step to edit for each of the bundle's mapping models with custom policies that no step
-    /// given replaces (``CoreDataStep/template(replacing:in:)``), as `FOLDER/NAME.step.json`.
-    func writeStepTemplates(_ bundle: CoreDataModelBundle, steps: [CoreDataStep], into folder: String) throws {
-        do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        } catch {
-            throw MigrationError(.store, "cannot create the folder for step templates: \(error.localizedDescription)", file: folder, cause: error)
-        }
-        for model in bundle.mappingModels where !steps.contains(where: { $0.from == model.source && $0.to == model.destination }) {
-            guard let template = try CoreDataStep.template(replacing: model, in: bundle) else { continue }
-            let name = (model.url.lastPathComponent as NSString).deletingPathExtension + ".step.json"
-            let file = URL(fileURLWithPath: folder).appendingPathComponent(name)
-            do { try JSONEncoder.sortedAndIndented().encode(template).write(to: file) } catch {
-                throw MigrationError(.store, "cannot write the step template: \(error.localizedDescription)", file: file.path, cause: error)
-            }
-            FileHandle.standardError.write(Data("template: wrote \(file.path) for \(model.url.lastPathComponent) (\(model.source) -> \(model.destination)): \(model.policies.joined(separator: ", ")); edit what it marks TODO, then give it with --step\n".utf8))
         }
     }
 }

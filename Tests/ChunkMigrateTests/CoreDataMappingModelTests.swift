@@ -314,25 +314,30 @@ struct CoreDataMappingModelTests {
         let author = #"<entity name="Author"><attribute name="name" optional="YES" attributeType="String"/><relationship name="org" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Org"/></entity>"#
         let post = #"<entity name="Post"><attribute name="title" optional="YES" attributeType="String"/><relationship name="author" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Author"/></entity>"#
         let newPost = #"<entity name="Post"><attribute name="title" optional="YES" attributeType="String"/><attribute name="orgName" optional="YES" attributeType="String"/><relationship name="author" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Author"/><relationship name="org" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Org"/></entity>"#
-        // V0 has an attribute V1 drops, V3 one V2 lacks: inferred steps around the mapping model.
-        let v0 = try CoreDataTesting.model(org + author.replacingOccurrences(of: "<attribute name=\"name\"", with: "<attribute name=\"age\" optional=\"YES\" attributeType=\"Integer 32\"/><attribute name=\"name\"") + post)
+        // V0 has an attribute V1 drops, and an entity first by name that V1 drops (each entity's
+        // number moves by one), V3 an attribute V2 lacks: inferred steps around the mapping model.
+        let gone = #"<entity name="Abacus"><attribute name="beads" optional="YES" attributeType="Integer 32"/></entity>"#
+        let v0 = try CoreDataTesting.model(gone + org + author.replacingOccurrences(of: "<attribute name=\"name\"", with: "<attribute name=\"age\" optional=\"YES\" attributeType=\"Integer 32\"/><attribute name=\"name\"") + post)
         let v1 = try CoreDataTesting.model(org + author + post)
         let v2 = try CoreDataTesting.model(org + author + newPost)
         let v3 = try CoreDataTesting.model(org.replacingOccurrences(of: "<entity name=\"Org\">", with: "<entity name=\"Org\"><attribute name=\"extra\" optional=\"YES\" attributeType=\"String\"/>") + author + newPost)
         let first = composed ? v0 : v1
         let layout = try CoreDataLayout(model: first)
         func number(_ name: String) -> Int64 { layout.entity(named: name)?.number ?? -1 }
+        if composed {
+            #expect(try CoreDataLayout(model: v1).entity(named: "Company")?.number != number("Company"))
+        }
         let source = try CoreDataTesting.store(first, at: folder.path("old.sqlite"), uuid: "E0000000-0000-0000-0000-000000000051", rows: """
-            INSERT INTO ZORG (Z_PK, Z_ENT, Z_OPT, ZNAME, ZTICKER) VALUES (1, \(number("Org")), 1, 'Acme', NULL), (2, \(number("Company")), 1, 'Beta', 'BET');
-            INSERT INTO ZAUTHOR (Z_PK, Z_ENT, Z_OPT, ZNAME, ZORG) VALUES (5, \(number("Author")), 1, 'Ann', 2), (6, \(number("Author")), 1, 'Bob', 1), (7, \(number("Author")), 1, 'Cy', NULL);
+            INSERT INTO ZORG (Z_PK, Z_ENT, Z_OPT, ZNAME, ZTICKER) VALUES (1, \(number("Org")), 1, 'Acme', NULL), (2, \(number("Company")), 1, 'Beta', 'BET'), (3, \(number("Company")), 1, 'Gamma', NULL);
+            INSERT INTO ZAUTHOR (Z_PK, Z_ENT, Z_OPT, ZNAME, ZORG) VALUES (5, \(number("Author")), 1, 'Ann', 2), (6, \(number("Author")), 1, 'Bob', 1), (7, \(number("Author")), 1, 'Cy', 3);
             INSERT INTO ZPOST (Z_PK, Z_ENT, Z_OPT, ZTITLE, ZAUTHOR) VALUES (10, \(number("Post")), 1, 'a', 5), (11, \(number("Post")), 1, 'b', 6), (12, \(number("Post")), 1, 'c', 7), (14, \(number("Post")), 1, 'd', NULL);
             """)
         let last = composed ? v3 : v2
         let destination = try CoreDataTesting.store(last, at: folder.path("new.sqlite"), uuid: "E0000000-0000-0000-0000-000000000052")
         typealias Mapping = CoreDataMappingModelFile.EntityMapping
         typealias E = CoreDataMappingModelFile.Expression
-        func mapping(_ name: String, _ entity: String, attributes: [(String, E?)] = [], relationships: [(String, E?)] = []) -> Mapping {
-            var mapping = Mapping(name: name, kind: "Undefined", source: entity, destination: entity)
+        func mapping(_ name: String, _ entity: String, attributes: [(String, E?)] = [], relationships: [(String, E?)] = [], filter: String? = nil) -> Mapping {
+            var mapping = Mapping(name: name, kind: "Undefined", source: entity, destination: entity, filter: filter)
             mapping.attributes = attributes.map { .init(name: $0.0, value: $0.1) }
             mapping.relationships = relationships.map { .init(name: $0.0, value: $0.1) }
             mapping.expressionsComplete = false
@@ -345,7 +350,7 @@ struct CoreDataMappingModelTests {
         for (index, path) in [E.sourceKeyPath("author.org"), .function(operand: .sourceKeyPath("author"), selector: "valueForKeyPath:", arguments: [.keyPath("org")])].enumerated() {
             let file = CoreDataMappingModelFile(url: folder.path("V1toV2.xcmappingmodel"), source: "V1", destination: "V2", entityMappings: [
                 mapping("OrgToOrg", "Org", attributes: [("name", nil)]),
-                mapping("CompanyToCompany", "Company", attributes: [("name", nil), ("ticker", nil)]),
+                mapping("CompanyToCompany", "Company", attributes: [("name", nil), ("ticker", nil)], filter: "ticker != nil"),
                 mapping("AuthorToAuthor", "Author", attributes: [("name", nil)], relationships: [("org", nil)]),
                 mapping("PostToPost", "Post", attributes: [("title", nil), ("orgName", .sourceKeyPath("author.org.name"))], relationships: [
                     ("author", nil),
@@ -364,11 +369,15 @@ struct CoreDataMappingModelTests {
             let rows = try Database(path: into.path, mode: .source).rows("SELECT Z_PK, ZTITLE, ZORGNAME, ZORG, \(orgEntity.name) FROM ZPOST ORDER BY Z_PK")
             let company = after.entity(named: "Company")!.number
             // Ann's org is a Company (CompanyToCompany migrates it); Bob's a plain Org, which that
-            // mapping does not migrate: no destination instance, NULL; Cy has none; d no author.
+            // mapping does not migrate: no destination instance, NULL; Cy's a Company its filter
+            // leaves out (no ticker): NULL too, its name read all the same; d has no author.
             #expect(rows == [[.integer(10), .text("a"), .text("Beta"), .integer(2), .integer(company)],
                              [.integer(11), .text("b"), .text("Acme"), .null, .null],
-                             [.integer(12), .text("c"), .null, .null, .null],
+                             [.integer(12), .text("c"), .text("Gamma"), .null, .null],
                              [.integer(14), .text("d"), .null, .null, .null]], "\(rows)")
+            // An author's org: NULL where CompanyToCompany's filter leaves it out (Cy's Gamma).
+            let orgs = try Database(path: into.path, mode: .source).rows("SELECT ZNAME, ZORG FROM ZAUTHOR ORDER BY Z_PK")
+            #expect(orgs == [[.text("Ann"), .integer(2)], [.text("Bob"), .integer(1)], [.text("Cy"), .null]], "\(orgs)")
         }
     }
 

@@ -59,7 +59,7 @@ struct XMLReaderTests {
         #"<?xml version='1.0' encoding='utf-8'?><a x='1' y = "2"  >text</a>"#,
         "<a>\r\nline\rend\r\n</a>",
         "<a v=\"one\ttwo\r\nthree\nfour&#10;five&#x9;six\"/>",
-        #"<a>&lt;&gt;&amp;&apos;&quot; &#38; &#x26; &#233; &#x1F600;</a>"#,
+        #"<a>&lt;&gt;&amp;&apos;&quot; &#38; &#x26; &#233; &#x1F600; &#000000065; &#x0000000041;</a>"#,
         #"<a p="&lt;b&gt; &quot;q&quot; &amp; 'x'" q='"'/>"#,
         "<!-- before --><a><!-- inside --><b/><![CDATA[<not> & markup]]></a><!-- after -->\n",
         #"<!DOCTYPE database SYSTEM "file:///System/Library/DTDs/CoreData.dtd">"# + "\n<database><object id=\"z1\" type=\"T\"><attribute name=\"n\" type=\"string\">v</attribute></object></database>",
@@ -111,6 +111,11 @@ struct XMLReaderTests {
         ("<a b='1'c='2'/>", "no space before an attribute of <a>", 1, 9),
         ("<1a/>", "an element name expected", 1, 2),
         ("<!ENTITY x 'y'><a/>", "markup that is not a comment, a CDATA section or a document type declaration", 1, 1),
+        ("<a><!-- a -- b --></a>", "'--' inside a comment", 1, 11),
+        ("<a>x ]]> y</a>", "']]>' in character data", 1, 6),
+        ("<a>&#+65;</a>", "character reference &#+65; is not to a character XML allows", 1, 4),
+        ("<a>&#x+41;</a>", "character reference &#x+41; is not to a character XML allows", 1, 4),
+        ("<a><?pi=x?></a>", "no space after the processing instruction's target pi", 1, 8),
     ])
     func refusals(_ document: String, _ message: String, _ line: Int, _ column: Int) throws {
         let error = #expect(throws: XMLReader.Malformed.self) { try Self.ours(Data(document.utf8)) }

@@ -84,7 +84,7 @@ final class InPlacePlanner {
         }
 
         // The sets of keys of a table's rows of some entities that a step reads from its own
-        // table (`ZPARENT IN (SELECT s.Z_PK FROM src.ZMESSAGE AS s WHERE s.Z_ENT IN (10))`, a
+        // table (`ZPARENT IN (SELECT kept.Z_PK FROM src.ZMESSAGE AS kept WHERE kept.Z_ENT IN (10))`, a
         // to-one kept where its target is of the right entity): taken once, before anything
         // changes, as the copy path reads them from the untouched source.
         var snapshots: [(name: String, match: String, sql: String)] = []
@@ -93,18 +93,18 @@ final class InPlacePlanner {
             let own = written.entities[index].source.table
             func snapshotting(_ expression: String) -> String {
                 var result = expression
-                let pattern = #"\(SELECT s\.Z_PK FROM src\.("[^"]+"|[A-Za-z_][A-Za-z0-9_]*) AS s WHERE s\.Z_ENT IN \(([0-9, ]+)\)\)"#
+                let pattern = #"\(SELECT kept\.Z_PK FROM src\.("[^"]+"|[A-Za-z_][A-Za-z0-9_]*) AS kept WHERE kept\.Z_ENT IN \(([0-9, ]+)\)\)"#
                 while let range = result.range(of: pattern, options: .regularExpression) {
                     let match = String(result[range])
-                    let table = match.replacingOccurrences(of: #"^\(SELECT s\.Z_PK FROM src\."#, with: "", options: .regularExpression)
-                        .components(separatedBy: " AS s").first!.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                    let table = match.replacingOccurrences(of: #"^\(SELECT kept\.Z_PK FROM src\."#, with: "", options: .regularExpression)
+                        .components(separatedBy: " AS kept").first!.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
                     guard table.caseInsensitiveCompare(own) == .orderedSame else { break }
                     let name: String
                     if let existing = snapshots.first(where: { $0.match == match }) {
                         name = existing.name
                     } else {
                         name = "_chunkmigrate_keys_\(snapshots.count + 1)"
-                        snapshots.append((name, match, "INSERT INTO main.\(name) (k) SELECT k FROM \(match.replacingOccurrences(of: "SELECT s.Z_PK FROM src.", with: "SELECT s.Z_PK AS k FROM main."))"))
+                        snapshots.append((name, match, "INSERT INTO main.\(name) (k) SELECT k FROM \(match.replacingOccurrences(of: "SELECT kept.Z_PK FROM src.", with: "SELECT kept.Z_PK AS k FROM main."))"))
                     }
                     result.replaceSubrange(range, with: "(SELECT k FROM main.\(name))")
                 }

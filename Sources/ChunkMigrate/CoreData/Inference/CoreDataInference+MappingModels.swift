@@ -132,21 +132,34 @@ extension CoreDataInference {
     /// table's rows, one per filtered source entity: `Z_ENT <> n OR (filter)`. A predicate
     /// without SQL is refused with the rest (``accountForPropertyMappings(_:)``), naming the
     /// mapping model, the entity mapping and the predicate.
-    mutating func filters(_ rows: [Rows], _ context: Context) -> [String] {
+    mutating func filters(_ rows: [Rows], _ context: Context, row alias: String = "s") -> [String] {
         guard let model = context.mapping.mappingModel else { return [] }
         var conditions: [String] = []
         for row in rows {
             guard let mapping = context.mapping.entityMapping(into: row.entity, from: row.source), let filter = mapping.filter else { continue }
             do {
-                let sql = try CoreDataMappingModelSQL.condition(filter, resolve: resolver(row, context))
+                let sql = try CoreDataMappingModelSQL.condition(filter, resolve: resolver(row, context, row: alias))
+                guard alias == "s" else {
+                    conditions.append("(\(alias).Z_ENT <> \(row.number) OR \(sql))")
+                    continue
+                }
                 decide("\(model.url.lastPathComponent): the rows of \(row.source) that \(mapping.name) takes: \(filter), in SQL \(sql)")
                 conditions.append("(Z_ENT <> \(row.number) OR \(sql))")
             } catch {
+                guard alias == "s" else { continue }
                 refuseMapping(MigrationError(.invalidPlan, "the mapping model \(model.url.lastPathComponent), entity mapping \(mapping.name) (\(row.source) -> \(row.entity)), its filter \(filter): \(error); chunkmigrate cannot run it: give the entity mapping as a step (--step \(model.source) -> \(model.destination))",
                                              entity: row.source, file: model.url.path, cause: error))
             }
         }
         return conditions
+    }
+
+    /// `condition`, written for the row `s`, for the row `alias`: each name qualified by `s`
+    /// qualified by `alias` instead.
+    static func realiased(_ condition: String, as alias: String) throws -> String {
+        try SQLIdentifiers.replacing(in: condition) { name, qualifier in
+            qualifier?.lowercased() == "s" ? "\(alias).\(SQL.quote(name))" : nil
+        }
     }
 
     /// A to-one the migration manager fills with the destination instances of a key path through
@@ -171,24 +184,28 @@ extension CoreDataInference {
         }
         let resolve = resolver(rows, context)
         guard let key = resolve(path), let targetTable = context.source.table(of: entity) else { return nil }
-        // The rows the named entity mapping migrates; through the source relationship, those any
-        // entity mapping migrates into the relationship's destination.
+        // The rows the named entity mapping migrates (its source entity's own, through its
+        // filter); through the source relationship, those any entity mapping migrates into the
+        // relationship's destination. The target rows under an alias of their own (`m`): `s` is
+        // the row whose to-one this is.
         var numbers: [Int64]
-        var conditions: [String]
+        var conditions: [String] = []
         var through: String
         if selector == "destinationInstancesForEntityMappingNamed:sourceInstances:", case let .constant(.string(name)) = arguments[0] {
             guard let named = context.mapping.entityMappings.values.joined().first(where: { $0.name == name }), let from = named.source,
                   let number = context.source.entity(named: from)?.number, let into = named.destination,
-                  context.destination.model.lineage(of: into).contains(where: { $0.name == relationship.destination }),
-                  let table = context.destination.table(of: into) else { return nil }
+                  context.destination.model.lineage(of: into).contains(where: { $0.name == relationship.destination }) else { return nil }
             numbers = [number]
-            conditions = keptRows[table.name] ?? []
+            if let filter = named.filter {
+                let targetRows = Rows(entity: into, source: from, number: number)
+                guard let condition = try? CoreDataMappingModelSQL.condition(filter, resolve: resolver(targetRows, context, row: "m")) else { return nil }
+                conditions.append(condition)
+            }
             through = "entity mapping \(name) (\(from) -> \(into))"
         } else if selector == "destinationInstancesForSourceRelationshipNamed:sourceInstances:" {
             numbers = context.destination.descendants(of: context.destination.entity(named: relationship.destination)?.number ?? -1).flatMap { number in
                 context.destination.entities[number].map { context.mapping.sourceEntities(of: $0.name) } ?? []
             }.compactMap { context.source.entity(named: $0)?.number }
-            conditions = context.destination.table(of: relationship.destination).flatMap { keptRows[$0.name] } ?? []
             through = "the entity mappings into \(relationship.destination)"
         } else {
             return nil
@@ -196,17 +213,14 @@ extension CoreDataInference {
         // Rows of the entities the path can reach only.
         numbers = numbers.filter { context.source.descendants(of: context.source.entity(named: entity)?.number ?? -1).contains($0) }
         guard !numbers.isEmpty else { return nil }
-        conditions.insert("s.Z_ENT IN (\(numbers.map(String.init).joined(separator: ", ")))", at: 0)
-        let restricted = "CASE WHEN \(key) IN (SELECT s.Z_PK FROM src.\(SQL.quote(targetTable.name)) AS s WHERE \(conditions.joined(separator: " AND "))) THEN \(key) END"
+        let restriction = (["m.Z_ENT IN (\(numbers.map(String.init).joined(separator: ", ")))"] + conditions).joined(separator: " AND ")
+        let restricted = "CASE WHEN \(key) IN (SELECT m.Z_PK FROM src.\(SQL.quote(targetTable.name)) AS m WHERE \(restriction)) THEN \(key) END"
         translatedMappings.insert("\(mapping.name)\t\(property)")
         decide("\(model.url.lastPathComponent): \(rows.entity).\(property) of the rows of \(rows.source) = \(value): the row at \(path) where \(through) migrates it, in SQL \(restricted) (\(mapping.name))")
         let entityNumber: Source = numbers.count == 1
             ? .expression("CASE WHEN \(restricted) IS NOT NULL THEN coredata_entity(\(numbers[0])) END")
             : .expression("(SELECT coredata_entity(e.Z_ENT) FROM src.\(SQL.quote(targetTable.name)) AS e WHERE e.Z_PK = \(restricted))")
-        let other = resolver(rows, context, row: "o")
-        return MappedToOne(key: .expression(restricted), entity: entityNumber, keyOf: { alias in
-            alias == "o" ? other(path) ?? "NULL" : key
-        })
+        return MappedToOne(key: .expression(restricted), entity: entityNumber)
     }
 
     /// A key path of the source entity of `rows` to the SQL of its value for a source row `s`
@@ -303,6 +317,4 @@ struct MappedToOne {
     var key: CoreDataInference.Source
     /// Its target's entity number (for a target with sub-entities).
     var entity: CoreDataInference.Source
-    /// The key path's value for another alias of the source row (unrestricted).
-    var keyOf: (String) -> String
 }

@@ -16,9 +16,15 @@ struct CoreDataInference {
     private var decisions: [String] = []
     var notes: [String] = []
     /// Destination entity table -> the conditions on source rows (as `s`) beyond their entity that
-    /// its copy adds (a uniqueness constraint's keep-first filter). Join rows that refer to a row
-    /// not copied are left out with it.
+    /// its copy adds (a uniqueness constraint's keep-first filter, an entity mapping's filter).
+    /// Join rows that refer to a row not copied are left out with it.
     var keptRows: [String: [String]] = [:]
+    /// The same conditions on the rows of a subquery aliased ``keptAlias``, every name qualified:
+    /// a later composed step replaces the names of the row `s` it copies, and would take a bare
+    /// name in a subquery for one of them.
+    var keptRowsInSubquery: [String: [String]] = [:]
+    /// The alias of the rows a to-one may point at in the subqueries that test them.
+    static let keptAlias = "kept"
     /// Derived attributes computed after the copy (new, or derived differently).
     private var derived: [CoreDataMapping.DerivedValue] = []
     /// Binary attributes whose values may be external files.
@@ -120,7 +126,9 @@ struct CoreDataInference {
         let skipped = Set(options.skippedTables.map { $0.uppercased() })
         for table in destination.tables.values.sorted(by: { $0.name < $1.name }) where !skipped.contains(table.name.uppercased()) {
             guard let (rows, from) = try sourceRows(of: table, context) else { continue }
-            keptRows[table.name] = try checkNewUniqueness(table, from: from, rows: rows, context) + filters(rows, context)
+            let unique = try checkNewUniqueness(table, from: from, rows: rows, context)
+            keptRows[table.name] = unique + filters(rows, context)
+            keptRowsInSubquery[table.name] = try unique.map { try Self.realiased($0, as: Self.keptAlias) } + filters(rows, context, row: Self.keptAlias)
         }
         var entities: [EntityMapping] = []
         for table in destination.tables.values.sorted(by: { $0.name < $1.name }) where !skipped.contains(table.name.uppercased()) {
@@ -632,7 +640,7 @@ struct CoreDataInference {
               let number = context.destination.entity(named: destination)?.number,
               let (table, condition) = copiedRows(of: number, pointedAt: pointedAt(property, of: rows, context), context) else { return value }
         decide("\(rows.entity).\(property): NULL where it points at a row that is not copied as \(destination)")
-        return .expression("CASE WHEN \(key.sql) IN (SELECT s.Z_PK FROM src.\(SQL.quote(table)) AS s WHERE \(condition)) THEN \(value.sql) END")
+        return .expression("CASE WHEN \(key.sql) IN (SELECT \(Self.keptAlias).Z_PK FROM src.\(SQL.quote(table)) AS \(Self.keptAlias) WHERE \(condition)) THEN \(value.sql) END")
     }
 
     /// The entity number of a to-one's target, for a target entity with sub-entities.
@@ -657,9 +665,13 @@ struct CoreDataInference {
     /// A to-one's position in its inverse, an ordered to-many: the source's where it was ordered
     /// too, else the order of the keys (Core Data's spacing: 1024 apart from 2048).
     private mutating func toOneOrder(_ property: String, of rows: Rows, _ context: Context) throws -> Source {
-        if let mapped = mappedToOne(property, of: rows, context), let table = context.source.table(of: rows.source) {
-            // A new member of an ordered to-many: after the others, in the order of the keys.
-            return .expression("CASE WHEN \(mapped.key.sql) IS NOT NULL THEN 1024 * (1 + (SELECT count(*) FROM src.\(SQL.quote(table.name)) AS o WHERE \(mapped.keyOf("o")) = \(mapped.key.sql) AND o.Z_PK <= s.Z_PK)) END")
+        if let mapped = mappedToOne(property, of: rows, context) {
+            // A member of an ordered to-many filled through a key path: among its owner's
+            // members in the order of the keys, each row's value its own (1024 times one more
+            // than its key), so that no row reads the others (a rank would read the whole table
+            // once a row, through the path).
+            decide("\(rows.entity).\(property): its inverse is ordered; members filled through a key path in the order of their keys")
+            return .expression("CASE WHEN \(mapped.key.sql) IS NOT NULL THEN 1024 * (1 + s.Z_PK) END")
         }
         guard let key = try toOneKey(property, of: rows, context), let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity, from: rows.source),
               let relationship = old.relationship, let table = context.source.table(of: rows.source) else { return .null }
@@ -770,7 +782,7 @@ struct CoreDataInference {
         }
         for (ordered, column) in [(side, pairs.target), (other, pairs.owner)] {
             guard let (table, condition) = copiedRows(of: ordered.target, context) else { continue }
-            filters.append("\(SQL.identifier(column)) IN (SELECT s.Z_PK FROM src.\(SQL.quote(table)) AS s WHERE \(condition))")
+            filters.append("\(SQL.identifier(column)) IN (SELECT \(Self.keptAlias).Z_PK FROM src.\(SQL.quote(table)) AS \(Self.keptAlias) WHERE \(condition))")
             leavesOut = true
         }
         let leftOut = leavesOut ? "; rows that refer to rows left out are left out" : ""
@@ -808,9 +820,9 @@ struct CoreDataInference {
         guard let first = numbers.first, let sourceEntity = source.entities[first], let table = source.tables[sourceEntity.root] else {
             return nil
         }
-        var conditions = keptRows[destinationTable.name] ?? []
+        var conditions = keptRowsInSubquery[destinationTable.name] ?? []
         if numbers != source.descendants(of: table.root), !(pointedAt.map { numbers.isSuperset(of: $0) } ?? false) {
-            conditions.insert("s.Z_ENT IN (\(numbers.sorted().map(String.init).joined(separator: ", ")))", at: 0)
+            conditions.insert("\(Self.keptAlias).Z_ENT IN (\(numbers.sorted().map(String.init).joined(separator: ", ")))", at: 0)
         }
         guard !conditions.isEmpty else { return nil }
         return (table.name, conditions.joined(separator: " AND "))

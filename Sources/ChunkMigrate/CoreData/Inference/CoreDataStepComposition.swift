@@ -82,19 +82,52 @@ extension CoreDataStep {
         for mapping in withPolicies {
             guard let into = mapping.destination, let table = layout.table(of: into) else { continue }
             todo.append("\(mapping.policy!) (\(mapping.name), \(mapping.source ?? "no source") -> \(into)) is the app's code: write what it does to the rows of \(table.name) (which source rows, every column marked TODO, and any object it creates besides, as another entity of this step)")
-            guard var entity = inferred.plan.entities.first(where: { $0.destination.table.caseInsensitiveCompare(table.name) == .orderedSame }) else { continue }
-            if entities.contains(where: { $0.destination.table == entity.destination.table }) { continue }
-            // The columns the mapping model gives no value: what a policy sets, if anything.
-            let valued = Set((mapping.attributes + mapping.relationships).filter { $0.value != nil && $0.value != .constant(.null) }.map(\.name))
-            for column in table.columns {
-                guard case let .attribute(_, property) = column.role, !valued.contains(property),
-                      entity.columns[column.name].map({ $0 == "NULL" }) ?? true else { continue }
-                entity.columns[column.name] = "NULL /* TODO \(mapping.policy!): \(into).\(property) */"
+            let index: Int
+            if let known = entities.firstIndex(where: { $0.destination.table.caseInsensitiveCompare(table.name) == .orderedSame }) {
+                index = known
+            } else if let entity = inferred.plan.entities.first(where: { $0.destination.table.caseInsensitiveCompare(table.name) == .orderedSame }) {
+                entities.append(entity)
+                index = entities.count - 1
+            } else {
+                continue
             }
-            entities.append(entity)
+            // The attributes of the entity the mapping model gives no value: what a policy sets,
+            // if anything.
+            let valued = Set((mapping.attributes + mapping.relationships).filter { $0.value != nil && $0.value != .constant(.null) }.map(\.name))
+            let lineage = Set(to.model.lineage(of: into).map(\.name))
+            for column in table.columns {
+                guard case let .attribute(owner, property) = column.role, lineage.contains(owner), !valued.contains(property),
+                      entities[index].columns[column.name].map({ $0 == "NULL" }) ?? true else { continue }
+                entities[index].columns[column.name] = "NULL /* TODO \(mapping.policy!): \(into).\(property) */"
+            }
         }
         todo += inferred.notes.filter { $0.hasPrefix("TODO") }
         return CoreDataStep(from: from.name, to: to.name, entities: entities, todo: todo)
+    }
+}
+
+extension CoreDataStep {
+    /// Writes a step template (``template(replacing:in:)``) as `FOLDER/NAME.step.json` for each of
+    /// the bundle's mapping models with custom policies that no step of `steps` replaces.
+    ///
+    /// - Returns: each file written, with the mapping model it replaces.
+    /// - Throws: ``MigrationError`` naming the folder or file that cannot be written.
+    public static func writeTemplates(for bundle: CoreDataModelBundle, except steps: [CoreDataStep], into folder: URL) throws -> [(file: URL, mappingModel: CoreDataMappingModelFile)] {
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            throw MigrationError(.store, "cannot create the folder for step templates: \(error.localizedDescription)", file: folder.path, cause: error)
+        }
+        var written: [(file: URL, mappingModel: CoreDataMappingModelFile)] = []
+        for model in bundle.mappingModels where !steps.contains(where: { $0.from == model.source && $0.to == model.destination }) {
+            guard let template = try template(replacing: model, in: bundle) else { continue }
+            let file = folder.appendingPathComponent((model.url.lastPathComponent as NSString).deletingPathExtension + ".step.json")
+            do { try JSONEncoder.sortedAndIndented().encode(template).write(to: file) } catch {
+                throw MigrationError(.store, "cannot write the step template: \(error.localizedDescription)", file: file.path, cause: error)
+            }
+            written.append((file, model))
+        }
+        return written
     }
 }
 
@@ -146,7 +179,7 @@ struct CoreDataStepComposition {
         let last = try find(options.destinationVersion, schema: "main", file: destination.path)
         do {
             return try compose(from: first, to: last, in: bundle)
-        } catch var error as MigrationError where !error.message.contains("at version \(first.name)") && !error.message.contains("the source's \(first.name)") {
+        } catch var error as MigrationError where !error.message.contains("at version \(first.name),") && !error.message.contains("the source's \(first.name) ") {
             // Where the store stands, for a refusal on its path (a policy, a step).
             error.message += " (the source store is at version \(first.name), the destination's \(last.name))"
             throw error
@@ -392,6 +425,10 @@ struct CoreDataStepComposition {
             let expressions = entity.columns.map { ($0.key, $0.value) } + entity.relationships.map { ($0.key, $0.value.from) }
                 + [("where", entity.source.where)].compactMap { name, value in value.map { (name, $0) } }
             for (name, expression) in expressions {
+                if expression.contains("/* TODO") {
+                    throw MigrationError(.invalidPlan, "\(path).\(name == "where" ? "source.where" : "columns.\(name)"): \"\(expression)\" is a step template's mark, still to write (plan --step-template)",
+                                         entity: entity.name, column: name == "where" ? nil : name)
+                }
                 let sql = expression.replacingOccurrences(of: #"coredata_entity(_number)?\("#, with: "abs(", options: [.regularExpression, .caseInsensitive])
                 let at = "\(path).\(name == "where" ? "source.where" : "columns.\(name)")"
                 let destinationTables: Set<String>
@@ -406,7 +443,8 @@ struct CoreDataStepComposition {
                 }
                 // A table named without its schema is the destination's where it has one: at run
                 // time the step would read the new store, not the old one (`main.` says so).
-                if let table = destinationTables.sorted().first, !expression.lowercased().contains("main.") {
+                if let table = destinationTables.sorted().first,
+                   expression.range(of: #"(?i)\bmain\."#, options: .regularExpression) == nil {
                     throw MigrationError(.invalidPlan, "\(at): \"\(expression)\" reads table \(table) of version \(step.to), the store being written; a step reads the source's tables as src.\(table)",
                                          entity: entity.name, column: name == "where" ? nil : name)
                 }
@@ -625,7 +663,12 @@ struct CoreDataStepComposition {
                     return "NULL"
                 }
                 func substitute(_ sql: String, column: String?) throws -> String {
-                    try SQLIdentifiers.replacing(in: sql) { name, qualifier in
+                    // A subquery that names its own rows `s` as the row's: its names cannot be
+                    // told from the row's, which are replaced.
+                    if sql.range(of: #"(?i)\bsrc\.("[^"]*"|\w+)\s+AS\s+s\b"#, options: .regularExpression) != nil {
+                        throw refuse(later.name, column, "it reads another table of the version between under the row's own alias s")
+                    }
+                    return try SQLIdentifiers.replacing(in: sql) { name, qualifier in
                         if let qualifier {
                             guard qualifier.lowercased() == "s" else {
                                 if qualifier.lowercased() == "src" {
@@ -643,10 +686,16 @@ struct CoreDataStepComposition {
                             }
                         }
                         // A column of the row qualified stays qualified: inside a subquery, a bare
-                        // name could be a column of the subquery's own table.
+                        // name could be a column of the subquery's own table. A value that is not
+                        // one name cannot be qualified so.
                         guard let value = try replace(name, column: column) else { return nil }
-                        let bare = value.range(of: #"^([A-Za-z_][A-Za-z0-9_]*|"[^"]*")$"#, options: .regularExpression) != nil
-                        return qualifier != nil && bare ? "s.\(value)" : value
+                        guard qualifier != nil else { return value }
+                        if value.range(of: #"^[A-Za-z_][A-Za-z0-9_]*$"#, options: .regularExpression) != nil { return "s.\(value)" }
+                        if value.range(of: #"^\([A-Za-z_][A-Za-z0-9_]*\)$|^\("[^"]*"\)$|^"[^"]*"$"#, options: .regularExpression) != nil {
+                            return "s." + value.trimmingCharacters(in: CharacterSet(charactersIn: "()"))
+                        }
+                        if value.range(of: #"^(-?[0-9.]+|'[^']*'|NULL)$"#, options: .regularExpression) != nil { return value }
+                        throw refuse(later.name, column, "it reads s.\(name) in a subquery, which the steps before compute (\(value)) rather than copy")
                     }
                 }
                 var entity = EntityMapping(name: earlier.count == 1 ? later.name : "\(later.name) from \(before.name)",

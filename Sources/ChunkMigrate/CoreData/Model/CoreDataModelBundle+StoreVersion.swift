@@ -89,9 +89,9 @@ extension CoreDataModelBundle {
         // The entities of the store's Z_PRIMARYKEY: a version with another number of them cannot
         // fit. One whose names differ may (a name kept from before a rename, which Core Data
         // never reads): the layout's check tells, by number and parent.
-        let entityNames = Set(((try? database.rows("SELECT Z_NAME FROM \(schema).Z_PRIMARYKEY WHERE Z_ENT < 16000")) ?? []).compactMap { $0[0].text })
+        let entityCount = ((try? database.scalar("SELECT count(*) FROM \(schema).Z_PRIMARYKEY WHERE Z_ENT < 16000"))?.integer).map(Int.init) ?? -1
         func misfit(_ version: Version) -> String? {
-            guard version.model.entities.count == entityNames.count else { return "its entities are not the store's" }
+            guard version.model.entities.count == entityCount else { return "its entities are not the store's" }
             do {
                 _ = try CoreDataLayout(model: version.model).resolved(against: database, schema: schema, file: file)
                 return nil

@@ -64,7 +64,7 @@ struct XMLReader {
     /// The next event, or `nil` at the end of a well-formed document.
     ///
     /// - Throws: ``Malformed`` at the first thing that is not well-formed, naming its line and
-    ///   column; every call after that throws again.
+    ///   column; a document is read no further after it.
     mutating func next() throws(Malformed) -> Event? {
         if let name = pendingEnd {
             pendingEnd = nil
@@ -81,6 +81,7 @@ struct XMLReader {
                     }
                     continue
                 }
+                if let end = find("]]>", from: start), end < index { throw failure("']]>' in character data", at: end) }
                 return .text(try decode(start..<index, inAttribute: false))
             }
             if startsWith("<!--") {
@@ -214,7 +215,8 @@ struct XMLReader {
     }
 
     private mutating func skipComment() throws(Malformed) {
-        guard let end = find("-->", from: index + 4) else { throw failure("a comment that does not end", at: index) }
+        guard let end = find("--", from: index + 4) else { throw failure("a comment that does not end", at: index) }
+        guard end + 2 < bytes.count, bytes[end + 2] == UInt8(ascii: ">") else { throw failure("'--' inside a comment", at: end) }
         index = end + 3
     }
 
@@ -224,6 +226,9 @@ struct XMLReader {
         index += 2
         let target = try readName("a processing instruction's target")
         guard target.lowercased() != "xml" else { throw failure("an XML declaration after the start of the file", at: start) }
+        guard startsWith("?>") || (index < bytes.count && Self.isSpace(bytes[index])) else {
+            throw failure("no space after the processing instruction's target \(target)", at: index)
+        }
         guard let end = find("?>", from: index) else { throw failure("a processing instruction that does not end", at: start) }
         index = end + 2
     }
@@ -341,7 +346,9 @@ struct XMLReader {
             digits = digits.dropFirst()
             radix = 16
         }
-        guard !digits.isEmpty, digits.count <= 8, let value = UInt32(digits, radix: radix), let scalar = Unicode.Scalar(value),
+        let significant = digits.drop { $0 == "0" }
+        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isHexDigit && (radix == 16 || $0.isNumber) }), significant.count <= 8,
+              let value = significant.isEmpty ? 0 : UInt32(significant, radix: radix), let scalar = Unicode.Scalar(value),
               value == 0x09 || value == 0x0A || value == 0x0D || (value >= 0x20 && value != 0xFFFE && value != 0xFFFF) else {
             throw failure("character reference &\(name.prefix(40)); is not to a character XML allows", at: position)
         }

@@ -76,7 +76,7 @@ public enum CoreDataStoreComparison {
     ///     the ones meant.
     ///   - model: the stores' model, for stores without a model cache; `nil` reads the first
     ///     store's.
-    ///   - limit: the differences reported per entity; the rest are counted.
+    ///   - limit: the differences reported per entity (one at least); the rest are counted.
     /// - Returns: the differences, each naming the entity, the row and the property.
     /// - Throws: ``MigrationError`` naming the store when it cannot be read, has no model, or
     ///   does not fit the model, and naming the entity and attribute of an identity given that
@@ -104,7 +104,7 @@ public enum CoreDataStoreComparison {
                 throw MigrationError(.invalidPlan, "--identify \(entity): entity \(entity) has no attribute \(name)", entity: entity, column: name)
             }
         }
-        var comparison = Comparison(database: database, layouts: stores, limit: limit)
+        var comparison = Comparison(database: database, layouts: stores, limit: max(limit, 1))
         for entity in model.entities.sorted(by: { $0.name < $1.name }) {
             let attributes = try given[entity.name] ?? comparison.identity(of: entity.name)
             comparison.identities[entity.name] = attributes
@@ -260,9 +260,13 @@ public enum CoreDataStoreComparison {
         func compares(_ name: String, of entity: String) -> Bool {
             guard let relationship = model.property(name, of: entity)?.property.relationship else { return false }
             guard relationship.isToMany else { return true }
-            guard let inverse = relationship.inverse, let other = model.property(inverse, of: relationship.destination)?.property.relationship else { return true }
-            if !other.isToMany { return relationship.isOrdered }
-            return "\(entity).\(name)" <= "\(relationship.destination).\(inverse)"
+            guard let inverse = relationship.inverse, let other = model.property(inverse, of: relationship.destination),
+                  let otherRelationship = other.property.relationship else { return true }
+            if !otherRelationship.isToMany { return relationship.isOrdered }
+            // One side of a many-to-many, by the entities declaring the two: every entity that
+            // inherits the side compares it.
+            let declaredBy = model.property(name, of: entity)?.declaredBy ?? entity
+            return "\(declaredBy).\(name)" <= "\(other.declaredBy).\(inverse)"
         }
 
         /// The SQL of the identities of the rows relationship `name` of the row `s` points at: one
