@@ -126,7 +126,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["ChunkMigrateCLI", "ChunkJournalCLI", "MigrationJournal"],
+            dependencies: ["ChunkMigrateCLI", "ChunkJournalCLI", "MigrationJournal", "ChunkMigrate"],
             path: "Tests/CLITests"
         ),
     ],

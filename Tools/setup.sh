@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what chunkmigrate needs on a Debian machine that has Swift: the SQLite, LZ4 and zlib
 # development packages (headers and pkg-config files) and the sqlite3 shell the benchmark and
-# the kill-and-resume harness use. Does nothing when they are already there.
+# the kill-and-resume harness use, and tmux for a test. Does nothing when they are already there.
 set -euo pipefail
 
 missing=()
@@ -10,6 +10,8 @@ pkg-config --exists liblz4 2>/dev/null || missing+=(liblz4-dev)
 pkg-config --exists zlib 2>/dev/null || missing+=(zlib1g-dev)
 command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+# A terminal for the test of the progress line (tmux, read back with capture-pane).
+command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0

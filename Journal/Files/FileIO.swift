@@ -208,7 +208,7 @@ package enum FileIO {
 
     /// An exclusive advisory lock (`flock`) on a file, held until ``release()`` or deinit. The
     /// kernel drops it when the process dies, so a killed job never leaves a stale lock.
-    final class Lock {
+    package final class Lock {
         private var fd: Int32
 
         /// Takes the lock, or returns `nil` when another open file description holds it.
@@ -217,7 +217,7 @@ package enum FileIO {
         /// process forked by another thread keeps the copies until it execs (`O_CLOEXEC` closes
         /// them only then). So a busy lock is tried again for up to a quarter of a second before
         /// the job is reported as running elsewhere.
-        init?(path: String) throws(JournalError) {
+        package init?(path: String) throws(JournalError) {
             fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
             guard fd >= 0 else { throw FileIO.failure("open", path) }
             var attempts = 0
@@ -245,7 +245,7 @@ package enum FileIO {
             return false
         }
 
-        func release() {
+        package func release() {
             if fd >= 0 { _ = Glibc_close(fd) }
             fd = -1
         }

@@ -70,37 +70,75 @@ enum Output {
     }
 }
 
-/// A progress bar on a terminal, a plain line every few seconds otherwise.
+/// On a terminal, one progress line updated in place, cut to the terminal's width as it is at
+/// each update (a line that wrapped would leave half-lines behind as it is redrawn); otherwise a
+/// plain line every few seconds and at each new phase.
 final class ProgressDisplay {
     private let isTerminal = isatty(2) == 1
     private var lastLine = ContinuousClock.now - .seconds(10)
-    private var lastEntity = ""
+    private var lastLabel = ""
     private var drewBar = false
 
     func show(_ step: MigrationProgress) {
         let now = ContinuousClock.now
-        let fraction = step.jobRowsTotal > 0 ? min(1, Double(step.jobRowsDone) / Double(step.jobRowsTotal)) : 0
-        let rate = Self.count(Int64(step.rowsPerSecond))
+        let label = Self.label(step)
+        let percent = "\(Int(step.fraction * 100))%"
         let eta = step.estimatedRemaining.map { " ETA " + Self.clock($0) } ?? ""
+        var rows = ""
+        if step.phase == .copy {
+            rows = " \(Self.count(step.rowsDone))/\(Self.count(step.rowsTotal)) rows, \(Self.count(Int64(step.rowsPerSecond))) rows/s"
+        }
         if isTerminal {
-            guard now - lastLine >= .milliseconds(100) || step.entity != lastEntity else { return }
-            let width = 30
-            let filled = Int(fraction * Double(width))
-            let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-            let text = "\r[\(bar)] \(Int(fraction * 100))% \(step.entity) \(step.phase) \(Self.count(step.rowsDone))/\(Self.count(step.rowsTotal)) rows, \(rate) rows/s\(eta)\u{1B}[K"
-            FileHandle.standardError.write(Data(text.utf8))
+            guard now - lastLine >= .milliseconds(100) || label != lastLabel || step.phase == .complete else { return }
+            let columns = Self.terminalColumns()
+            let width = columns >= 100 ? 30 : 10
+            let filled = min(width, Int(step.fraction * Double(width)))
+            let bar = "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
+            // One column short of the width: a character in the last column wraps on some terminals.
+            let line = Self.cut(bar + percent + " " + label + rows + eta, to: columns - 1)
+            FileHandle.standardError.write(Data(("\r" + line + "\u{1B}[K").utf8))
             drewBar = true
         } else {
-            guard now - lastLine >= .seconds(2) || step.entity != lastEntity else { return }
-            let text = "\(step.entity) \(step.phase): \(step.rowsDone)/\(step.rowsTotal) rows, batch \(step.batch), job \(Int(fraction * 100))%, \(rate) rows/s\(eta)\n"
+            guard now - lastLine >= .seconds(2) || label != lastLabel || step.phase == .complete else { return }
+            let text = "\(label):\(rows.isEmpty ? "" : rows + ",") batch \(step.batch), job \(percent)\(eta)\n"
             FileHandle.standardError.write(Data(text.utf8))
         }
         lastLine = now
-        lastEntity = step.entity
+        lastLabel = label
     }
 
     func finish() {
         if drewBar { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+
+    /// What the job is on, by the name of its own table or index: `copy Item (ZITEM)`,
+    /// `fixup Item.ZPARENT`, `index ZITEM_Z_ENT_INDEX on ZITEM`, `derive Tag.itemCount`,
+    /// `triggers`, `check`.
+    static func label(_ step: MigrationProgress) -> String {
+        switch step.phase {
+        case .copy: "copy \(step.entity)" + (step.table.map { " (\($0))" } ?? "")
+        case let .fixup(column): "fixup \(step.entity).\(column)"
+        case let .index(name): "index \(name)" + (step.table.map { " on \($0)" } ?? "")
+        case .finishing, .check, .complete: step.phase.description
+        }
+    }
+
+    /// The terminal's width in columns (80 where it cannot be read), read again at each call so
+    /// that a resize takes effect at the next update.
+    static func terminalColumns() -> Int {
+        var size = winsize()
+        #if canImport(Darwin)
+        let result = ioctl(2, TIOCGWINSZ, &size)
+        #else
+        let result = ioctl(2, UInt(TIOCGWINSZ), &size)
+        #endif
+        guard result == 0, size.ws_col > 0 else { return 80 }
+        return Int(size.ws_col)
+    }
+
+    /// `text` cut to `columns` characters.
+    static func cut(_ text: String, to columns: Int) -> String {
+        text.count <= columns ? text : String(text.prefix(max(0, columns)))
     }
 
     static func count(_ value: Int64) -> String {

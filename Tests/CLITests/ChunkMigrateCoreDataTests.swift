@@ -1,3 +1,4 @@
+import ChunkMigrate
 import Foundation
 import Testing
 
@@ -375,6 +376,34 @@ struct ChunkMigrateCoreDataTests {
             #expect(try SQLiteShell.dump(directory + "/killed.sqlite") == (try SQLiteShell.dump(directory + "/reference.sqlite")))
             let schema = "SELECT type, name, sql FROM sqlite_schema ORDER BY type, name"
             #expect(try SQLiteShell.query(directory + "/killed.sqlite", schema) == (try SQLiteShell.query(directory + "/reference.sqlite", schema)))
+        }
+    }
+
+    @Test("two in-place jobs of one store at once: the second exits 5 naming the lock the first holds, the store as the first left it; once the first is done, the same command finds nothing to do")
+    func inPlaceTwiceAtOnce() throws {
+        try withTemporaryDirectory { directory in
+            let store = directory + "/store"
+            #expect(try chunkmigrate("generate", "--core-data", "--rows", "300", store).exitCode == 0)
+            #expect(try chunkmigrate("plan", "--source", store + "/old.sqlite", "--destination", store + "/new.sqlite", "--out", directory + "/plan.json").exitCode == 0)
+            let migrated = directory + "/store.sqlite"
+            try FileManager.default.copyItem(atPath: store + "/old.sqlite", toPath: migrated)
+            let plan = try JSONDecoder().decode(MigrationPlan.self, from: Data(contentsOf: URL(fileURLWithPath: directory + "/plan.json")))
+            var options = MigrationOptions(batchSize: 50)
+            options.checksFreeSpace = false
+            // The first job, in this process, recorded in the store and not yet run.
+            var first: InPlaceMigration? = try InPlaceMigration.startOrResume(plan: plan, store: URL(fileURLWithPath: migrated),
+                                                                              target: URL(fileURLWithPath: store + "/new.sqlite"), options: options)
+            let before = try SQLiteShell.dump(migrated)
+            let arguments = ["run", "--in-place", "--source", migrated, "--destination", store + "/new.sqlite", "--plan", directory + "/plan.json",
+                             "--batch-size", "50", "--quiet"]
+            let second = try chunkmigrate(arguments)
+            #expect(second.exitCode == 5 && second.stderr.contains(InPlaceMigration.lockPath(of: URL(fileURLWithPath: migrated))), "\(second)")
+            #expect(try SQLiteShell.dump(migrated) == before)
+            #expect(try first?.runBlocking() == .complete)
+            first = nil
+            let again = try chunkmigrate(arguments)
+            #expect(again.exitCode == 0, "\(again)")
+            #expect(try chunkmigrate("check-coredata", migrated).exitCode == 0)
         }
     }
 

@@ -1,3 +1,4 @@
+import ChunkMigrate
 import Foundation
 import MigrationJournal
 import Testing
@@ -59,6 +60,16 @@ struct ChunkMigrateKillResumeTests {
 
             #expect(try FileSnapshot(demo.source) == sourceBefore, "the source store was written, or a file appeared next to it")
         }
+    }
+
+    /// Every kill point of the kill-and-resume tests, by suite.
+    static let everyKillPoint: [String] = points.map(\.value) + ChunkMigrateCoreDataTests.killPoints
+        + ChunkMigrateCoreDataTests.demoKillPoints + ChunkMigrateCoreDataTests.stepKillPoints + ChunkMigrateCoreDataTests.inPlaceKillPoints
+
+    @Test("every crash point of the job is one at which a kill-and-resume test kills it", arguments: CrashPoint.allCases)
+    func everyCrashPointIsKilledAt(_ point: CrashPoint) {
+        #expect(Self.everyKillPoint.contains { $0.hasPrefix(point.rawValue + ":") },
+                "no kill-and-resume test kills at \(point.rawValue): add one where it fires")
     }
 
     /// Checks what the destination's checkpoint, the journal's log and its segments say right

@@ -222,7 +222,7 @@ struct DocExampleTests {
         #expect(messages != nil && messages != 0)
     }
 
-    @MainActor final class Model { var progress = 0.0 }
+    @MainActor final class Model { var progress = 0.0; var phase = "" }
 
     @Test("The AppStartup and GettingStarted articles and the catalog's overview: start or resume, cancel, resume, a budget with progress")
     @MainActor func appStartupArticle() async throws {
@@ -256,7 +256,7 @@ struct DocExampleTests {
             let job = try MigrationJob.resume(at: journalURL, logger: logger)
             if !job.isComplete {
                 let updates = job.progressUpdates()
-                Task { @MainActor in for await step in updates { model.progress = Double(step.jobRowsDone) / Double(max(step.jobRowsTotal, 1)) } }
+                Task { @MainActor in for await step in updates { model.progress = step.fraction; model.phase = "\(step.phase)" } }
                 while try await job.run(for: .seconds(5)) == .paused { }   // the view stays responsive between calls
             }
             // end
@@ -328,7 +328,7 @@ struct DocExampleTests {
                     : MigrationJob.start(plan: MigrationPlan.infer(source: storeURL, destination: newStoreURL).plan,
                                          source: storeURL, destination: newStoreURL, journal: journalURL, logger: logger)
                 let updates = job.progressUpdates()
-                Task { @MainActor in for await step in updates { model.progress = Double(step.jobRowsDone) / Double(max(step.jobRowsTotal, 1)) } }
+                Task { @MainActor in for await step in updates { model.progress = step.fraction; model.phase = "\(step.phase)" } }
                 while try await job.run(for: .seconds(5)) == .paused { }   // a kill loses at most one batch; the next launch goes on
                 let report = try job.storeCheck ?? CoreDataStoreCheck.run(store: newStoreURL)
                 guard report.isValid else { return }                      // report.violations name what is wrong; the old store stays

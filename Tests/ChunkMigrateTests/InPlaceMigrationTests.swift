@@ -92,6 +92,35 @@ struct InPlaceMigrationTests {
         #expect(try CoreDataStoreCheck.run(store: store).violations == [])
     }
 
+    @Test("one in-place job per store: a second job of the store while the first lives is refused (busy) before it reads or writes anything, as is a second run of one job while its run goes; once the first is done and released, the store opens again with nothing to do and no lock file left beside it")
+    func oneJobPerStore() throws {
+        let folder = try TemporaryFolder()
+        let files = try CoreDataDemoStore.generate(in: folder.url, rows: 300)
+        let plan = try MigrationPlan.infer(source: files.old, destination: files.new).plan
+        let store = folder.path("store.sqlite")
+        try FileManager.default.copyItem(at: files.old, to: store)
+        var options = MigrationOptions(batchSize: 50)
+        options.checksFreeSpace = false
+        var first: InPlaceMigration? = try InPlaceMigration.startOrResume(plan: plan, store: store, target: files.new, options: options)
+        let recorded = try CoreDataTesting.contents(store)
+        let second = #expect(throws: MigrationError.self) {
+            _ = try InPlaceMigration.startOrResume(plan: plan, store: store, target: files.new, options: options)
+        }
+        #expect(second?.code == .busy && second?.message.contains(InPlaceMigration.lockPath(of: store)) == true, "\(String(describing: second))")
+        #expect(throws: MigrationError.self) { _ = try InPlaceMigration.resume(store: store, options: options) }
+        #expect(CoreDataTesting.difference(try CoreDataTesting.contents(store), recorded) == nil)
+        // A run that asks for another run of its job from its own progress report.
+        var nested: MigrationError?
+        #expect(try first!.runBlocking { _ in
+            if nested == nil { nested = #expect(throws: MigrationError.self) { _ = try first!.runBlocking() } }
+        } == .complete)
+        #expect(nested?.code == .busy, "\(String(describing: nested))")
+        first = nil
+        #expect(!FileManager.default.fileExists(atPath: InPlaceMigration.lockPath(of: store)))
+        #expect(try InPlaceMigration.resume(store: store, options: options) == nil)
+        #expect(try CoreDataStoreCheck.run(store: store).violations == [])
+    }
+
     @Test("the Messenger stores migrated in place equal Core Data's own migration of them, table by table",
           .enabled(if: CoreDataOracleTests.present, "shared/fixtures/coredata is absent"), arguments: CoreDataOracleTests.pairs.map { "\($0.old) -> \($0.new)" })
     func sameAsCoreData(_ pair: String) throws {

@@ -84,6 +84,13 @@ final class Engine {
     private(set) var checkReport: CoreDataStoreCheck.Report?
     /// Where this run's time went, phase by phase.
     private(set) var phases = RunPhases()
+    /// The job's work, phase by phase, for its fraction and the time left.
+    private var work = JobWork()
+    /// The units of the index builds and finishing steps this run did.
+    private var indexUnitsDone = 0.0, finishingUnitsDone = 0.0
+    /// The deferred indexes left at the start of this run, with the rows of their tables'
+    /// entities: the index builds' work.
+    private var indexesLeft: [(name: String, table: String)] = []
 
     init(plan: MigrationPlan, options: MigrationOptions, logger: Logger, stores: Stores,
          journal: JournalWriter, idMap: IDMap, sourcePath: String) throws {
@@ -292,7 +299,7 @@ final class Engine {
 
     /// Runs until the job is complete, `shouldStop` returns true, or `deadline` passes; checks
     /// both between batches only.
-    func run(deadline: ContinuousClock.Instant?, shouldStop: () -> Bool,
+    func run(deadline: ContinuousClock.Instant?, shouldStop: @escaping () -> Bool,
              report: (MigrationProgress) -> Void) throws -> RunOutcome {
         if journal.log.recordsCompletion {
             try CheckpointStore.finish(in: database, keepTables: options.keepCheckpointTables)
@@ -300,7 +307,18 @@ final class Engine {
         }
         try journal.append(.started(atMillis: Self.nowMillis(), processID: ProcessInfo.processInfo.processIdentifier))
         try readKeyRanges()
-        var run = RunTally(started: clock.now, deadline: deadline)
+        indexesLeft = try CheckpointStore.deferredIndexes(in: database).compactMap { index in
+            CoreDataStoreCheck.Overlapped.leadingColumn(index.sql)?.split(separator: ".").first.map { (index.name, String($0)) }
+        }
+        // The copy's pace so far, from the batches the log records: a resumed job's fraction
+        // and time left go on from where the runs before left them.
+        var logged = (rows: 0.0, seconds: 0.0)
+        for case let .batch(batch) in journal.log.records {
+            logged.rows += Double(batch.rowsRead)
+            logged.seconds += Double(batch.durationMicros) / 1e6
+        }
+        work.did(logged.rows, of: .copy, in: logged.seconds)
+        var run = PhaseLoop(deadline: deadline, shouldStop: shouldStop)
         sizeFirstBatchFromLastRun()
         // Each batch's commit waits for its pages to reach the disk: most are on their way by then.
         let writeback = database.startWriteback()
@@ -313,11 +331,11 @@ final class Engine {
         }
         do {
             try startStoreCheckDuringCopy()
-            guard try timed(\.copy, try copyEntities(&run, shouldStop: shouldStop, report: report)) == .complete else { return .paused }
+            guard try timed(\.copy, try copyEntities(&run, report: report)) == .complete else { return .paused }
             // The batches' keys serve the copy only (a batch of 500,000 rows keeps 4 MB of them),
             // the ID map's cache the fix-up pass as well: the memory goes to each in turn.
             resolver.releaseBatchMemory()
-            guard try timed(\.fixup, try fixUpDeferredRelationships(&run, shouldStop: shouldStop, report: report)) == .complete
+            guard try timed(\.fixup, try fixUpDeferredRelationships(&run, report: report)) == .complete
             else { return .paused }
             if let missing = coreData?.missingExternalFiles.withLock({ $0 }), missing > 0 {
                 logger.warning("\(missing) values named an external file the source does not have, in an attribute that no longer keeps values in files: written as no value, as Core Data reads none there",
@@ -327,15 +345,17 @@ final class Engine {
             // batches' keys', goes to the index builds' sorter (useSorterHelper).
             idMap.emptyCache()
             try startStoreCheck()
-            guard try timed(\.indexes, try buildDeferredIndexes(&run, shouldStop: shouldStop, report: report)) == .complete else { return .paused }
+            guard try timed(\.indexes, try buildDeferredIndexes(&run, report: report)) == .complete else { return .paused }
             storeCheck?.indexesBuilt()
-            guard try timed(\.finishing, try finishCoreDataStore(&run, shouldStop: shouldStop, report: report)) == .complete
+            guard try timed(\.finishing, try finishCoreDataStore(&run, report: report)) == .complete
             else { return .paused }
             storeCheck?.storeFinished()
             // The check's part over the rows done (and its connection closed) before the job's
             // end changes the journal mode back; the rest once the job is complete.
             let check = storeCheck
             storeCheck = nil
+            if check != nil { report(progress(run, entity: entity(writing: nil), phase: .check, batch: 0)) }
+            let checkStarted = clock.now
             let rows = check.map { check in timed(\.check, check.rows()) }
             database.waitWhenBusy()
             try journal.append(.complete(atMillis: Self.nowMillis()))
@@ -350,6 +370,12 @@ final class Engine {
                                    metadata: ["cause": "\(failure)", "file": "\(database.path)"])
                 }
             }
+            work.did(work[total: .check], of: .check, in: (clock.now - checkStarted) / .seconds(1))
+            work[done: .check] = work[total: .check]
+            var last = progress(run, entity: entity(writing: nil), phase: .complete, batch: 0)
+            last.fraction = work.fraction(complete: true)
+            last.estimatedRemaining = .zero
+            report(last)
             return .complete
         } catch {
             try? journal.append(.failed(atMillis: Self.nowMillis(), message: "\(error)"))
@@ -434,23 +460,6 @@ final class Engine {
         return Set(finished.filter(\.value).keys)
     }
 
-    /// What one run has done so far, and when it must stop.
-    private struct RunTally {
-        let started: ContinuousClock.Instant
-        let deadline: ContinuousClock.Instant?
-        var rows: Int64 = 0
-        /// A run always commits at least one batch before its budget can stop it, so that a
-        /// caller that runs with a short budget again and again still gets to the end.
-        var batches = 0
-
-        /// Whether the run stops before its next batch: asked to, or past its deadline.
-        func stops(now: ContinuousClock.Instant, shouldStop: () -> Bool) -> Bool {
-            if shouldStop() { return true }
-            if let deadline, batches > 0, now >= deadline { return true }
-            return false
-        }
-    }
-
     /// A resumed run sizes its first batch from the pace of the entity's last one instead of
     /// starting over: a job killed again and again would spend its runs growing it back. Only
     /// where a batch's size is its rows: a filtered entity's batch covers keys it may not keep.
@@ -464,46 +473,48 @@ final class Engine {
 
     /// Copies every unfinished entity batch by batch, in dependency order, and logs each one
     /// complete; `.paused` when the run stops first.
-    private func copyEntities(_ run: inout RunTally, shouldStop: () -> Bool,
-                              report: (MigrationProgress) -> Void) throws -> RunOutcome {
-        for entity in order.entities where !states[entity].complete {
-            while true {
-                if run.stops(now: clock.now, shouldStop: shouldStop) { return .paused }
-                guard let read = try copyBatch(entity: entity) else { break }
-                run.rows += Int64(read)
-                run.batches += 1
-                report(progress(run, entity: entity, phase: .copy, batch: states[entity].batch))
+    private func copyEntities(_ run: inout PhaseLoop, report: (MigrationProgress) -> Void) throws -> RunOutcome {
+        var entities = order.entities.filter { !states[$0].complete }[...]
+        return try run.run({ () throws -> (entity: Int, rows: Int)? in
+            while let entity = entities.first {
+                if let read = try copyBatch(entity: entity) { return (entity, read) }
+                try journal.append(.entityComplete(
+                    entity: UInt32(entity), batches: states[entity].batch, rowsWritten: UInt64(states[entity].rowsWritten)))
+                states[entity].complete = true
+                storeCheck?.tablesFinished(finishedTables())
+                entities.removeFirst()
             }
-            try journal.append(.entityComplete(
-                entity: UInt32(entity), batches: states[entity].batch, rowsWritten: UInt64(states[entity].rowsWritten)))
-            states[entity].complete = true
-            storeCheck?.tablesFinished(finishedTables())
-        }
-        return .complete
+            return nil
+        }, done: { batch, run in
+            work.did(Double(batch.rows), of: .copy, in: run.lastUnit / .seconds(1))
+            report(progress(run, entity: batch.entity, phase: .copy, batch: states[batch.entity].batch))
+        }, rows: { Int64($0.rows) })
     }
 
     /// The fix-up pass: sets each deferred relationship, one ID-map segment of its entity per
     /// batch; `.paused` when the run stops first.
-    private func fixUpDeferredRelationships(_ run: inout RunTally, shouldStop: () -> Bool,
-                                            report: (MigrationProgress) -> Void) throws -> RunOutcome {
-        for entity in order.entities {
-            for column in (order.deferred[entity] ?? []).sorted() {
+    private func fixUpDeferredRelationships(_ run: inout PhaseLoop, report: (MigrationProgress) -> Void) throws -> RunOutcome {
+        var columns = order.entities.flatMap { entity in (order.deferred[entity] ?? []).sorted().map { (entity, $0) } }[...]
+        return try run.run({ () throws -> (entity: Int, column: String, rows: Int)? in
+            while let (entity, column) = columns.first {
                 let refs = idMap.segments(entity: UInt32(entity))
-                while Int(states[entity].fixupBatch[column] ?? 0) < refs.count {
-                    if run.stops(now: clock.now, shouldStop: shouldStop) { return .paused }
-                    try fixupBatch(entity: entity, column: column, ref: refs[Int(states[entity].fixupBatch[column] ?? 0)])
-                    run.batches += 1
-                    report(progress(run, entity: entity, phase: .fixup(column: column), batch: states[entity].fixupBatch[column] ?? 0))
+                let done = Int(states[entity].fixupBatch[column] ?? 0)
+                if done < refs.count {
+                    try fixupBatch(entity: entity, column: column, ref: refs[done])
+                    return (entity, column, Int(refs[done].count))
                 }
+                columns.removeFirst()
             }
-        }
-        return .complete
+            return nil
+        }, done: { batch, run in
+            work.did(Double(batch.rows), of: .fixup, in: run.lastUnit / .seconds(1))
+            report(progress(run, entity: batch.entity, phase: .fixup(column: batch.column), batch: states[batch.entity].fixupBatch[batch.column] ?? 0))
+        })
     }
 
     /// The secondary indexes the job deferred, built once the rows are in; `.paused` when the
     /// run stops first.
-    private func buildDeferredIndexes(_ run: inout RunTally, shouldStop: () -> Bool,
-                                      report: (MigrationProgress) -> Void) throws -> RunOutcome {
+    private func buildDeferredIndexes(_ run: inout PhaseLoop, report: (MigrationProgress) -> Void) throws -> RunOutcome {
         defer { try? useSorterHelper(false) }
         // Those that sort without the helper first, while the check's part over the rows, if
         // any, still takes the second core; then those a derived value reads, whose values the
@@ -516,17 +527,22 @@ final class Engine {
         let withoutHelper = indexes.filter { !Self.sortsWithHelper($0.sql) }
         let read = indexes.filter { Self.sortsWithHelper($0.sql) && readByDerivation($0.sql) }
         let others = indexes.filter { Self.sortsWithHelper($0.sql) && !readByDerivation($0.sql) }
-        for index in withoutHelper + read + others {
-            if run.stops(now: clock.now, shouldStop: shouldStop) { return .paused }
+        var left = (withoutHelper + read + others)[...]
+        return try run.run({ () throws -> (name: String, sql: String)? in
+            guard let index = left.popFirst() else { return nil }
             // The second core sorts too once the check, if any, has done most of its work.
             try useSorterHelper(Self.sortsWithHelper(index.sql) && storeCheck?.isPastRows ?? true)
             try CheckpointStore.rebuild(index: index.name, sql: index.sql, in: database)
             storeCheck?.indexBuilt(index.name)
             CrashPoint.check(.afterIndex, entity: index.name, batch: 0)
-            run.batches += 1
-            if let last = order.entities.last { report(progress(run, entity: last, phase: .index(name: index.name), batch: 0)) }
-        }
-        return .complete
+            return index
+        }, done: { index, run in
+            let table = CoreDataStoreCheck.Overlapped.leadingColumn(index.sql)?.split(separator: ".").first.map(String.init)
+            let units = table.map { JobWork.indexUnits(rows: rows(ofTable: $0)) } ?? 0
+            indexUnitsDone += units
+            work.did(units, of: .index, in: run.lastUnit / .seconds(1))
+            report(progress(run, entity: entity(writing: table), phase: .index(name: index.name), batch: 0, table: table))
+        })
     }
 
     /// How many times, 0.1 ms apart, the job tries again for a lock the check holds (a minute)
@@ -560,42 +576,94 @@ final class Engine {
     /// A Core Data store's steps after the rows and indexes (``CoreDataFinishing``): derived
     /// values, external files, R-tree indexes, then the triggers back; `.paused` when the run
     /// stops first.
-    private func finishCoreDataStore(_ run: inout RunTally, shouldStop: () -> Bool,
-                                     report: (MigrationProgress) -> Void) throws -> RunOutcome {
-        guard let finishing = coreData?.finishing, let last = order.entities.last else { return .complete }
-        for step in try finishing.steps() {
-            var batch: UInt64 = 0
-            guard try !finishing.isDone(step) else { continue }
-            while true {
-                if run.stops(now: clock.now, shouldStop: shouldStop) { return .paused }
+    private func finishCoreDataStore(_ run: inout PhaseLoop, report: (MigrationProgress) -> Void) throws -> RunOutcome {
+        guard let finishing = coreData?.finishing else { return .complete }
+        var steps = try finishing.steps()[...]
+        var batch: UInt64 = 0
+        return try run.run({ () throws -> (step: CoreDataFinishing.Step, batch: UInt64)? in
+            while let step = steps.first {
+                if batch == 0, try finishing.isDone(step) {
+                    steps.removeFirst()
+                    continue
+                }
                 let done = try finishing.runBatch(step, size: batchSize)
                 batch += 1
                 CrashPoint.check(.afterStep, entity: step.name, batch: batch)
-                run.batches += 1
-                // Reported as a step of the entity writing the table it works on.
-                let entity = step.table.flatMap { table in
-                    order.entities.last { plan.entities[$0].destination.table.caseInsensitiveCompare(table) == .orderedSame }
-                } ?? last
-                report(progress(run, entity: entity, phase: .finishing(step: step.name), batch: batch))
-                if done { break }
+                let unit = (step, batch)
+                if done {
+                    steps.removeFirst()
+                    batch = 0
+                }
+                return unit
             }
-        }
-        return .complete
+            return nil
+        }, done: { unit, run in
+            let units = unit.step.table == nil ? 0 : Double(batchSize)
+            finishingUnitsDone += units
+            work.did(units, of: .finishing, in: run.lastUnit / .seconds(1))
+            // Reported as a step of the entity writing the table it works on.
+            report(progress(run, entity: entity(writing: unit.step.table), phase: .finishing(step: unit.step.name), batch: unit.batch,
+                            table: unit.step.table))
+        })
     }
 
-    /// The progress report after a batch of `entity`: its rows and the job's, the run's pace,
-    /// and the time left at that pace.
-    private func progress(_ run: RunTally, entity: Int, phase: MigrationProgress.Phase, batch: UInt64) -> MigrationProgress {
+    /// The last entity in the job's order that writes `table`; the last entity where none does.
+    private func entity(writing table: String?) -> Int {
+        table.flatMap { table in
+            order.entities.last { plan.entities[$0].destination.table.caseInsensitiveCompare(table) == .orderedSame }
+        } ?? order.entities.last ?? 0
+    }
+
+    /// The progress report after a unit of work of `entity` (for a step after the copy, the
+    /// entity writing its table): its rows and the job's, the job's fraction, the run's pace, and
+    /// the time left.
+    private func progress(_ run: PhaseLoop, entity: Int, phase: MigrationProgress.Phase, batch: UInt64,
+                          table: String? = nil) -> MigrationProgress {
         let seconds = (clock.now - run.started) / .seconds(1)
         let rate = seconds > 0 ? Double(run.rows) / seconds : 0
         let done = states.reduce(0) { $0 + $1.rowsRead }
         let total = states.reduce(Int64(0)) { $0.addingReportingOverflow($1.estimatedTotal).overflow ? .max : $0 + $1.estimatedTotal }
-        let remaining = rate > 0 ? Duration.seconds(Double(max(0, total - done)) / rate) : nil
+        countWork()
+        let table = table ?? (phase == .copy || phase.isFixup ? plan.entities[entity].destination.table : nil)
         return MigrationProgress(
-            entity: plan.entities[entity].name, phase: phase, batch: batch,
+            entity: plan.entities[entity].name, phase: phase, table: table, fraction: work.fraction(), batch: batch,
             rowsDone: states[entity].rowsRead, rowsTotal: states[entity].estimatedTotal,
             jobRowsDone: done, jobRowsTotal: total, rowsPerSecond: rate,
-            estimatedRemaining: remaining, batchSize: batchSize)
+            estimatedRemaining: run.units > 0 ? .seconds(work.secondsLeft) : nil, batchSize: batchSize)
+    }
+
+    /// The rows of the entities that write `table`, as far as the copy knows them.
+    private func rows(ofTable table: String) -> Double {
+        plan.entities.indices.reduce(0) { sum, index in
+            plan.entities[index].destination.table.caseInsensitiveCompare(table) == .orderedSame ? sum + Double(states[index].estimatedTotal) : sum
+        }
+    }
+
+    /// Counts the job's work in all and done, phase by phase (``JobWork``): the copy's rows,
+    /// the fix-ups' by the segments done, the index builds and finishing steps this run has left
+    /// and done, the check's end.
+    private func countWork() {
+        work[total: .copy] = states.reduce(0) { $0 + Double($1.estimatedTotal) }
+        work[done: .copy] = states.reduce(0) { $0 + Double($1.rowsRead) }
+        var fixups = 0.0, fixed = 0.0
+        for (entity, columns) in order.deferred {
+            let rows = Double(states[entity].estimatedTotal)
+            let segments = idMap.segments(entity: UInt32(entity)).count
+            for column in columns {
+                fixups += rows
+                if states[entity].complete, segments > 0 {
+                    fixed += rows * min(1, Double(states[entity].fixupBatch[column] ?? 0) / Double(segments))
+                }
+            }
+        }
+        work[total: .fixup] = fixups
+        work[done: .fixup] = fixed
+        work[total: .index] = indexesLeft.reduce(0) { $0 + JobWork.indexUnits(rows: rows(ofTable: $1.table)) }
+        work[done: .index] = indexUnitsDone
+        let derived = (plan.coreData?.derived ?? []).reduce(0) { $0 + rows(ofTable: $1.table) }
+        work[total: .finishing] = max(derived, finishingUnitsDone)
+        work[done: .finishing] = finishingUnitsDone
+        work[total: .check] = coreData != nil && options.checksStore ? work[total: .copy] : 0
     }
 
     /// Reads each unfinished entity's key range, from which the totals progress reports are
@@ -812,7 +880,7 @@ final class Engine {
             try journal.append(.fixup(record))
             states[index].fixupBatch[column] = batch
         } catch {
-            throw MigrationError.wrapping(resolver.failure ?? error, entity: entity.name, batch: batch, column: column)
+            throw MigrationError.wrapping(error, entity: entity.name, batch: batch, column: column)
         }
     }
 
@@ -821,7 +889,7 @@ final class Engine {
     /// last one taken.
     private func diagnose(_ error: SQLiteError, copier: EntityCopier, batch: UInt64) -> MigrationError {
         let entity = copier.entity.name
-        if let failure = resolver.failure { return MigrationError.wrapping(failure, entity: entity, batch: batch) }
+        if error.cause is MigrationError { return MigrationError.wrapping(error, entity: entity, batch: batch) }
         guard error.isConstraint else {
             return MigrationError.wrapping(error, entity: entity, batch: batch, sourceKey: resolver.batchKeys.last)
         }

@@ -33,8 +33,10 @@ public final class MigrationJob: Sendable {
     public let sourceURL: URL
     /// The destination store.
     public let destinationURL: URL
-    /// Rows done and total, for a progress bar or a `ProgressView`.
+    /// The whole job's fraction done (``MigrationProgress/fraction``) in ten-thousandths, for a
+    /// progress bar or a `ProgressView`.
     public let progress: Progress
+    static let progressUnits: Int64 = 10_000
     /// Whether this object started the job (``start(plan:source:destination:journal:schema:options:logger:)``,
     /// or ``startOrResume(plan:source:destination:journal:schema:options:logger:)`` where the
     /// journal had no job yet) rather than opened a job recorded in its journal.
@@ -400,7 +402,7 @@ public final class MigrationJob: Sendable {
                 }
                 return try engine.run(
                     deadline: deadline,
-                    shouldStop: { control.withLock { $0.pauseRequested } },
+                    shouldStop: { [control] in control.withLock { $0.pauseRequested } },
                     report: publish)
             }
             finishObservers(complete: outcome == .complete)
@@ -441,8 +443,8 @@ public final class MigrationJob: Sendable {
     }
 
     private func publish(_ step: MigrationProgress) {
-        progress.totalUnitCount = step.jobRowsTotal
-        progress.completedUnitCount = step.jobRowsDone
+        progress.totalUnitCount = Self.progressUnits
+        progress.completedUnitCount = Int64(step.fraction * Double(Self.progressUnits))
         let observers = control.withLock { Array($0.observers.values) }
         for observer in observers { observer.yield(step) }
         logger.debug("batch committed", metadata: [

@@ -63,8 +63,6 @@ final class Resolver {
     @exclusivity(unchecked) var nulled = 0
     @exclusivity(unchecked) var deferred = 0
     @exclusivity(unchecked) var updated = 0
-    /// The failure a function raised, with the context SQLite's message cannot carry.
-    var failure: MigrationError?
 
     /// De-duplicated entities: the statement finding a value's destination key (`?1` the value),
     /// by entity index, and the values the running batch has kept.
@@ -105,7 +103,6 @@ final class Resolver {
         nulled = 0
         deferred = 0
         updated = 0
-        failure = nil
     }
 
     /// Gives back the memory of the batches' keys once the copy is over: the fix-up pass, which
@@ -147,10 +144,6 @@ final class Resolver {
         guard let mapped = try resolve(key, entity: relationships[index].target) else { return nil }
         lastResolved[index] = (key, mapped)
         return mapped
-    }
-
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
     }
 
     /// Records that the row with source key `key` is written and returns its destination key.
@@ -251,8 +244,7 @@ final class Resolver {
                 .missingMapping,
                 "\(value) has no row in \(relationship.targetName) (missing: fail); fix the source row, or set \"missing\" to \"null\"",
                 entity: relationship.entity, sourceKey: call.int64(2), column: relationship.column)
-            failure = error
-            throw Failure(description: error.description)
+            throw error
         }
         try database.createFunction("cm_ref", argumentCount: 3, deterministic: false) { [self] call in
             try reference(call)
@@ -335,16 +327,15 @@ final class Resolver {
         }
     }
 
-    /// Records and returns the failure of a relationship with policy `fail` whose target key has no
-    /// mapping; `row` is the source key of the row that refers to it.
-    private func missingMapping(relationship index: Int, foreignKey: Int64, row: Int64?) -> Failure {
+    /// The failure of a relationship with policy `fail` whose target key has no mapping; `row` is
+    /// the source key of the row that refers to it.
+    private func missingMapping(relationship index: Int, foreignKey: Int64, row: Int64?) -> MigrationError {
         let relationship = relationships[index]
         let error = MigrationError(
             .missingMapping,
             "source \(relationship.sourceColumn) \(foreignKey) has no mapping in \(relationship.targetName) (missing: fail); fix the source row, or set \"missing\" to \"null\"\(relationship.deferred ? "" : " or \"skip\"")",
             entity: relationship.entity, sourceKey: row, column: relationship.column)
-        failure = error
-        return Failure(description: error.description)
+        return error
     }
 }
 

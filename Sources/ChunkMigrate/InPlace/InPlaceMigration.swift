@@ -1,4 +1,5 @@
 import Foundation
+import MigrationJournal
 
 /// A Core Data store migrated inside its own file: only what the model change touches, in
 /// checkpointed batches, with no second copy of the store.
@@ -49,6 +50,11 @@ public final class InPlaceMigration: @unchecked Sendable {
     private let database: Database
     private let options: MigrationOptions
     private let pauseRequested = Locked(false)
+    /// Whether a run is going: one at a time, as the connection is one.
+    private let running = Locked(false)
+    /// The store's job lock (``lockPath(of:)``), held while this object lives: one in-place job
+    /// per store, in this process or another.
+    private let lock: FileIO.Lock
     /// What the job writes, to tell what the store already was from what the job brought about
     /// (``checkStore()``).
     private var writes: Writes?
@@ -105,11 +111,37 @@ public final class InPlaceMigration: @unchecked Sendable {
         var statements: [String]
     }
 
-    private init(store: URL, target: URL, database: Database, options: MigrationOptions) {
+    private init(store: URL, target: URL, database: Database, options: MigrationOptions, lock: FileIO.Lock) {
         storeURL = store
         targetURL = target
         self.database = database
         self.options = options
+        self.lock = lock
+    }
+
+    deinit {
+        // Once the store holds no job, the lock file goes with this object.
+        if status == nil { try? FileManager.default.removeItem(atPath: Self.lockPath(of: storeURL)) }
+        lock.release()
+    }
+
+    /// The file beside `store` that an in-place job of the store holds locked (`flock`, which
+    /// the kernel drops with the process that holds it): `STORE-chunkmigrate-lock`.
+    public static func lockPath(of store: URL) -> String {
+        store.path + "-chunkmigrate-lock"
+    }
+
+    /// The store's job lock, or ``MigrationError`` (`busy`) naming it where another job holds it.
+    private static func takeLock(of store: URL) throws -> FileIO.Lock {
+        let path = lockPath(of: store)
+        let lock: FileIO.Lock?
+        do { lock = try FileIO.Lock(path: path) } catch {
+            throw MigrationError(.store, "cannot lock the store for an in-place job: \(error.message)", file: path, cause: error)
+        }
+        guard let lock else {
+            throw MigrationError(.busy, "another in-place job has this store (it holds \(path)); let it finish, or pause it, and run again", file: store.path)
+        }
+        return lock
     }
 
     /// Whether the store is part-way through an in-place migration: its tables are neither the
@@ -214,6 +246,7 @@ public final class InPlaceMigration: @unchecked Sendable {
     /// Opens the store with the target attached, and records the job's steps when it is not
     /// recorded yet (`plan` given) and the store is not already at the target's model.
     private static func open(store: URL, target: URL, options: MigrationOptions, plan: MigrationPlan? = nil) throws -> InPlaceMigration {
+        let lock = try takeLock(of: store)
         let database: Database
         do {
             database = try Database(path: store.path, mode: .readWrite)
@@ -226,7 +259,7 @@ public final class InPlaceMigration: @unchecked Sendable {
         } catch {
             throw MigrationError(.store, "cannot open the store to migrate in place: \(error.message)", file: store.path, cause: error)
         }
-        let migration = InPlaceMigration(store: store, target: target, database: database, options: options)
+        let migration = InPlaceMigration(store: store, target: target, database: database, options: options, lock: lock)
         do {
             // Core Data's derivation functions, for the derived values' steps.
             try CoreDataBookkeeping.registerDerivationFunctions(on: database)
@@ -401,37 +434,50 @@ public final class InPlaceMigration: @unchecked Sendable {
     /// Runs the steps left until they are done, or until `budget` passes or ``pause()`` is called
     /// (between batches), calling `progress` after the first batch, then at most once a second
     /// (where the job stands costs a few queries, which a batch of a few rows should not pay
-    /// every time).
+    /// every time). One run at a time: another while one goes is refused (``MigrationError``
+    /// `busy`), as is a second job of the store while this one lives (``lockPath(of:)``).
     public func runBlocking(for budget: Duration? = nil, progress: ((Status) -> Void)? = nil) throws -> RunOutcome {
+        let alreadyRunning = running.withLock { running in
+            defer { running = true }
+            return running
+        }
+        guard !alreadyRunning else {
+            throw MigrationError(.busy, "this in-place job is already running", file: storeURL.path)
+        }
+        defer { running.withLock { $0 = false } }
         pauseRequested.withLock { $0 = false }
-        let deadline = budget.map { ContinuousClock.now + $0 }
         let decoder = JSONDecoder()
-        var batches = 0
         var reported = ContinuousClock.now - .seconds(1)
         // Batches of each step in this run, for the crash points (`after-step:update ZITEM:3`).
         var stepBatches: [String: UInt64] = [:]
-        while true {
+        var noJob = false
+        var loop = PhaseLoop(deadline: budget.map { ContinuousClock.now + $0 }, shouldStop: { [pauseRequested] in pauseRequested.withLock { $0 } })
+        let outcome = try loop.run({ () throws -> Step? in
             let row: [SQLiteValue]?
-            do { row = try database.rows("SELECT idx, step, cursor FROM main.\(Self.stepTable) WHERE done = 0 ORDER BY idx LIMIT 1").first } catch {
+            do throws(SQLiteError) { row = try database.rows("SELECT idx, step, cursor FROM main.\(Self.stepTable) WHERE done = 0 ORDER BY idx LIMIT 1").first } catch {
                 // No state tables: the job is done.
-                if error.message.contains("no such table") { return .complete }
+                if error.message.contains("no such table") {
+                    noJob = true
+                    return nil
+                }
                 throw MigrationError(.store, error.message, file: storeURL.path, sql: error.sql)
             }
-            guard let row else { break }
+            guard let row else { return nil }
             guard let index = row[0].integer, let text = row[1].text, let step = try? decoder.decode(Step.self, from: Data(text.utf8)) else {
                 throw MigrationError(.store, "the in-place step \(row[0].integer.map(String.init) ?? "?") recorded in \(Self.stepTable) cannot be read: the job's state is damaged", file: storeURL.path)
             }
-            if let deadline, batches > 0, ContinuousClock.now >= deadline { return .paused }
-            if pauseRequested.withLock({ $0 }) { return .paused }
             stepBatches[step.label, default: 0] += 1
             try run(step, index: index, cursor: row[2].integer, batch: stepBatches[step.label]!)
+            CrashPoint.check(.afterStep, entity: step.label, batch: stepBatches[step.label]!)
+            return step
+        }, done: { _, _ in
             if let progress, ContinuousClock.now - reported >= .seconds(1), let status {
                 reported = ContinuousClock.now
                 progress(status)
             }
-            CrashPoint.check(.afterStep, entity: step.label, batch: stepBatches[step.label]!)
-            batches += 1
-        }
+        })
+        guard outcome == .complete else { return .paused }
+        if noJob { return .complete }
         try finish()
         return .complete
     }
@@ -447,6 +493,8 @@ public final class InPlaceMigration: @unchecked Sendable {
             try database.inTransaction(.immediate) { () throws(SQLiteError) in
                 try database.execute("DROP TABLE main.\(Self.stepTable); DROP TABLE main.\(Self.stateTable);")
             }
+            // The job is over: its lock file goes, while this job still holds it.
+            try? FileManager.default.removeItem(atPath: Self.lockPath(of: storeURL))
         } catch {
             throw MigrationError(.store, "cannot end the in-place job: \(error.message)", file: storeURL.path, sql: error.sql, cause: error)
         }

@@ -60,18 +60,24 @@ struct FunctionCall {
 /// The arguments of a call without arguments, where SQLite may pass none at all.
 nonisolated(unsafe) private let noArguments = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: 1)
 
-/// Holds a Swift closure for SQLite's `pUserData`.
+/// Holds a Swift closure for SQLite's `pUserData`, and the connection that keeps it, which
+/// takes what the closure throws as the cause of the statement's error.
 private final class FunctionBox {
     let body: (FunctionCall) throws -> Void
-    init(_ body: @escaping (FunctionCall) throws -> Void) { self.body = body }
+    unowned let database: Database
+    init(_ body: @escaping (FunctionCall) throws -> Void, database: Database) {
+        self.body = body
+        self.database = database
+    }
 }
 
 extension Database {
-    /// Registers a scalar SQL function implemented by `body`. An error thrown by `body` becomes
-    /// the SQL error of the statement, with the error's description as its message.
+    /// Registers a scalar SQL function implemented by `body`. An error thrown by `body` fails
+    /// the statement: its ``SQLiteError`` has the error's description as its message and the
+    /// error itself as its ``SQLiteError/cause``.
     func createFunction(_ name: String, argumentCount: Int, deterministic: Bool,
                         _ body: @escaping (FunctionCall) throws -> Void) throws(SQLiteError) {
-        let box = FunctionBox(body)
+        let box = FunctionBox(body, database: self)
         retain(box)
         var flags = SQLITE_UTF8
         if deterministic { flags |= SQLITE_DETERMINISTIC }
@@ -89,6 +95,7 @@ extension Database {
                             try box.body(call)
                             return nil
                         } catch {
+                            box.database.functionFailure = error
                             return error
                         }
                     }

@@ -3,7 +3,7 @@ import Foundation
 
 /// One SQLite connection. Every `sqlite3_*` call of the library is in this folder.
 ///
-/// Not `Sendable`: a connection is used by one thread at a time, the engine's.
+/// Not `Sendable` (and marked so): a connection is used by one thread at a time, the engine's.
 final class Database {
     /// How to open a connection.
     enum Mode {
@@ -31,6 +31,9 @@ final class Database {
     /// The file this connection opened.
     let path: String
     private var functionBoxes: [AnyObject] = []
+    /// The error an application-defined function last threw, until the statement's error takes
+    /// it as its cause (``SQLiteError/cause``).
+    var functionFailure: (any Error)?
 
     init(path: String, mode: Mode) throws(SQLiteError) {
         var flags = SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX
@@ -168,8 +171,17 @@ final class Database {
     }
 
     func error(_ result: Int32, sql: String? = nil) -> SQLiteError {
-        SQLiteError(extendedCode: sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)),
-                    sql: sql, file: path)
+        var error = SQLiteError(extendedCode: sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)),
+                                sql: sql, file: path)
+        error.cause = takeFunctionFailure(message: error.message)
+        return error
+    }
+
+    /// The error a function threw, when `message` is the one it gave SQLite (a statement that
+    /// failed because of it); cleared either way.
+    private func takeFunctionFailure(message: String) -> (any Error)? {
+        defer { functionFailure = nil }
+        return functionFailure.flatMap { "\($0)" == message ? $0 : nil }
     }
 
     /// Runs one or more statements that return no rows.
@@ -179,7 +191,9 @@ final class Database {
         if result != SQLITE_OK {
             let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
             sqlite3_free(message)
-            throw SQLiteError(extendedCode: sqlite3_extended_errcode(handle), message: text, sql: sql, file: path)
+            var error = SQLiteError(extendedCode: sqlite3_extended_errcode(handle), message: text, sql: sql, file: path)
+            error.cause = takeFunctionFailure(message: text)
+            throw error
         }
     }
 
@@ -255,3 +269,6 @@ extension Database {
         sqlite3_keyword_check(word, Int32(word.utf8.count)) != 0
     }
 }
+
+@available(*, unavailable, message: "a connection is used by one thread: open another for another thread")
+extension Database: Sendable {}

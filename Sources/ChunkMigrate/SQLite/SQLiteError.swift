@@ -10,6 +10,9 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     public var sql: String?
     /// The database file, when known.
     public var file: String?
+    /// What an application-defined SQL function threw, where the statement failed because of
+    /// it: the function's own error, with what it names (the entity, the source key).
+    public var cause: (any Error)?
 
     /// The primary result code (`SQLITE_CONSTRAINT`, ...).
     public var code: Int32 { extendedCode & 0xFF }

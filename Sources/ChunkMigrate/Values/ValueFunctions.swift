@@ -31,14 +31,9 @@ final class ValueFunctions {
         self.resolver = resolver
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-    }
-
-    /// Fails the row: the message names the function, and the engine names the row.
-    private func fail(_ message: String) -> Failure {
-        resolver.failure = MigrationError(.batch, message, sourceKey: resolver.batchKeys.last)
-        return Failure(description: message)
+    /// Fails the row: the message names the function, and the engine names the entity and batch.
+    private func fail(_ message: String) -> MigrationError {
+        MigrationError(.batch, message, sourceKey: resolver.batchKeys.last)
     }
 
     func register(on database: Database) throws(SQLiteError) {
@@ -143,7 +138,7 @@ final class ValueFunctions {
     /// A decoded value as an SQL value: text, an integer (booleans 0 and 1), a real, a blob, a date
     /// as Core Data seconds since 2001; NULL for none.
     static func sqlValue(_ value: Any?, function: String, path: String?,
-                         fail: (String) -> Failure) throws -> SQLiteValue {
+                         fail: (String) -> MigrationError) throws -> SQLiteValue {
         let place = path.map { " at \"\($0)\"" } ?? ""
         switch value {
         case nil: return .null

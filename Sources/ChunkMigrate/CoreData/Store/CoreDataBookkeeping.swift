@@ -69,8 +69,7 @@ final class CoreDataBookkeeping {
             guard case let .text(name) = call.value(0) else { return call.resultNull() }
             guard let number = destinationNumbers[name] else {
                 let message = "coredata_entity_number: the destination model has no entity \"\(name)\""
-                resolver.failure = MigrationError(.batch, message, sourceKey: resolver.batchKeys.last)
-                throw Resolver.Failure(description: message)
+                throw MigrationError(.batch, message, sourceKey: resolver.batchKeys.last)
             }
             call.result(number)
         }
@@ -87,8 +86,7 @@ final class CoreDataBookkeeping {
                 let name = sourceNames[number].map { "\($0.name) (\(number))" } ?? "\(number), which the source's Z_PRIMARYKEY does not list"
                 let message = "source entity \(name) has no counterpart in the destination model; map it in coreData.entities or leave its rows out with a where filter"
                 // The row being written is the last one the batch took (its key is taken first).
-                resolver.failure = MigrationError(.batch, message, sourceKey: resolver.batchKeys.last)
-                throw Resolver.Failure(description: message)
+                throw MigrationError(.batch, message, sourceKey: resolver.batchKeys.last)
             }
             call.result(mapped)
         }
@@ -116,7 +114,7 @@ final class CoreDataBookkeeping {
         }
         for name in names.sorted() {
             try database.createFunction(name, argumentCount: -1, deterministic: false) { _ in
-                throw Resolver.Failure(description: "\(name) is Core Data's, called by a trigger of the destination while chunkmigrate writes it")
+                throw MigrationError(.batch, "\(name) is Core Data's, called by a trigger of the destination while chunkmigrate writes it")
             }
         }
     }

@@ -159,6 +159,9 @@ public struct MigrationError: Error, CustomStringConvertible, Sendable {
         case let error as MigrationError:
             return error
         case let error as SQLiteError:
+            // A statement failed by what a function of the job threw: that error, which names
+            // the row.
+            if let cause = error.cause as? MigrationError { return cause }
             return MigrationError(.store, error.message, file: error.file, sql: error.sql, cause: error)
         case let error as JournalError:
             return MigrationError(.journal, error.message, file: error.file, cause: error)

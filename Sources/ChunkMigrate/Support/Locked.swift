@@ -1,11 +1,12 @@
 import Foundation
 
-/// A value guarded by a lock, for state shared between a job's callers and its run.
+/// A value guarded by a lock, for state shared between a job's callers and its run: `Sendable`
+/// where its value is, since a value taken out of the lock leaves it.
 ///
 /// `Synchronization.Mutex` would do, but it needs macOS 15 and iOS 18; this package supports
 /// macOS 13 and iOS 16 (https://developer.apple.com/documentation/synchronization/mutex).
 /// `NSLock` is in Foundation on every platform the package builds for.
-package final class Locked<Value>: @unchecked Sendable {
+package final class Locked<Value> {
     private let lock = NSLock()
     private var value: Value
 
@@ -20,3 +21,5 @@ package final class Locked<Value>: @unchecked Sendable {
         return try body(&value)
     }
 }
+
+extension Locked: @unchecked Sendable where Value: Sendable {}
