@@ -174,7 +174,8 @@ enum Runner {
         }
         do {
             let outcome = try await job.run(for: options.budgetDuration)
-            printer.cancel()
+            // The stream ends with the run: the printer shows every report left, the last one
+            // (100%, complete) included, and ends.
             _ = await printer.result
             if outcome == .complete { return .complete }
             return .paused(signal: stopSignal.received)

@@ -379,7 +379,7 @@ struct ChunkMigrateCoreDataTests {
         }
     }
 
-    @Test("two in-place jobs of one store at once: the second exits 5 naming the lock the first holds, the store as the first left it; once the first is done, the same command finds nothing to do")
+    @Test("two in-place jobs of one store at once: while the first runs, the second exits 5 naming the lock the first holds, and the store is as the first leaves it; once the first is done, the same command finds nothing to do")
     func inPlaceTwiceAtOnce() throws {
         try withTemporaryDirectory { directory in
             let store = directory + "/store"
@@ -390,17 +390,22 @@ struct ChunkMigrateCoreDataTests {
             let plan = try JSONDecoder().decode(MigrationPlan.self, from: Data(contentsOf: URL(fileURLWithPath: directory + "/plan.json")))
             var options = MigrationOptions(batchSize: 50)
             options.checksFreeSpace = false
-            // The first job, in this process, recorded in the store and not yet run.
-            var first: InPlaceMigration? = try InPlaceMigration.startOrResume(plan: plan, store: URL(fileURLWithPath: migrated),
-                                                                              target: URL(fileURLWithPath: store + "/new.sqlite"), options: options)
-            let before = try SQLiteShell.dump(migrated)
+            let first = try InPlaceMigration.startOrResume(plan: plan, store: URL(fileURLWithPath: migrated),
+                                                           target: URL(fileURLWithPath: store + "/new.sqlite"), options: options)
             let arguments = ["run", "--in-place", "--source", migrated, "--destination", store + "/new.sqlite", "--plan", directory + "/plan.json",
                              "--batch-size", "50", "--quiet"]
-            let second = try chunkmigrate(arguments)
-            #expect(second.exitCode == 5 && second.stderr.contains(InPlaceMigration.lockPath(of: URL(fileURLWithPath: migrated))), "\(second)")
-            #expect(try SQLiteShell.dump(migrated) == before)
-            #expect(try first?.runBlocking() == .complete)
-            first = nil
+            // The second job, from the first's progress report after its first batch.
+            var second: CommandResult?
+            var before: [String: [String]]?, after: [String: [String]]?
+            #expect(try first.runBlocking { _ in
+                guard second == nil else { return }
+                before = try? SQLiteShell.dump(migrated)
+                second = try? chunkmigrate(arguments)
+                after = try? SQLiteShell.dump(migrated)
+            } == .complete)
+            #expect(second?.exitCode == 5 && second?.stderr.contains(InPlaceMigration.lockPath(of: URL(fileURLWithPath: migrated))) == true,
+                    "\(String(describing: second))")
+            #expect(before != nil && before == after)
             let again = try chunkmigrate(arguments)
             #expect(again.exitCode == 0, "\(again)")
             #expect(try chunkmigrate("check-coredata", migrated).exitCode == 0)

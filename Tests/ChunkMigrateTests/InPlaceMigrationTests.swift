@@ -92,7 +92,7 @@ struct InPlaceMigrationTests {
         #expect(try CoreDataStoreCheck.run(store: store).violations == [])
     }
 
-    @Test("one in-place job per store: a second job of the store while the first lives is refused (busy) before it reads or writes anything, as is a second run of one job while its run goes; once the first is done and released, the store opens again with nothing to do and no lock file left beside it")
+    @Test("one in-place job per store: while a job runs, another job of the store is refused (busy) before it reads or writes anything, as is a second run of the same job; once the job is done, the store opens again with nothing to do and no lock file left beside it")
     func oneJobPerStore() throws {
         let folder = try TemporaryFolder()
         let files = try CoreDataDemoStore.generate(in: folder.url, rows: 300)
@@ -101,21 +101,26 @@ struct InPlaceMigrationTests {
         try FileManager.default.copyItem(at: files.old, to: store)
         var options = MigrationOptions(batchSize: 50)
         options.checksFreeSpace = false
-        var first: InPlaceMigration? = try InPlaceMigration.startOrResume(plan: plan, store: store, target: files.new, options: options)
-        let recorded = try CoreDataTesting.contents(store)
-        let second = #expect(throws: MigrationError.self) {
-            _ = try InPlaceMigration.startOrResume(plan: plan, store: store, target: files.new, options: options)
-        }
-        #expect(second?.code == .busy && second?.message.contains(InPlaceMigration.lockPath(of: store)) == true, "\(String(describing: second))")
-        #expect(throws: MigrationError.self) { _ = try InPlaceMigration.resume(store: store, options: options) }
-        #expect(CoreDataTesting.difference(try CoreDataTesting.contents(store), recorded) == nil)
-        // A run that asks for another run of its job from its own progress report.
-        var nested: MigrationError?
-        #expect(try first!.runBlocking { _ in
-            if nested == nil { nested = #expect(throws: MigrationError.self) { _ = try first!.runBlocking() } }
+        let first = try InPlaceMigration.startOrResume(plan: plan, store: store, target: files.new, options: options)
+        // From the run's own progress report, after its first batch: another job of the store,
+        // and another run of this one.
+        var other: MigrationError?, resumed: MigrationError?, nested: MigrationError?
+        var contents: [String: [[SQLiteValue]]]?, after: [String: [[SQLiteValue]]]?
+        #expect(try first.runBlocking { _ in
+            guard other == nil else { return }
+            contents = try? CoreDataTesting.contents(store)
+            other = #expect(throws: MigrationError.self) {
+                _ = try InPlaceMigration.startOrResume(plan: plan, store: store, target: files.new, options: options)
+            }
+            resumed = #expect(throws: MigrationError.self) { _ = try InPlaceMigration.resume(store: store, options: options) }
+            nested = #expect(throws: MigrationError.self) { _ = try first.runBlocking() }
+            after = try? CoreDataTesting.contents(store)
         } == .complete)
+        for error in [other, resumed] {
+            #expect(error?.code == .busy && error?.message.contains(InPlaceMigration.lockPath(of: store)) == true, "\(String(describing: error))")
+        }
         #expect(nested?.code == .busy, "\(String(describing: nested))")
-        first = nil
+        #expect(contents != nil && after != nil && CoreDataTesting.difference(after!, contents!) == nil)
         #expect(!FileManager.default.fileExists(atPath: InPlaceMigration.lockPath(of: store)))
         #expect(try InPlaceMigration.resume(store: store, options: options) == nil)
         #expect(try CoreDataStoreCheck.run(store: store).violations == [])

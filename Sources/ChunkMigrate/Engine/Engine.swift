@@ -495,17 +495,22 @@ final class Engine {
     /// batch; `.paused` when the run stops first.
     private func fixUpDeferredRelationships(_ run: inout PhaseLoop, report: (MigrationProgress) -> Void) throws -> RunOutcome {
         var columns = order.entities.flatMap { entity in (order.deferred[entity] ?? []).sorted().map { (entity, $0) } }[...]
-        return try run.run({ () throws -> (entity: Int, column: String, rows: Int)? in
-            while let (entity, column) = columns.first {
-                let refs = idMap.segments(entity: UInt32(entity))
-                let done = Int(states[entity].fixupBatch[column] ?? 0)
-                if done < refs.count {
-                    try fixupBatch(entity: entity, column: column, ref: refs[done])
-                    return (entity, column, Int(refs[done].count))
-                }
+        // The columns whose every segment is fixed up leave the front of the list.
+        func dropFinished() {
+            while let (entity, column) = columns.first,
+                  Int(states[entity].fixupBatch[column] ?? 0) >= idMap.segments(entity: UInt32(entity)).count {
                 columns.removeFirst()
             }
-            return nil
+        }
+        return try run.run(until: {
+            dropFinished()
+            return columns.isEmpty
+        }, { () throws -> (entity: Int, column: String, rows: Int)? in
+            dropFinished()
+            guard let (entity, column) = columns.first else { return nil }
+            let ref = idMap.segments(entity: UInt32(entity))[Int(states[entity].fixupBatch[column] ?? 0)]
+            try fixupBatch(entity: entity, column: column, ref: ref)
+            return (entity, column, Int(ref.count))
         }, done: { batch, run in
             work.did(Double(batch.rows), of: .fixup, in: run.lastUnit / .seconds(1))
             report(progress(run, entity: batch.entity, phase: .fixup(column: batch.column), batch: states[batch.entity].fixupBatch[batch.column] ?? 0))
@@ -528,7 +533,7 @@ final class Engine {
         let read = indexes.filter { Self.sortsWithHelper($0.sql) && readByDerivation($0.sql) }
         let others = indexes.filter { Self.sortsWithHelper($0.sql) && !readByDerivation($0.sql) }
         var left = (withoutHelper + read + others)[...]
-        return try run.run({ () throws -> (name: String, sql: String)? in
+        return try run.run(until: { left.isEmpty }, { () throws -> (name: String, sql: String)? in
             guard let index = left.popFirst() else { return nil }
             // The second core sorts too once the check, if any, has done most of its work.
             try useSorterHelper(Self.sortsWithHelper(index.sql) && storeCheck?.isPastRows ?? true)
@@ -580,7 +585,7 @@ final class Engine {
         guard let finishing = coreData?.finishing else { return .complete }
         var steps = try finishing.steps()[...]
         var batch: UInt64 = 0
-        return try run.run({ () throws -> (step: CoreDataFinishing.Step, batch: UInt64)? in
+        return try run.run(until: { steps.isEmpty }, { () throws -> (step: CoreDataFinishing.Step, batch: UInt64)? in
             while let step = steps.first {
                 if batch == 0, try finishing.isDone(step) {
                     steps.removeFirst()

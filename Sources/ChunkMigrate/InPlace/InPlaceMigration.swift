@@ -52,9 +52,6 @@ public final class InPlaceMigration: @unchecked Sendable {
     private let pauseRequested = Locked(false)
     /// Whether a run is going: one at a time, as the connection is one.
     private let running = Locked(false)
-    /// The store's job lock (``lockPath(of:)``), held while this object lives: one in-place job
-    /// per store, in this process or another.
-    private let lock: FileIO.Lock
     /// What the job writes, to tell what the store already was from what the job brought about
     /// (``checkStore()``).
     private var writes: Writes?
@@ -111,22 +108,17 @@ public final class InPlaceMigration: @unchecked Sendable {
         var statements: [String]
     }
 
-    private init(store: URL, target: URL, database: Database, options: MigrationOptions, lock: FileIO.Lock) {
+    private init(store: URL, target: URL, database: Database, options: MigrationOptions) {
         storeURL = store
         targetURL = target
         self.database = database
         self.options = options
-        self.lock = lock
     }
 
-    deinit {
-        // Once the store holds no job, the lock file goes with this object.
-        if status == nil { try? FileManager.default.removeItem(atPath: Self.lockPath(of: storeURL)) }
-        lock.release()
-    }
-
-    /// The file beside `store` that an in-place job of the store holds locked (`flock`, which
-    /// the kernel drops with the process that holds it): `STORE-chunkmigrate-lock`.
+    /// The file beside `store` that an in-place job holds locked (`flock`, which the kernel drops
+    /// with the process that holds it) while it records its steps and while it runs: one job of
+    /// a store at a time, in this process or another. It stays while the store is part-way
+    /// through a job, and goes when the job ends: `STORE-chunkmigrate-lock`.
     public static func lockPath(of store: URL) -> String {
         store.path + "-chunkmigrate-lock"
     }
@@ -247,6 +239,11 @@ public final class InPlaceMigration: @unchecked Sendable {
     /// recorded yet (`plan` given) and the store is not already at the target's model.
     private static func open(store: URL, target: URL, options: MigrationOptions, plan: MigrationPlan? = nil) throws -> InPlaceMigration {
         let lock = try takeLock(of: store)
+        var recorded = false
+        defer {
+            if !recorded { try? FileManager.default.removeItem(atPath: lockPath(of: store)) }
+            lock.release()
+        }
         let database: Database
         do {
             database = try Database(path: store.path, mode: .readWrite)
@@ -259,7 +256,7 @@ public final class InPlaceMigration: @unchecked Sendable {
         } catch {
             throw MigrationError(.store, "cannot open the store to migrate in place: \(error.message)", file: store.path, cause: error)
         }
-        let migration = InPlaceMigration(store: store, target: target, database: database, options: options, lock: lock)
+        let migration = InPlaceMigration(store: store, target: target, database: database, options: options)
         do {
             // Core Data's derivation functions, for the derived values' steps.
             try CoreDataBookkeeping.registerDerivationFunctions(on: database)
@@ -335,6 +332,7 @@ public final class InPlaceMigration: @unchecked Sendable {
         }
         migration.touchedTables = ((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'touched'").text) ?? nil)?
             .split(separator: "\n").map(String.init) ?? []
+        recorded = migration.status != nil
         return migration
     }
 
@@ -435,7 +433,7 @@ public final class InPlaceMigration: @unchecked Sendable {
     /// (between batches), calling `progress` after the first batch, then at most once a second
     /// (where the job stands costs a few queries, which a batch of a few rows should not pay
     /// every time). One run at a time: another while one goes is refused (``MigrationError``
-    /// `busy`), as is a second job of the store while this one lives (``lockPath(of:)``).
+    /// `busy`), as is another job of the store while this one runs (``lockPath(of:)``).
     public func runBlocking(for budget: Duration? = nil, progress: ((Status) -> Void)? = nil) throws -> RunOutcome {
         let alreadyRunning = running.withLock { running in
             defer { running = true }
@@ -445,29 +443,45 @@ public final class InPlaceMigration: @unchecked Sendable {
             throw MigrationError(.busy, "this in-place job is already running", file: storeURL.path)
         }
         defer { running.withLock { $0 = false } }
+        let lock = try Self.takeLock(of: storeURL)
+        defer { lock.release() }
         pauseRequested.withLock { $0 = false }
         let decoder = JSONDecoder()
         var reported = ContinuousClock.now - .seconds(1)
         // Batches of each step in this run, for the crash points (`after-step:update ZITEM:3`).
         var stepBatches: [String: UInt64] = [:]
         var noJob = false
-        var loop = PhaseLoop(deadline: budget.map { ContinuousClock.now + $0 }, shouldStop: { [pauseRequested] in pauseRequested.withLock { $0 } })
-        let outcome = try loop.run({ () throws -> Step? in
+        // The next step not done, read ahead so that the run that does the last step finishes
+        // the job rather than stopping before it finds none left.
+        var pending: (index: Int64, step: Step, cursor: Int64?)??
+        func nextStep() throws -> (index: Int64, step: Step, cursor: Int64?)? {
+            if let pending { return pending }
             let row: [SQLiteValue]?
             do throws(SQLiteError) { row = try database.rows("SELECT idx, step, cursor FROM main.\(Self.stepTable) WHERE done = 0 ORDER BY idx LIMIT 1").first } catch {
                 // No state tables: the job is done.
                 if error.message.contains("no such table") {
                     noJob = true
+                    pending = .some(nil)
                     return nil
                 }
                 throw MigrationError(.store, error.message, file: storeURL.path, sql: error.sql)
             }
-            guard let row else { return nil }
+            guard let row else {
+                pending = .some(nil)
+                return nil
+            }
             guard let index = row[0].integer, let text = row[1].text, let step = try? decoder.decode(Step.self, from: Data(text.utf8)) else {
                 throw MigrationError(.store, "the in-place step \(row[0].integer.map(String.init) ?? "?") recorded in \(Self.stepTable) cannot be read: the job's state is damaged", file: storeURL.path)
             }
+            pending = (index, step, row[2].integer)
+            return pending!
+        }
+        var loop = PhaseLoop(deadline: budget.map { ContinuousClock.now + $0 }, shouldStop: { [pauseRequested] in pauseRequested.withLock { $0 } })
+        let outcome = try loop.run(until: { try nextStep() == nil }, { () throws -> Step? in
+            guard let (index, step, cursor) = try nextStep() else { return nil }
+            pending = nil
             stepBatches[step.label, default: 0] += 1
-            try run(step, index: index, cursor: row[2].integer, batch: stepBatches[step.label]!)
+            try run(step, index: index, cursor: cursor, batch: stepBatches[step.label]!)
             CrashPoint.check(.afterStep, entity: step.label, batch: stepBatches[step.label]!)
             return step
         }, done: { _, _ in
