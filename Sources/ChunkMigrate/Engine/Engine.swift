@@ -91,6 +91,9 @@ final class Engine {
     /// The deferred indexes left at the start of this run, with the rows of their tables'
     /// entities: the index builds' work.
     private var indexesLeft: [(name: String, table: String)] = []
+    /// The entities writing each destination table, by its name in capitals: each progress
+    /// report sums their rows for every index left, so this is looked up, not searched.
+    private lazy var writers: [String: [Int]] = Dictionary(grouping: plan.entities.indices, by: { plan.entities[$0].destination.table.uppercased() })
 
     init(plan: MigrationPlan, options: MigrationOptions, logger: Logger, stores: Stores,
          journal: JournalWriter, idMap: IDMap, sourcePath: String) throws {
@@ -639,9 +642,7 @@ final class Engine {
 
     /// The rows of the entities that write `table`, as far as the copy knows them.
     private func rows(ofTable table: String) -> Double {
-        plan.entities.indices.reduce(0) { sum, index in
-            plan.entities[index].destination.table.caseInsensitiveCompare(table) == .orderedSame ? sum + Double(states[index].estimatedTotal) : sum
-        }
+        (writers[table.uppercased()] ?? []).reduce(0) { $0 + Double(states[$1].estimatedTotal) }
     }
 
     /// Counts the job's work in all and done, phase by phase (``JobWork``): the copy's rows,

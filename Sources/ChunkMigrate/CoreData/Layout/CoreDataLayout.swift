@@ -180,13 +180,19 @@ public struct CoreDataLayout: Sendable {
         let order = Self.entityOrder(model)
         var numbers: [String: Int64] = [:]
         for (index, name) in order.enumerated() { numbers[name] = Int64(index + 1) }
+        // Each entity by name, and the root of its tree, found once: a model of a few hundred
+        // entities looked up entity by entity made this quadratic in them, or worse.
+        let byName = Dictionary(model.entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var roots: [String: String] = [:]
         for name in order {
-            let root = model.root(of: name)
-            entities[numbers[name]!] = Entity(number: numbers[name]!, name: name,
-                                              parent: model.entity(named: name)?.parent.flatMap { numbers[$0] },
+            let parent = byName[name]?.parent
+            // `order` lists each parent before its sub-entities.
+            let root = parent.flatMap { roots[$0] } ?? name
+            roots[name] = root
+            entities[numbers[name]!] = Entity(number: numbers[name]!, name: name, parent: parent.flatMap { numbers[$0] },
                                               root: numbers[root]!, table: "Z" + root.uppercased())
         }
-        try layOutEntityTables(order: order, numbers: numbers)
+        try layOutEntityTables(order: order, numbers: numbers, entities: byName, roots: roots)
         layOutJoinTables(numbers: numbers)
     }
 
@@ -198,25 +204,28 @@ public struct CoreDataLayout: Sendable {
                 return order == .orderedSame ? a < b : order == .orderedAscending
             }
         }
+        let children = Dictionary(grouping: model.entities.filter { $0.parent != nil }, by: { $0.parent! }).mapValues { sorted($0.map(\.name)) }
         var result: [String] = []
         func visit(_ name: String) {
             result.append(name)
-            for child in sorted(model.entities.filter { $0.parent == name }.map(\.name)) { visit(child) }
+            for child in children[name] ?? [] { visit(child) }
         }
         for root in sorted(model.entities.filter { $0.parent == nil }.map(\.name)) { visit(root) }
         return result
     }
 
-    private mutating func layOutEntityTables(order: [String], numbers: [String: Int64]) throws {
+    private mutating func layOutEntityTables(order: [String], numbers: [String: Int64], entities byName: [String: CoreDataModel.Entity],
+                                             roots: [String: String]) throws {
         let hasSubentities = Set(model.entities.compactMap(\.parent))
-        for rootName in order where model.entity(named: rootName)?.parent == nil {
+        let members = Dictionary(grouping: order, by: { roots[$0] ?? $0 })
+        for rootName in order where byName[rootName]?.parent == nil {
             let root = numbers[rootName]!
             var used: [String: Int] = [:]
             var columns = [Column(name: "Z_PK", type: "INTEGER", role: .key),
                            Column(name: "Z_ENT", type: "INTEGER", role: .entityNumber),
                            Column(name: "Z_OPT", type: "INTEGER", role: .version)]
-            for name in order where model.root(of: name) == rootName {
-                guard let entity = model.entity(named: name) else { continue }
+            for name in members[rootName] ?? [] {
+                guard let entity = byName[name] else { continue }
                 for property in entity.properties.sorted(by: { $0.name < $1.name }) where !property.isTransient {
                     if case let .relationship(relationship) = property.kind, relationship.isToMany { continue }
                     let base = property.name.uppercased()
@@ -249,10 +258,10 @@ public struct CoreDataLayout: Sendable {
         }
         // A to-many without an inverse keeps its owner's key in the target's table.
         for name in order {
-            guard let entity = model.entity(named: name) else { continue }
+            guard let entity = byName[name] else { continue }
             for property in entity.properties.sorted(by: { $0.name < $1.name }) where !property.isTransient {
                 guard let relationship = property.relationship, relationship.isToMany, relationship.inverse == nil,
-                      let targetRoot = numbers[model.root(of: relationship.destination)], let owner = numbers[name] else { continue }
+                      let targetRoot = roots[relationship.destination].flatMap({ numbers[$0] }), let owner = numbers[name] else { continue }
                 let base = "\(owner)\(property.name.uppercased())"
                 tables[targetRoot]?.columns.append(Column(name: "Z" + base, type: "INTEGER", role: .toManyOwner(entity: name, property: property.name)))
                 if relationship.isOrdered {
