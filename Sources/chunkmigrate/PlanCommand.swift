@@ -67,6 +67,9 @@ struct PlanCommand: ParsableCommand {
             help: "With --models: the app's mapping models, an .xcmappingmodel, a compiled .cdm, or a folder holding them (repeatable), besides those beside the bundle; each one on the path is used for its versions in place of inference, as Core Data uses it.")
     var mapping: [String] = []
 
+    @Option(name: .long, help: ArgumentHelp("With --models: how the path goes through the app's mapping models. farthest: from each version, the mapping model that goes farthest, inference straight across between them. step-by-step: one version to the next, each through the app's mapping model between the two where there is one, else inferred, as an app's progressive migrator runs it.", valueName: "farthest|step-by-step"))
+    var path: VersionPath = .farthest
+
     @Option(name: .long, help: ArgumentHelp("With --models: write into this folder a step to edit for each of the app's mapping models with custom policies that no --step replaces, its entity mappings filled in as far as the mapping model tells them and the policy's part marked TODO.", valueName: "folder"))
     var stepTemplate: String?
 
@@ -92,8 +95,8 @@ struct PlanCommand: ParsableCommand {
         if !models.isEmpty, modelFrom != nil || modelTo != nil {
             throw ValidationError("--models gives every version; --model-from and --model-to give one each: use one or the other")
         }
-        if models.isEmpty, fromVersion != nil || toVersion != nil || !step.isEmpty || !versionOrder.isEmpty || !mapping.isEmpty || stepTemplate != nil {
-            throw ValidationError("--from-version, --to-version, --version-order, --step, --mapping and --step-template name versions of --models")
+        if models.isEmpty, fromVersion != nil || toVersion != nil || !step.isEmpty || !versionOrder.isEmpty || !mapping.isEmpty || stepTemplate != nil || path != .farthest {
+            throw ValidationError("--from-version, --to-version, --version-order, --step, --mapping, --path and --step-template name versions of --models")
         }
     }
 
@@ -112,6 +115,7 @@ struct PlanCommand: ParsableCommand {
                                                                                  orders: versionOrder.map { $0.split(separator: ",").map(String.init) })
                     .adding(mappingModels: mapping.map { URL(fileURLWithPath: $0) }),
                 sourceVersion: fromVersion, destinationVersion: toVersion)
+            options.versionPath = path
             options.steps = try step.map { file in
                 let data = try MigrationError.contents(of: file, what: "the step", code: .invalidPlan)
                 return try CoreDataStep.decode(json: data, file: file)
@@ -164,3 +168,5 @@ enum KeysArgument: String, CaseIterable, ExpressibleByArgument {
         }
     }
 }
+
+extension VersionPath: ExpressibleByArgument {}

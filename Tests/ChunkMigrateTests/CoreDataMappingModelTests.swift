@@ -306,6 +306,63 @@ struct CoreDataMappingModelTests {
         #expect(try new.rows("SELECT ZNAME FROM ZWRITER WHERE Z_PK = 7") == [[.text("Ann")]])
     }
 
+    @Test("the path through an app's mapping models: by default from each version the one that goes farthest, the others named as not taken; step by step, each version to the next through its mapping model or inferred, as a progressive migrator runs it, the one that skips versions named as not taken; each gives its own values",
+          arguments: [VersionPath.farthest, .stepByStep])
+    func versionPath(_ path: VersionPath) throws {
+        let folder = try TemporaryFolder()
+        // The note goes in V2 and comes back in V3; the score comes in V2.
+        let v1 = try CoreDataTesting.model("""
+            <entity name="Item"><attribute name="name" optional="YES" attributeType="String"/><attribute name="note" optional="YES" attributeType="String"/></entity>
+            """)
+        let v2 = try CoreDataTesting.model("""
+            <entity name="Item"><attribute name="name" optional="YES" attributeType="String"/><attribute name="score" optional="YES" attributeType="Integer 64" usesScalarValueType="YES"/></entity>
+            """)
+        let v3 = try CoreDataTesting.model("""
+            <entity name="Item"><attribute name="name" optional="YES" attributeType="String"/><attribute name="note" optional="YES" attributeType="String"/><attribute name="score" optional="YES" attributeType="Integer 64" usesScalarValueType="YES"/></entity>
+            """)
+        typealias E = CoreDataMappingModelFile.Expression
+        func source(_ key: String) -> E { .function(operand: .variable("source"), selector: "valueForKeyPath:", arguments: [.keyPath(key)]) }
+        func file(_ from: String, _ to: String, _ attributes: [(String, E)]) -> CoreDataMappingModelFile {
+            var mapping = CoreDataMappingModelFile.EntityMapping(name: "ItemToItem", kind: "Undefined", source: "Item", destination: "Item")
+            mapping.attributes = attributes.map { .init(name: $0.0, value: $0.1) }
+            return CoreDataMappingModelFile(url: folder.path("\(from)to\(to).xcmappingmodel"), source: from, destination: to, entityMappings: [mapping])
+        }
+        var bundle = CoreDataModelBundle(versions: [.init(name: "V1", model: v1), .init(name: "V2", model: v2), .init(name: "V3", model: v3)], current: "V3")
+        func migrate(_ name: String, mappingModels: [CoreDataMappingModelFile]) throws -> (decisions: [String], rows: [[SQLiteValue]]) {
+            let store = try CoreDataTesting.store(v1, at: folder.path("\(name)-v1.sqlite"), uuid: "V1", rows: """
+                INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZNAME, ZNOTE) VALUES (1, 1, 1, 'a', 'kept'), (5, 1, 1, 'b', NULL);
+                """)
+            let destination = try CoreDataTesting.store(v3, at: folder.path("\(name)-v3.sqlite"), uuid: "V3")
+            bundle.mappingModels = mappingModels
+            var options = InferenceOptions(modelBundle: bundle)
+            options.versionPath = path
+            let inferred = try CoreDataMigrationTests.migrate(store, into: destination, folder: folder, journal: "\(name)-journal", options: options)
+            return (inferred.decisions, try CoreDataMigrationTests.rows(destination, "ZITEM", columns: "Z_PK, ZNAME, ZNOTE, ZSCORE"))
+        }
+        let skipping = file("V1", "V3", [("name", source("name")), ("note", source("note")), ("score", .constant(.integer(100)))])
+        let first = file("V1", "V2", [("name", source("name")), ("score", .constant(.integer(10)))])
+        let second = file("V2", "V3", [("name", source("name")), ("score", source("score")), ("note", .constant(.string("v3")))])
+        let mapped = try migrate("mapped", mappingModels: [first, skipping, second])
+        // Nothing inferred but the path: the note a version between drops.
+        let inferred = try migrate("inferred", mappingModels: [])
+        switch path {
+        case .farthest:
+            #expect(mapped.rows == [[.integer(1), .text("a"), .text("kept"), .integer(100)], [.integer(5), .text("b"), .null, .integer(100)]])
+            for name in ["V1toV2.xcmappingmodel (V1 -> V2)", "V2toV3.xcmappingmodel (V2 -> V3)"] {
+                #expect(mapped.decisions.contains { $0.contains("mapping model \(name) is not on the path taken") }, "\(mapped.decisions)")
+            }
+            #expect(mapped.decisions.contains { $0.contains("V1toV2.xcmappingmodel (V1 -> V2) is not on the path taken: the app's mapping model V1toV3.xcmappingmodel goes across it (the step-by-step path, --path step-by-step, takes it)") },
+                    "\(mapped.decisions)")
+            #expect(inferred.rows == [[.integer(1), .text("a"), .text("kept"), .null], [.integer(5), .text("b"), .null, .null]])
+        case .stepByStep:
+            #expect(mapped.rows == [[.integer(1), .text("a"), .text("v3"), .integer(10)], [.integer(5), .text("b"), .text("v3"), .integer(10)]])
+            #expect(mapped.decisions.contains { $0.contains("mapping model V1toV3.xcmappingmodel (V1 -> V3) is not on the path taken: it skips V2, and the path goes step by step") },
+                    "\(mapped.decisions)")
+            #expect(!mapped.decisions.contains { $0.contains("V1toV2.xcmappingmodel (V1 -> V2) is not on the path") || $0.contains("V2toV3.xcmappingmodel (V2 -> V3) is not on the path") })
+            #expect(inferred.rows == [[.integer(1), .text("a"), .null, .null], [.integer(5), .text("b"), .null, .null]])
+        }
+    }
+
     @Test("key paths through to-ones: an attribute from $source.author.org.name, a to-one from the migration manager's destination instances of $source.author.org through a named entity mapping (only the rows that mapping migrates, as Core Data's association table by mapping gives them; a target of a sub-entity with its entity number), in both forms Xcode archives a key path; the same through a path of four versions composed into one job",
           arguments: [false, true])
     func keyPathsThroughToOnes(composed: Bool) throws {

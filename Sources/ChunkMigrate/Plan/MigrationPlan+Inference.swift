@@ -18,6 +18,22 @@ public struct InferredPlan: Sendable {
     var propertyMappings: [PropertyMappingAccount] = []
 }
 
+/// How a plan's path from the source store's version to the destination's goes through the
+/// versions of an app's model bundle and its mapping models.
+public enum VersionPath: String, Sendable, CaseIterable {
+    /// From each version, the app's mapping model that goes farthest, and inference straight
+    /// from one to the next mapping model: the fewest parts. A mapping model another goes across
+    /// is not taken, and the plan's decisions name it.
+    case farthest
+    /// The app's own progressive path, as a migrator that migrates one version at a time runs it:
+    /// each version to the next, through the app's mapping model between the two where there is
+    /// one, else inferred; the parts composed into one job. A mapping model that skips versions
+    /// is not taken, and the plan's decisions name it. Where inference from one version to the
+    /// next gives what inference straight across the path does not (an attribute removed and
+    /// added again, whose values a version between drops), this is the app's result.
+    case stepByStep = "step-by-step"
+}
+
 /// What plan inference may know beyond the two stores.
 public struct InferenceOptions: Sendable {
     /// Destination entity name -> source entity name, for entities renamed between the models.
@@ -49,6 +65,8 @@ public struct InferenceOptions: Sendable {
     /// Custom steps between versions of ``modelBundle`` (a plan for what one version to the next
     /// cannot infer): composed with the inferred steps before and after into one plan.
     public var steps: [CoreDataStep] = []
+    /// How the path goes through the app's mapping models (``VersionPath``).
+    public var versionPath: VersionPath = .farthest
     /// Destination tables the inference leaves alone (a custom step fills them).
     var skippedTables: Set<String> = []
     /// The app's mapping model the plan runs between its two versions, in place of the inferred
@@ -120,7 +138,8 @@ extension MigrationPlan {
         }
         switch (try CoreDataEntities.isCoreData(database, schema: "src"), try CoreDataEntities.isCoreData(database, schema: "main")) {
         case (true, true):
-            if !options.isPart, !options.steps.isEmpty || !(options.modelBundle?.mappingModels.isEmpty ?? true) {
+            if !options.isPart, !options.steps.isEmpty || !(options.modelBundle?.mappingModels.isEmpty ?? true)
+                || (options.modelBundle != nil && options.versionPath == .stepByStep) {
                 return try CoreDataStepComposition(source: source, destination: destination, database: database, options: options).compose()
             }
             var inference = CoreDataInference(database: database, sourcePath: source.path,

@@ -193,7 +193,9 @@ struct CoreDataStepComposition {
         var propertyMappings: [PropertyMappingAccount] = []
         // Without steps, the path as the inference takes it: the order of versions asked for only
         // where it matters (``CoreDataModelBundle/versions(from:to:)``).
-        guard let path = options.steps.isEmpty ? Optional(try bundle.versions(from: first.name, to: last.name)) : bundle.path(from: first.name, to: last.name) else {
+        let stepByStep = options.versionPath == .stepByStep
+        guard let path = options.steps.isEmpty && !stepByStep
+            ? Optional(try bundle.versions(from: first.name, to: last.name)) : bundle.path(from: first.name, to: last.name) else {
             throw MigrationError(.invalidPlan, "the source store is at version \(first.name), newer than the destination's \(last.name): a migration goes forward",
                                  file: source.path)
         }
@@ -215,7 +217,8 @@ struct CoreDataStepComposition {
         for step in onPath where order.firstIndex(of: step.from)! < start || order.firstIndex(of: step.to)! > end {
             throw MigrationError(.invalidPlan, "step \(step.from) -> \(step.to) goes across an end of the path from \(first.name) to \(last.name); it cannot be taken in part")
         }
-        if names.count > 1, !onPath.isEmpty { try CoreDataInference.refuseUnordered(bundle) }
+        // Version by version, every version between is a part's end: their order must be known.
+        if names.count > 1, !onPath.isEmpty || (stepByStep && names.count > 2) { try CoreDataInference.refuseUnordered(bundle) }
         // The app's mapping models on the path, those for the same two versions one (Core Data's
         // multiple passes), each used for its versions as Core Data's progressive migration uses
         // it, unless a step goes between the same versions.
@@ -243,15 +246,27 @@ struct CoreDataStepComposition {
                 mappingModels.append(model)
             }
         }
-        guard !onPath.isEmpty || !mappingModels.isEmpty else {
+        guard !onPath.isEmpty || !mappingModels.isEmpty || (stepByStep && names.count > 2) else {
             // Nothing but inference on this store's path.
             var inference = CoreDataInference(database: database, sourcePath: source.path, destinationPath: destination.path, options: options)
             return try inference.infer()
         }
+        /// The inferred parts from version `from` to `to`: one straight across, as Core Data's
+        /// automatic migration infers it; version by version, one a version.
+        func inferred(from: Int, to: Int) -> [Part] {
+            guard from < to else { return [] }
+            return stepByStep ? (from..<to).map { Part(from: $0, to: $0 + 1) } : [Part(from: from, to: to)]
+        }
         let candidates: [Part] = onPath.map { Part(from: names.firstIndex(of: $0.from)!, to: names.firstIndex(of: $0.to)!, step: $0) }
             + mappingModels.map { Part(from: names.firstIndex(of: $0.source)!, to: names.firstIndex(of: $0.destination)!, mappingModel: $0) }
-        // From each version on: a step, else the mapping model that goes farthest.
+        // From each version on: a step, else the mapping model that goes farthest; version by
+        // version, the mapping model to the next version only.
         for candidate in candidates.sorted(by: { ($0.from, $0.step == nil ? 1 : 0, -$0.to) < ($1.from, $1.step == nil ? 1 : 0, -$1.to) }) {
+            if stepByStep, let model = candidate.mappingModel, candidate.to > candidate.from + 1 {
+                let skipped = names[(candidate.from + 1)..<candidate.to].joined(separator: ", ")
+                decisions.append("the app's mapping model \(model.url.lastPathComponent) (\(names[candidate.from]) -> \(names[candidate.to])) is not on the path taken: it skips \(skipped), and the path goes step by step, one version to the next")
+                continue
+            }
             guard candidate.from >= cursor else {
                 if let step = candidate.step {
                     throw MigrationError(.invalidPlan, "step \(step.from) -> \(step.to) overlaps another step")
@@ -259,18 +274,19 @@ struct CoreDataStepComposition {
                 let other = parts.last { $0.from <= candidate.from && $0.to > candidate.from }
                 let why = other?.step.map { "step \($0.from) -> \($0.to) goes across it" }
                     ?? other?.mappingModel.map { "the app's mapping model \($0.url.lastPathComponent) goes across it" } ?? "another goes from \(names[candidate.from]) on"
-                decisions.append("the app's mapping model \(candidate.mappingModel!.url.lastPathComponent) (\(names[candidate.from]) -> \(names[candidate.to])) is not on the path taken: \(why)")
+                let hint = other?.mappingModel != nil && candidate.to == candidate.from + 1 ? " (the step-by-step path, --path step-by-step, takes it)" : ""
+                decisions.append("the app's mapping model \(candidate.mappingModel!.url.lastPathComponent) (\(names[candidate.from]) -> \(names[candidate.to])) is not on the path taken: \(why)\(hint)")
                 continue
             }
             if let model = candidate.mappingModel, !model.policies.isEmpty {
                 throw MigrationError(.invalidPlan, "the app's mapping model \(model.url.lastPathComponent) migrates version \(model.source) to \(model.destination) with custom migration policies, the app's code, which Core Data runs in place of an inferred mapping and chunkmigrate cannot: \(model.policies.joined(separator: ", ")); give what they do as a step from \(model.source) to \(model.destination) (--step; plan --step-template FOLDER writes one to start from)",
                                      file: model.url.path)
             }
-            if candidate.from > cursor { parts.append(Part(from: cursor, to: candidate.from)) }
+            parts += inferred(from: cursor, to: candidate.from)
             parts.append(candidate)
             cursor = candidate.to
         }
-        if cursor < path.count - 1 { parts.append(Part(from: cursor, to: path.count - 1)) }
+        parts += inferred(from: cursor, to: path.count - 1)
 
         // An empty store of each version between, for the inference of the parts around it.
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chunkmigrate-steps-\(UUID().uuidString)")

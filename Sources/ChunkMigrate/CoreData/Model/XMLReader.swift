@@ -81,7 +81,9 @@ struct XMLReader {
                     }
                     continue
                 }
-                if let end = find("]]>", from: start), end < index { throw failure("']]>' in character data", at: end) }
+                // Within the text only: a search to the document's end for each text made reading
+                // quadratic in its length.
+                if let end = find("]]>", from: start, before: index) { throw failure("']]>' in character data", at: end) }
                 return .text(try decode(start..<index, inAttribute: false))
             }
             if startsWith("<!--") {
@@ -400,13 +402,15 @@ struct XMLReader {
         }
     }
 
-    /// The offset of the next `text` at or after `start`.
-    private func find(_ text: StaticString, from start: Int) -> Int? {
-        text.withUTF8Buffer { needle -> Int? in
-            guard let first = needle.first, start + needle.count <= bytes.count else { return nil }
+    /// The offset of the next `text` at or after `start` that ends at or before `end` (the
+    /// document's end where `nil`).
+    private func find(_ text: StaticString, from start: Int, before end: Int? = nil) -> Int? {
+        let end = min(end ?? bytes.count, bytes.count)
+        return text.withUTF8Buffer { needle -> Int? in
+            guard let first = needle.first, start + needle.count <= end else { return nil }
             var position = start
-            while position + needle.count <= bytes.count {
-                guard let candidate = bytes[position...(bytes.count - needle.count)].firstIndex(of: first) else { return nil }
+            while position + needle.count <= end {
+                guard let candidate = bytes[position...(end - needle.count)].firstIndex(of: first) else { return nil }
                 if (1..<needle.count).allSatisfy({ bytes[candidate + $0] == needle[$0] }) { return candidate }
                 position = candidate + 1
             }
