@@ -209,19 +209,29 @@ struct CoreDataDirectInferenceTests {
 
     static let bookmarks = "apps/ddg-browserserviceskit-bookmarks"
 
-    @Test("DuckDuckGo's bookmarks, V1 to V5, each straight to the current model: the tree the app's migration test expects (uuids, titles, urls, folders, order), the legacy favorites folder's favorites in order (5, 4, 33, 32, 2)",
+    @Test("DuckDuckGo's bookmarks, V1 to V5, each straight to the current model, and each version to the next composed into one job (the step-by-step path, through the version where a to-one became the favorites' join table): the tree the app's migration test expects (uuids, titles, urls, folders, order), the legacy favorites folder's favorites in order (5, 4, 33, 32, 2)",
           .enabled(if: CoreDataStoreTests.fixture(bookmarks) != nil, "shared/fixtures/coredata is absent"),
-          arguments: 1...5)
-    func bookmarksToCurrent(_ version: Int) throws {
+          arguments: 1...5, [VersionPath.farthest, .stepByStep])
+    func bookmarksToCurrent(_ version: Int, path: VersionPath) throws {
         let folder = try TemporaryFolder()
-        let bundle = try CoreDataModelBundle.read(contentsOf: try #require(CoreDataStoreTests.fixture("\(Self.bookmarks)/BookmarksModel.xcdatamodeld")))
+        var bundle = try CoreDataModelBundle.read(contentsOf: try #require(CoreDataStoreTests.fixture("\(Self.bookmarks)/BookmarksModel.xcdatamodeld")))
         #expect(bundle.current == "BookmarksModel 6")
+        if path == .stepByStep {
+            // The unnumbered first version's place, which a path through every version needs.
+            bundle = try bundle.ordered(["BookmarksModel"] + (2...6).map { "BookmarksModel \($0)" })
+        }
         let source = try CoreDataModelTests.copy("\(Self.bookmarks)/Bookmarks_V\(version).sqlite", into: folder)
         let destination = folder.path("current.sqlite")
         try CoreDataEmptyStore.create(at: destination, model: try #require(bundle.version(named: "BookmarksModel 6")).model)
-        let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, options: InferenceOptions(modelBundle: bundle))
+        var options = InferenceOptions(modelBundle: bundle)
+        options.versionPath = path
+        let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, options: options)
+        if path == .stepByStep, version < 5 {
+            #expect(inferred.decisions.contains { $0.hasPrefix("path: \(version == 1 ? "BookmarksModel" : "BookmarksModel \(version)") -> BookmarksModel 6, \(6 - version) steps, \(6 - version) parts composed") },
+                    "\(inferred.decisions)")
+        }
         let found = version == 1 ? "BookmarksModel" : "BookmarksModel \(version)"
-        #expect(inferred.decisions.contains { $0.hasPrefix("source store: version \(found) (") }, "\(inferred.decisions)")
+        #expect(inferred.decisions.contains { $0 == "source store: version \(found)" || $0.hasPrefix("source store: version \(found) (") }, "\(inferred.decisions)")
 
         // The tree as the app's test builds it: (depth, uuid, title, url, isFolder).
         let database = try Database(path: destination.path, mode: .source)

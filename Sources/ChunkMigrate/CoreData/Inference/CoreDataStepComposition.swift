@@ -609,9 +609,34 @@ struct CoreDataStepComposition {
         return plan
     }
 
+    /// Whether `sql` is one expression in parentheses, the first closing the last: another pair
+    /// around it changes nothing (each part of a long path would add one).
+    static func isParenthesized(_ sql: String) -> Bool {
+        guard sql.first == "(", sql.last == ")" else { return false }
+        var depth = 0
+        var quote: Character?
+        for (offset, character) in sql.enumerated() {
+            if let open = quote {
+                if character == open { quote = nil }
+                continue
+            }
+            switch character {
+            case "'", "\"": quote = character
+            case "(": depth += 1
+            case ")":
+                depth -= 1
+                if depth == 0 { return offset == sql.count - 1 }
+            default: break
+            }
+        }
+        return false
+    }
+
     /// An entity-number mapping of a number written out: `(CASE 2 WHEN 1 THEN 1 WHEN 2 THEN 3 END)`
-    /// becomes `3`.
+    /// becomes `3`; mappings of mappings, as each part of a long path adds one, become one
+    /// (``EntityNumberMap``).
     static func folded(_ sql: String) -> String {
+        if let map = EntityNumberMap(sql) { return map.sql }
         // A number or a name in parentheses: as it is.
         if sql.range(of: #"^\((-?[0-9]+|[A-Za-z_][A-Za-z0-9_]*)\)$"#, options: .regularExpression) != nil {
             return String(sql.dropFirst().dropLast())
@@ -655,13 +680,16 @@ struct CoreDataStepComposition {
             for before in earlier {
                 let relationships = Dictionary(before.relationships.map { ($0.key.uppercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
                 let values = Dictionary(before.columns.map { ($0.key.uppercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
-                let key = (later.source.key ?? "rowid").uppercased()
+                // The key of the version between's row, by the later part's name for it or by the
+                // column the earlier part writes it to (a join table built from a to-one names
+                // its row's Z_PK, with no key of its own).
+                let keyNames: Set<String> = [(later.source.key ?? "rowid").uppercased(), "ROWID", (before.destination.key ?? "rowid").uppercased()]
                 // A relationship to the entity `before` goes on as resolves its keys through that
                 // entity's ID map, whose keys are `before`'s source keys.
                 var keyThroughIDMap = false
                 func replace(_ name: String, column: String?) throws -> String? {
                     let upper = name.uppercased()
-                    if upper == key || upper == "ROWID" {
+                    if keyNames.contains(upper) {
                         guard before.keys == .preserve || keyThroughIDMap else {
                             throw refuse(later.name, column, "it reads the key of \(later.source.table), which \(before.name) gives new keys before")
                         }
@@ -671,7 +699,7 @@ struct CoreDataStepComposition {
                     if let value = values[upper] {
                         // A name or a literal as it is; anything else in parentheses.
                         let simple = value.range(of: #"^([A-Za-z_][A-Za-z0-9_]*|[0-9.]+|'[^']*')$"#, options: .regularExpression) != nil
-                        return simple ? value : "(\(value))"
+                        return simple || Self.isParenthesized(value) ? value : "(\(value))"
                     }
                     if relationships[upper] != nil {
                         throw refuse(later.name, column, "it reads \(name), which \(before.name) fills through a relationship; use it as a relationship's from")
@@ -691,7 +719,7 @@ struct CoreDataStepComposition {
                                     // Another table of the version between (a key path's subquery):
                                     // that table as the earlier part makes it.
                                     guard let table = try derivedTable(name, first: first, between: between) else {
-                                        throw refuse(later.name, column, "it reads another table of the version between (\(qualifier).\(name)), which the steps before do not fill from one table with their keys")
+                                        throw refuse(later.name, column, "it reads another table of the version between (\(qualifier).\(name)), which the steps before fill with new keys or de-duplicated")
                                     }
                                     return table
                                 }
@@ -756,22 +784,29 @@ extension CoreDataStepComposition {
     /// Table `name` of the version between two parts, as the earlier part makes it from the
     /// source: a subquery with each of its columns (`(SELECT s.Z_PK AS "Z_PK", (expr) AS "ZNAME",
     /// ... FROM src."ZORG" AS s WHERE ...)`), for an expression of the later part that reads it
-    /// (a key path through to-ones). `nil` where the earlier part does not fill it from one
-    /// source table with its keys.
+    /// (a key path through to-ones, the other side of a one-to-one). Where several entity
+    /// mappings fill it, their rows together (`UNION ALL`); where none does, the table is empty
+    /// at that version, and so is the subquery. `nil` where an entity mapping filling it gives
+    /// rows new keys or de-duplicates them.
     static func derivedTable(_ name: String, first: MigrationPlan, between: Database) throws -> String? {
         let fills = first.entities.filter { $0.destination.table.caseInsensitiveCompare(name) == .orderedSame }
-        guard fills.count == 1, let before = fills.first, before.keys == .preserve, before.distinct == nil,
-              let schema = try between.tableSchema(name, in: "main") else { return nil }
-        let key = (before.destination.key ?? "rowid").uppercased()
-        let values = Dictionary(before.columns.map { ($0.key.uppercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
-        let relationships = Dictionary(before.relationships.map { ($0.key.uppercased(), $0.value.from) }, uniquingKeysWith: { a, _ in a })
-        var columns = ["s.\(SQL.quote(before.source.key ?? "rowid")) AS \(SQL.quote(before.destination.key ?? "rowid"))"]
-        for column in schema.columns where column.name.uppercased() != key {
-            let value = values[column.name.uppercased()] ?? relationships[column.name.uppercased()] ?? "NULL"
-            columns.append("(\(value)) AS \(SQL.quote(column.name))")
+        guard fills.allSatisfy({ $0.keys == .preserve && $0.distinct == nil }), let schema = try between.tableSchema(name, in: "main") else { return nil }
+        guard !fills.isEmpty else {
+            return "(SELECT \(schema.columns.map { "NULL AS \(SQL.quote($0.name))" }.joined(separator: ", ")) WHERE 0)"
         }
-        let filter = before.source.where.map { " WHERE \($0)" } ?? ""
-        return "(SELECT \(columns.joined(separator: ", ")) FROM src.\(SQL.quote(before.source.table)) AS s\(filter))"
+        let selects = fills.map { before in
+            let key = (before.destination.key ?? "rowid").uppercased()
+            let values = Dictionary(before.columns.map { ($0.key.uppercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
+            let relationships = Dictionary(before.relationships.map { ($0.key.uppercased(), $0.value.from) }, uniquingKeysWith: { a, _ in a })
+            var columns = ["s.\(SQL.quote(before.source.key ?? "rowid")) AS \(SQL.quote(before.destination.key ?? "rowid"))"]
+            for column in schema.columns where column.name.uppercased() != key {
+                let value = values[column.name.uppercased()] ?? relationships[column.name.uppercased()] ?? "NULL"
+                columns.append("(\(value)) AS \(SQL.quote(column.name))")
+            }
+            let filter = before.source.where.map { " WHERE \($0)" } ?? ""
+            return "SELECT \(columns.joined(separator: ", ")) FROM src.\(SQL.quote(before.source.table)) AS s\(filter)"
+        }
+        return "(\(selects.joined(separator: " UNION ALL ")))"
     }
 }
 
@@ -856,5 +891,77 @@ enum SQLIdentifiers {
             index = end
         }
         return output
+    }
+}
+
+/// An entity-number mapping as composition writes it, each part of a path around the one before:
+/// `(CASE ((CASE (Z_ENT) WHEN 1 THEN 2 WHEN 3 THEN 4 END)) WHEN 2 THEN 5 END)`, read as one
+/// mapping of the name inside (`Z_ENT`: 1 -> 5; 3, which the outer one does not name, -> NULL),
+/// so that a path of many versions writes one `CASE` of its own size, not one nested per version
+/// (83 versions nested went past SQLite's parser stack). Only text of exactly that grammar: a
+/// name, numbers, parentheses, `CASE`, `WHEN`, `THEN`, `END`.
+struct EntityNumberMap: Equatable {
+    /// The column mapped.
+    var name: String
+    /// Each number to what it becomes; a number not here becomes NULL.
+    var pairs: [(Int64, Int64)]
+
+    static func == (a: Self, b: Self) -> Bool { a.name == b.name && a.pairs.elementsEqual(b.pairs) { $0 == $1 } }
+
+    init?(_ sql: String) {
+        var tokens: [Substring] = []
+        var rest = Substring(sql)
+        while let first = rest.first {
+            if first == " " { rest = rest.dropFirst(); continue }
+            if first == "(" || first == ")" { tokens.append(rest.prefix(1)); rest = rest.dropFirst(); continue }
+            let word = rest.prefix { $0 != " " && $0 != "(" && $0 != ")" }
+            tokens.append(word)
+            rest = rest.dropFirst(word.count)
+        }
+        var index = 0
+        /// One expression: a name (`nil` map: identity), or a CASE over an expression.
+        func expression() -> (name: String, pairs: [(Int64, Int64)]?)? {
+            guard index < tokens.count else { return nil }
+            if tokens[index] == "(" {
+                index += 1
+                guard let inner = expression(), index < tokens.count, tokens[index] == ")" else { return nil }
+                index += 1
+                return inner
+            }
+            if tokens[index].uppercased() == "CASE" {
+                index += 1
+                guard let argument = expression() else { return nil }
+                var pairs: [(Int64, Int64)] = []
+                while index + 3 < tokens.count, tokens[index].uppercased() == "WHEN", tokens[index + 2].uppercased() == "THEN",
+                      let from = Int64(tokens[index + 1]), let to = Int64(tokens[index + 3]) {
+                    pairs.append((from, to))
+                    index += 4
+                }
+                guard !pairs.isEmpty, index < tokens.count, tokens[index].uppercased() == "END" else { return nil }
+                index += 1
+                // The argument's own mapping first, then this one.
+                guard let inner = argument.pairs else { return (argument.name, pairs) }
+                var composed: [(Int64, Int64)] = []
+                for (from, middle) in inner {
+                    if let to = pairs.first(where: { $0.0 == middle })?.1 { composed.append((from, to)) }
+                }
+                return (argument.name, composed)
+            }
+            let word = tokens[index]
+            guard word.range(of: #"^[A-Za-z_][A-Za-z0-9_]*$"#, options: .regularExpression) != nil,
+                  !["CASE", "WHEN", "THEN", "END", "NULL"].contains(word.uppercased()) else { return nil }
+            index += 1
+            return (String(word), nil)
+        }
+        // Mappings nested only: one alone is already as short as it gets.
+        guard sql.uppercased().components(separatedBy: "CASE").count > 2,
+              let whole = expression(), index == tokens.count, let pairs = whole.pairs else { return nil }
+        name = whole.name
+        self.pairs = pairs
+    }
+
+    /// One `CASE` of the name; `NULL` where no number maps.
+    var sql: String {
+        pairs.isEmpty ? "NULL" : "(CASE \(name) \(pairs.map { "WHEN \($0.0) THEN \($0.1)" }.joined(separator: " ")) END)"
     }
 }
