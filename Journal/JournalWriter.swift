@@ -2,14 +2,14 @@
 /// segments. Holds the journal's lock while open, so two processes never run one job.
 ///
 /// Not `Sendable`: one job owns its writer.
-public final class JournalWriter {
+package final class JournalWriter {
     /// The files of the journal.
-    public let layout: JournalLayout
+    package let layout: JournalLayout
     /// The header the journal was created with.
-    public let header: JournalHeader
+    package let header: JournalHeader
     /// The log as read when the journal was opened, indexed, with the records appended through
     /// this writer since.
-    public private(set) var log: JournalLog
+    package private(set) var log: JournalLog
 
     private let logFile: FileIO.AppendFile
     private let lock: FileIO.Lock
@@ -24,13 +24,13 @@ public final class JournalWriter {
     }
 
     /// The records in the log, in order, including those appended through this writer.
-    public var records: [LogRecord] { log.records }
+    package var records: [LogRecord] { log.records }
     /// Whether opening dropped a torn last record, and which.
     package var droppedTail: LogFile.Tail { log.tail }
 
     /// Creates a new journal at `directory`, which must not exist or be empty. The header is
     /// written last, so a directory without one is a creation that never finished.
-    public static func create(directory: String, header: JournalHeader, plan: [UInt8]) throws(JournalError) -> JournalWriter {
+    package static func create(directory: String, header: JournalHeader, plan: [UInt8]) throws(JournalError) -> JournalWriter {
         let layout = JournalLayout(directory: directory)
         if try FileIO.exists(layout.directory) {
             let entries = try FileIO.list(layout.directory)
@@ -60,7 +60,7 @@ public final class JournalWriter {
 
     /// Opens an existing journal to continue it: takes the lock, reads the log, and cuts a torn
     /// last record off the file so the next record starts on a frame boundary.
-    public static func open(directory: String) throws(JournalError) -> JournalWriter {
+    package static func open(directory: String) throws(JournalError) -> JournalWriter {
         let layout = JournalLayout(directory: directory)
         guard try FileIO.isDirectory(layout.directory) else {
             throw JournalError(.notFound, "no journal directory here", file: layout.directory)
@@ -82,7 +82,7 @@ public final class JournalWriter {
     }
 
     /// Appends one record and, when `sync` is true, makes it durable before returning.
-    public func append(_ record: LogRecord, sync: Bool = true) throws(JournalError) {
+    package func append(_ record: LogRecord, sync: Bool = true) throws(JournalError) {
         try logFile.append(LogFile.frame(record), sync: sync)
         log.append(record)
     }
@@ -97,7 +97,7 @@ public final class JournalWriter {
     /// Writes a segment durably (temporary name, fsync, rename, directory fsync) and returns the
     /// CRC-32C of its file, which the batch record and the checkpoint carry.
     @discardableResult
-    public func write(_ segment: IDMapSegment) throws(JournalError) -> UInt32 {
+    package func write(_ segment: IDMapSegment) throws(JournalError) -> UInt32 {
         let bytes = segment.encoded()
         if !knownSegmentFolders.contains(segment.entity) {
             let folder = layout.segmentFolder(entity: segment.entity)
@@ -114,7 +114,7 @@ public final class JournalWriter {
     /// Whether the segment file of a batch exists.
     ///
     /// - Throws: ``JournalError`` when the file system cannot tell (an I/O error).
-    public func hasSegment(entity: UInt32, batch: UInt64) throws(JournalError) -> Bool {
+    package func hasSegment(entity: UInt32, batch: UInt64) throws(JournalError) -> Bool {
         try FileIO.exists(layout.segment(entity: entity, batch: batch))
     }
 
@@ -122,7 +122,7 @@ public final class JournalWriter {
     ///
     /// - Throws: ``JournalError`` when the file cannot be read for another reason than its
     ///   absence (an I/O error), which says nothing of what it holds.
-    public func segmentCRC(entity: UInt32, batch: UInt64) throws(JournalError) -> UInt32? {
+    package func segmentCRC(entity: UInt32, batch: UInt64) throws(JournalError) -> UInt32? {
         let path = layout.segment(entity: entity, batch: batch)
         let bytes: [UInt8]
         do { bytes = try FileIO.read(path) } catch where error.code == .notFound { return nil }
@@ -132,7 +132,7 @@ public final class JournalWriter {
 
     /// Removes the segment files of `entity` numbered above `batch`: work written before a
     /// commit that never happened.
-    public func removeSegments(entity: UInt32, after batch: UInt64) throws(JournalError) {
+    package func removeSegments(entity: UInt32, after batch: UInt64) throws(JournalError) {
         let folder = layout.segmentFolder(entity: entity)
         guard try FileIO.isDirectory(folder) else { return }
         var removed = false
@@ -149,7 +149,7 @@ public final class JournalWriter {
     }
 
     /// Releases the lock and closes the log. The writer cannot be used afterwards.
-    public func close() {
+    package func close() {
         logFile.close()
         lock.release()
     }

@@ -18,19 +18,19 @@ import Foundation
 ///                                  journal: folder.appending(path: "new.journal"), schema: BookDemoStore.destinationSchema,
 ///                                  logger: logger)
 /// ```
-public enum BookDemoStore {
+package enum BookDemoStore {
     /// The files ``generate(in:books:)`` writes.
-    public struct Files: Sendable {
+    package struct Files: Sendable {
         /// The store at model 1 with `ZBOOK.ZMETADATA`, `old.sqlite`.
-        public var old: URL
+        package var old: URL
         /// The destination's schema, ``destinationSchema``, `Model3Plus.sql`.
-        public var schema: URL
+        package var schema: URL
         /// The plan, ``planJSON``, `plan.json`.
-        public var plan: URL
+        package var plan: URL
     }
 
     /// `Z_METADATA.Z_UUID` of `old.sqlite`: the store's identity, which the migrated store takes.
-    public static let sourceUUID = "B00C5000-0D1E-4A2B-9C3D-4E5F60718293"
+    package static let sourceUUID = "B00C5000-0D1E-4A2B-9C3D-4E5F60718293"
 
     /// The tables of the example's model 1, as Core Data declares them, with `ZMETADATA` added to
     /// `ZBOOK`. The index on the to-one `ZUSER` is created after the rows.
@@ -44,7 +44,7 @@ public enum BookDemoStore {
     /// The empty model-3 store as Core Data creates it (`Examples/BookMigration/Model3.sql`), with
     /// the attributes `isbn`, `pages` and `rating` added to Book: `ZISBN VARCHAR, ZPAGES INTEGER,
     /// ZRATING FLOAT`. Written as `Model3Plus.sql`.
-    public static let destinationSchema = """
+    package static let destinationSchema = """
         -- The empty store Core Data creates for model 3 of the objc.io "Custom Core Data Migrations"
         -- example (Examples/BookMigration/Model3.sql), with three attributes added to Book that the
         -- plan fills from the property list in the old store's ZBOOK.ZMETADATA: isbn, pages, rating.
@@ -69,7 +69,7 @@ public enum BookDemoStore {
     /// per distinct `ZAUTHORNAME` joined to its books by value, one File per book with a user),
     /// with Book's `ZISBN`, `ZPAGES` and `ZRATING` read from `ZMETADATA` by `plist_value`.
     /// Written as `plan.json`.
-    public static let planJSON = """
+    package static let planJSON = """
         {
           "coreData": { "entities": { "Book": "Book", "User": "User" } },
           "entities": [
@@ -110,7 +110,7 @@ public enum BookDemoStore {
         """
 
     /// ``planJSON`` decoded.
-    public static let plan: MigrationPlan = {
+    package static let plan: MigrationPlan = {
         do { return try MigrationPlan.decode(json: Data(planJSON.utf8), file: "BookDemoStore.planJSON") } catch {
             fatalError("BookDemoStore.planJSON does not decode: \(error)")
         }
@@ -121,10 +121,10 @@ public enum BookDemoStore {
     static let metadataVariants = 1_000
 
     /// The number of distinct author names for `books` books: one per twenty books, at most 50,000.
-    public static func authorCount(books: Int) -> Int { min(50_000, max(1, books / 20)) }
+    package static func authorCount(books: Int) -> Int { min(50_000, max(1, books / 20)) }
 
     /// The number of users for `books` books: one per five books, at most 1,000.
-    public static func userCount(books: Int) -> Int { min(1_000, max(1, books / 5)) }
+    package static func userCount(books: Int) -> Int { min(1_000, max(1, books / 5)) }
 
     /// Writes `old.sqlite` with `books` books, `Model3Plus.sql` and `plan.json` into `directory`,
     /// replacing them if they exist. The same arguments give the same bytes.
@@ -143,7 +143,7 @@ public enum BookDemoStore {
     /// - Throws: `SQLiteError` if the store cannot be written, or an error writing a file or
     ///   encoding a property list.
     @discardableResult
-    public static func generate(in directory: URL, books: Int) throws -> Files {
+    package static func generate(in directory: URL, books: Int) throws -> Files {
         precondition(books >= 1, "a book demo store needs at least one book")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let files = Files(old: directory.appendingPathComponent("old.sqlite"),
@@ -224,7 +224,7 @@ public enum BookDemoStore {
     ///
     /// Encoded with `PropertyListEncoder` (binary), not `PropertyListSerialization`: on Linux the
     /// latter writes a dictionary's keys in hash order, seeded per process, so the same store would
-    /// get different bytes from one run to the next (see ``CoreDataDemoStore``).
+    /// get different bytes from one run to the next (see `CoreDataDemoStore`).
     struct BookMetadata: Encodable {
         var isbn: String?
         var pages: Int?

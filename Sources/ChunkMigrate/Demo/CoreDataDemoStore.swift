@@ -17,16 +17,16 @@ import Foundation
 /// let files = try CoreDataDemoStore.generate(in: folder, rows: 100_000)
 /// // files.old: 100,000 items with folders, links and tags; files.new: the empty model N+1 store
 /// ```
-public enum CoreDataDemoStore {
+package enum CoreDataDemoStore {
     /// The files ``generate(in:rows:)`` writes.
-    public struct Files: Sendable {
+    package struct Files: Sendable {
         /// The store at model N, `old.sqlite`.
-        public var old: URL
+        package var old: URL
         /// The empty store at model N+1, `new.sqlite`.
-        public var new: URL
+        package var new: URL
         /// The two models as Xcode saves them: `old.xcdatamodel/contents`, `new.xcdatamodel/contents`.
-        public var oldModel: URL
-        public var newModel: URL
+        package var oldModel: URL
+        package var newModel: URL
     }
 
     /// Model N (`old.sqlite`), as Xcode saves it: Folder and Tag are roots, Item is an abstract
@@ -34,7 +34,7 @@ public enum CoreDataDemoStore {
     /// order (`Z_FOK_FOLDER`) and counts them (`itemCount`, derived: `items.@count`), an item may
     /// link to another of either sub-entity (`Z2_LINKED`), and items and tags are many-to-many
     /// (`Z_2TAGS`).
-    public static let sourceModelXML = """
+    package static let sourceModelXML = """
         <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
         <model type="com.apple.IDECoreDataModeler.DataModel" userDefinedModelVersionIdentifier="N">
             <entity name="Folder">
@@ -68,7 +68,7 @@ public enum CoreDataDemoStore {
     /// Model N+1 (`new.sqlite`): a new root, Account, takes number 1 and every other entity moves
     /// up by one (`Z3_LINKED`, `Z_3TAGS`); Item gains an optional `pinned`, and Tag a derived
     /// count of its items (`items.@count` over the many-to-many), which the migration computes.
-    public static let destinationModelXML = sourceModelXML
+    package static let destinationModelXML = sourceModelXML
         .replacingOccurrences(of: "userDefinedModelVersionIdentifier=\"N\"", with: "userDefinedModelVersionIdentifier=\"N+1\"")
         .replacingOccurrences(of: "    <entity name=\"Folder\">", with: """
                 <entity name="Account">
@@ -86,25 +86,25 @@ public enum CoreDataDemoStore {
             """)
 
     /// Model N.
-    public static var sourceModel: CoreDataModel {
+    package static var sourceModel: CoreDataModel {
         get throws { try CoreDataModel(xml: Data(sourceModelXML.utf8), file: "CoreDataDemoStore.sourceModelXML") }
     }
 
     /// Model N+1.
-    public static var destinationModel: CoreDataModel {
+    package static var destinationModel: CoreDataModel {
         get throws { try CoreDataModel(xml: Data(destinationModelXML.utf8), file: "CoreDataDemoStore.destinationModelXML") }
     }
 
     /// `Z_METADATA.Z_UUID` of `old.sqlite`, and the `NSStoreUUID` of its metadata: the store's
     /// identity, which object-ID URIs contain.
-    public static let sourceUUID = "5C0DE0A1-1D2E-4F60-8A7B-0123456789AB"
+    package static let sourceUUID = "5C0DE0A1-1D2E-4F60-8A7B-0123456789AB"
 
     /// `Z_METADATA.Z_UUID` of `new.sqlite` as created, before any migration.
-    public static let destinationUUID = "A7E5F00D-3B4C-4D5E-9F60-FEDCBA987654"
+    package static let destinationUUID = "A7E5F00D-3B4C-4D5E-9F60-FEDCBA987654"
 
     /// A metadata key the app of the demo set on its store (`setMetadata`): a sync token, which
     /// belongs to the data and follows it into the migrated store.
-    public static let appMetadata = ["SyncToken": "demo-sync-token-42"]
+    package static let appMetadata = ["SyncToken": "demo-sync-token-42"]
 
     /// What a store's file starts as: the page size and incremental auto-vacuum Core Data uses,
     /// no journal while the store is filled (a failed generation is simply run again).
@@ -129,7 +129,7 @@ public enum CoreDataDemoStore {
     /// - Returns: the two stores' URLs.
     /// - Throws: `SQLiteError` if a store cannot be written, or an encoding error of the metadata.
     @discardableResult
-    public static func generate(in directory: URL, rows: Int) throws -> Files {
+    package static func generate(in directory: URL, rows: Int) throws -> Files {
         precondition(rows >= 1, "a Core Data demo store needs at least one item")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let files = Files(old: directory.appendingPathComponent("old.sqlite"),

@@ -6,7 +6,7 @@ extension DemoStore {
     /// reply, label) points at the row it pointed at in the source. Message text carries the
     /// source message number, which is how rows are matched. Returns what is wrong; empty when
     /// the destination is right.
-    public static func check(source: URL, destination: URL) throws -> [String] {
+    package static func check(source: URL, destination: URL) throws -> [String] {
         let database = try Database(path: destination.path, mode: .readOnly)
         try database.attach(Database.sourceURI(source.path), as: "src")
         func number(_ column: String) -> String { "CAST(substr(\(column), 9, instr(\(column), ':') - 9) AS INTEGER)" }
@@ -61,7 +61,7 @@ extension DemoStore {
     }
 
     /// A few lines comparing the source with a migrated destination.
-    public static func summary(source: URL, destination: URL) throws -> String {
+    package static func summary(source: URL, destination: URL) throws -> String {
         let database = try Database(path: destination.path, mode: .readOnly)
         try database.attach(Database.sourceURI(source.path), as: "src")
         var lines = ["table            source rows   destination rows"]

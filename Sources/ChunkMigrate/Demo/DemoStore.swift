@@ -12,19 +12,19 @@ import Foundation
 ///                                  journal: folder.appending(path: "journal"), schema: DemoStore.destinationSchema,
 ///                                  logger: logger)
 /// ```
-public enum DemoStore {
+package enum DemoStore {
     /// The files ``generate(in:messages:)`` writes.
-    public struct Files: Sendable {
+    package struct Files: Sendable {
         /// The source store, `source.sqlite`.
-        public var source: URL
+        package var source: URL
         /// The destination schema, `destination-schema.sql`.
-        public var schema: URL
+        package var schema: URL
         /// The plan, `plan.json`.
-        public var plan: URL
+        package var plan: URL
     }
 
     /// The source schema (version N).
-    public static let sourceSchema = """
+    package static let sourceSchema = """
         CREATE TABLE conversation (id INTEGER PRIMARY KEY, title TEXT NOT NULL, created INTEGER NOT NULL,
                                    archived INTEGER NOT NULL DEFAULT 0);
         CREATE TABLE message (id INTEGER PRIMARY KEY, conversation_id INTEGER NOT NULL, reply_to INTEGER,
@@ -35,7 +35,7 @@ public enum DemoStore {
 
     /// The destination schema (version N+1): renamed columns, a new column with a default,
     /// declared foreign keys.
-    public static let destinationSchema = """
+    package static let destinationSchema = """
         CREATE TABLE conversation (id INTEGER PRIMARY KEY, title TEXT NOT NULL, created_at INTEGER NOT NULL);
         CREATE TABLE message (id INTEGER PRIMARY KEY,
                               conversation_id INTEGER NOT NULL REFERENCES conversation(id),
@@ -49,7 +49,7 @@ public enum DemoStore {
 
     /// The plan: archived conversations are left behind, so their messages (and those messages'
     /// labels) are skipped; replies to messages that do not exist become NULL.
-    public static let plan = MigrationPlan(entities: [
+    package static let plan = MigrationPlan(entities: [
         EntityMapping(
             name: "Conversation",
             source: .init(table: "conversation", key: "id", where: "archived = 0"),
@@ -87,7 +87,7 @@ public enum DemoStore {
     /// `destination-schema.sql` and `plan.json`, into `directory`. The same arguments give the
     /// same store.
     @discardableResult
-    public static func generate(in directory: URL, messages: Int) throws -> Files {
+    package static func generate(in directory: URL, messages: Int) throws -> Files {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let files = Files(source: directory.appendingPathComponent("source.sqlite"),
                           schema: directory.appendingPathComponent("destination-schema.sql"),

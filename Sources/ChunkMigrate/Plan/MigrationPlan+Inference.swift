@@ -55,7 +55,7 @@ public struct InferenceOptions: Sendable {
     /// whole path from the source store's version to the destination's: one mapping from the
     /// first straight to the last, as Core Data's automatic migration infers it, with the renames
     /// of the versions between followed where it leaves an entity or property new
-    /// (``CoreDataModelMapping/init(path:renames:)``).
+    /// (`CoreDataModelMapping/init(path:renames:)`).
     public var modelBundle: CoreDataModelBundle?
     /// The source store's version in ``modelBundle``, by name, where its metadata and model cache
     /// do not tell it (`nil`: found from the store).
@@ -75,7 +75,7 @@ public struct InferenceOptions: Sendable {
     /// The options of one part of a composed path, inferred as it is.
     var isPart = false
     /// What an app's mapping model says that has no SQL is written as `NULL /* TODO ... */` and
-    /// noted, not refused: the plan a step template starts from (``CoreDataStep/template(replacing:in:)``).
+    /// noted, not refused: the plan a step template starts from (`CoreDataStep.template(replacing:in:)`).
     var templating = false
     /// The Core Data framework version whose migration the plan follows (which tables it alters
     /// in place); `nil` reads the destination store's `NSPersistenceFrameworkVersion`.
@@ -102,8 +102,8 @@ extension MigrationPlan {
     ///
     /// Between Core Data stores, from the models the stores carry (their model caches) or that
     /// the options give: entities and properties matched by renaming identifier or name
-    /// (``CoreDataModelMapping``), each store's layout derived from its model and checked against
-    /// its schema (``CoreDataLayout``), then each destination column filled from the column of
+    /// (`CoreDataModelMapping`), each store's layout derived from its model and checked against
+    /// its schema (`CoreDataLayout`), then each destination column filled from the column of
     /// the matching source property for the rows of each source entity, whatever the two
     /// versions name those columns: `Z_ENT` and polymorphic `Z<n>_<REL>` columns through
     /// `coredata_entity()`, the destination's default where the source entity did not have the

@@ -2,7 +2,7 @@ import Foundation
 
 /// The app's mapping model, run as Core Data's migration manager runs it, in SQL: each entity
 /// mapping's rows (its source entity's own, through its filter predicate), each property's value
-/// expression (``CoreDataModelMapping/init(mappingModel:source:destination:)`` matches those that
+/// expression (`CoreDataModelMapping/init(mappingModel:source:destination:)` matches those that
 /// read a source property as it is; the others are translated by ``CoreDataMappingModelSQL``).
 extension CoreDataInference {
     /// The value of `property` of the rows of `rows` where the entity mapping's value expression

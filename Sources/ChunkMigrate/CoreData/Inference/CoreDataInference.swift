@@ -5,8 +5,8 @@ import Foundation
 /// `main` and the source attached as `src`.
 ///
 /// The steps, each on values: the two models (the stores' own caches, or given), the layout
-/// each store has (``CoreDataLayout``, checked against its schema), the mapping between the models
-/// (``CoreDataModelMapping``); only then the SQL of each destination table's copy, one column at
+/// each store has (`CoreDataLayout`, checked against its schema), the mapping between the models
+/// (`CoreDataModelMapping`); only then the SQL of each destination table's copy, one column at
 /// a time, for the rows of each source entity.
 struct CoreDataInference {
     let database: Database
@@ -60,7 +60,7 @@ struct CoreDataInference {
     }
 
     /// The first Core Data framework version that alters a table in place where a change allows
-    /// it (``CoreDataModelMapping/tableRebuild(ofTreeOf:)``). The Messenger stores Core Data
+    /// it (`CoreDataModelMapping/tableRebuild(ofTreeOf:)`). The Messenger stores Core Data
     /// migrated show it: from 977 on (977, 1044, 1145) a column added to a table that keeps its
     /// other columns is appended to its `CREATE TABLE`, as `ALTER TABLE ... ADD COLUMN` leaves it,
     /// and the new attribute's default is in every row of the table; up to 866 (641, 752, 847,
@@ -375,7 +375,7 @@ struct CoreDataInference {
         return tableRebuild(root, context)
     }
 
-    /// ``CoreDataModelMapping/tableRebuild(ofTreeOf:)``, once a table.
+    /// `CoreDataModelMapping/tableRebuild(ofTreeOf:)`, once a table.
     private mutating func tableRebuild(_ root: String, _ context: Context) -> String? {
         if let known = tableRebuilds[root] { return known }
         let reason = context.mapping.tableRebuild(ofTreeOf: root)

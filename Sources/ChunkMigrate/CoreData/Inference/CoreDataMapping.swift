@@ -33,7 +33,7 @@ public struct CoreDataMapping: Codable, Sendable, Equatable {
 
     /// A derived attribute's value, computed in the destination after the copy, batch by batch
     /// of its table's keys: `UPDATE table SET column = value WHERE rows` (see
-    /// ``CoreDataDerivation``).
+    /// `CoreDataDerivation`).
     ///
     /// ```json
     /// { "attribute": "List.itemCount", "table": "ZLIST", "column": "ZITEMCOUNT",

@@ -34,24 +34,24 @@ import Foundation
 /// mapping.sourceEntity["Post"]                                  // "Post"
 /// mapping.sourceProperty("hexColor", of: "Post")?.property.name  // "color"
 /// ```
-public struct CoreDataModelMapping: Sendable {
+package struct CoreDataModelMapping: Sendable {
     /// The source model.
-    public let source: CoreDataModel
+    package let source: CoreDataModel
     /// The destination model.
-    public let destination: CoreDataModel
+    package let destination: CoreDataModel
     /// Destination entity name -> the source entity whose rows it takes.
-    public private(set) var sourceEntity: [String: String] = [:]
+    package private(set) var sourceEntity: [String: String] = [:]
     /// What was matched other than by an unchanged name, one line each.
-    public private(set) var decisions: [String] = []
+    package private(set) var decisions: [String] = []
 
     /// Destination entity -> property -> the source property it takes its values from.
     private var sourceProperties: [String: [String: Match]] = [:]
     /// The app's mapping model this mapping runs, its value expressions generated; `nil` for an
     /// inferred mapping.
-    public private(set) var mappingModel: CoreDataMappingModelFile?
+    package private(set) var mappingModel: CoreDataMappingModelFile?
     /// With a mapping model: destination entity -> the entity mappings that fill it, in the
     /// mapping model's order (several where it merges entities into one).
-    public private(set) var entityMappings: [String: [CoreDataMappingModelFile.EntityMapping]] = [:]
+    package private(set) var entityMappings: [String: [CoreDataMappingModelFile.EntityMapping]] = [:]
     /// With a mapping model, for the second and later source entities of a destination entity:
     /// `destination\tsource` -> property -> the source property it takes its values from.
     private var pairProperties: [String: [String: Match]] = [:]
@@ -70,7 +70,7 @@ public struct CoreDataModelMapping: Sendable {
     }
 
     /// Source entities that no destination entity takes rows from (removed from the model).
-    public var removedEntities: [String] {
+    package var removedEntities: [String] {
         let mapped = Set(sourceEntity.values).union(entityMappings.values.flatMap { $0.compactMap(\.source) })
         return source.entities.map(\.name).filter { !mapped.contains($0) }.sorted()
     }
@@ -85,7 +85,7 @@ public struct CoreDataModelMapping: Sendable {
     /// - Throws: ``MigrationError`` naming the entity and property of a change Core Data's
     ///   inference refuses; a type change it refuses is refused where a plan copies the attribute
     ///   (a custom step may fill its table instead).
-    public init(source: CoreDataModel, destination: CoreDataModel, renames: [String: String] = [:]) throws {
+    package init(source: CoreDataModel, destination: CoreDataModel, renames: [String: String] = [:]) throws {
         self.source = source
         self.destination = destination
         for name in renames.keys.sorted() where destination.entity(named: name) == nil {
@@ -118,7 +118,7 @@ public struct CoreDataModelMapping: Sendable {
     /// - Throws: ``MigrationError`` naming the entity and property of a change from the first
     ///   version to the last that Core Data's inference refuses (a type change where a plan
     ///   copies the attribute).
-    public init(path: [(name: String, model: CoreDataModel)], renames: [String: String] = [:]) throws {
+    package init(path: [(name: String, model: CoreDataModel)], renames: [String: String] = [:]) throws {
         precondition(path.count >= 2, "a path has two versions at least")
         for (new, old) in renames.sorted(by: { $0.key < $1.key }) {
             guard path.indices.dropFirst().contains(where: { path[$0].model.entity(named: new) != nil && path[$0 - 1].model.entity(named: old) != nil }) else {
@@ -137,13 +137,13 @@ public struct CoreDataModelMapping: Sendable {
 
     /// The value rows take for `property` of destination entity `entity` where they have no
     /// source property: its default in the destination model, as Core Data writes it.
-    public func newValue(_ property: String, of entity: String) -> CoreDataModel.Value? {
+    package func newValue(_ property: String, of entity: String) -> CoreDataModel.Value? {
         destination.property(property, of: entity)?.property.attribute?.defaultValue
     }
 
     /// The type of an attribute's source attribute and its own: the values are converted from
     /// the first to the last. Empty for an attribute without a source attribute.
-    public func types(_ property: String, of entity: String, from: String? = nil) -> [CoreDataModel.AttributeType] {
+    package func types(_ property: String, of entity: String, from: String? = nil) -> [CoreDataModel.AttributeType] {
         guard let new = destination.property(property, of: entity)?.property.attribute,
               let old = sourceProperty(property, of: entity, from: from)?.property.attribute else { return [] }
         return [old.type, new.type]
@@ -151,7 +151,7 @@ public struct CoreDataModelMapping: Sendable {
 
     /// The value NULLs of `property` of destination entity `entity` take: its default, where the
     /// destination makes required an attribute that was optional; `nil` otherwise.
-    public func nullFill(_ property: String, of entity: String, from: String? = nil) -> CoreDataModel.Value? {
+    package func nullFill(_ property: String, of entity: String, from: String? = nil) -> CoreDataModel.Value? {
         guard let new = destination.property(property, of: entity)?.property, !new.isOptional,
               let old = sourceProperty(property, of: entity, from: from)?.property, old.isOptional else { return nil }
         return new.attribute?.defaultValue
@@ -167,7 +167,7 @@ public struct CoreDataModelMapping: Sendable {
     ///   - entity: the destination entity, by name.
     ///   - from: the source entity of the rows, where a mapping model fills `entity` from several
     ///     (`nil`: its first).
-    public func sourceProperty(_ property: String, of entity: String, from: String? = nil) -> (declaredBy: String, property: CoreDataModel.Property)? {
+    package func sourceProperty(_ property: String, of entity: String, from: String? = nil) -> (declaredBy: String, property: CoreDataModel.Property)? {
         if let from, from != sourceEntity[entity] {
             return pairProperties["\(entity)\t\(from)"]?[property].map { ($0.declaredBy, $0.property) }
         }
@@ -176,13 +176,13 @@ public struct CoreDataModelMapping: Sendable {
 
     /// The source entities whose rows destination entity `entity` takes: with a mapping model,
     /// those of each of its entity mappings, else the one matched.
-    public func sourceEntities(of entity: String) -> [String] {
+    package func sourceEntities(of entity: String) -> [String] {
         if mappingModel != nil { return (entityMappings[entity] ?? []).compactMap(\.source) }
         return sourceEntity[entity].map { [$0] } ?? []
     }
 
     /// The entity mapping of the app's mapping model that fills `entity` from `source`.
-    public func entityMapping(into entity: String, from source: String) -> CoreDataMappingModelFile.EntityMapping? {
+    package func entityMapping(into entity: String, from source: String) -> CoreDataMappingModelFile.EntityMapping? {
         entityMappings[entity]?.first { $0.source == source }
     }
 
@@ -198,7 +198,7 @@ public struct CoreDataModelMapping: Sendable {
     /// - Throws: ``MigrationError`` naming the mapping model and entity mapping where a name is
     ///   not one of the models', or its rows come from something other than the source entity's
     ///   fetch.
-    public init(mappingModel file: CoreDataMappingModelFile, source: CoreDataModel, destination: CoreDataModel) throws {
+    package init(mappingModel file: CoreDataMappingModelFile, source: CoreDataModel, destination: CoreDataModel) throws {
         self.source = source
         self.destination = destination
         let model = file.generatingExpressions(source: source, destination: destination)

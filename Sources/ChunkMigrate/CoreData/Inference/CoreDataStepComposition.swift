@@ -19,7 +19,7 @@ public struct CoreDataStep: Codable, Sendable, Equatable {
     public var to: String
     /// The entity mappings of what the step does by hand.
     public var entities: [EntityMapping]
-    /// What is left to write, as `plan --step-template` leaves it (``template(replacing:in:)``);
+    /// What is left to write, as `plan --step-template` leaves it (`template(replacing:in:)`);
     /// a step runs without it.
     public var todo: [String]?
 
@@ -58,7 +58,7 @@ extension CoreDataStep {
     /// - Returns: `nil` where the mapping model names no policy.
     /// - Throws: ``MigrationError`` where the bundle lacks its versions or an empty store of them
     ///   cannot be written.
-    public static func template(replacing mappingModel: CoreDataMappingModelFile, in bundle: CoreDataModelBundle) throws -> CoreDataStep? {
+    package static func template(replacing mappingModel: CoreDataMappingModelFile, in bundle: CoreDataModelBundle) throws -> CoreDataStep? {
         let withPolicies = mappingModel.entityMappings.filter { $0.policy != nil && $0.destination != nil }
         guard !withPolicies.isEmpty else { return nil }
         guard let from = bundle.version(named: mappingModel.source), let to = bundle.version(named: mappingModel.destination) else {
@@ -107,12 +107,12 @@ extension CoreDataStep {
 }
 
 extension CoreDataStep {
-    /// Writes a step template (``template(replacing:in:)``) as `FOLDER/NAME.step.json` for each of
+    /// Writes a step template (`template(replacing:in:)`) as `FOLDER/NAME.step.json` for each of
     /// the bundle's mapping models with custom policies that no step of `steps` replaces.
     ///
     /// - Returns: each file written, with the mapping model it replaces.
     /// - Throws: ``MigrationError`` naming the folder or file that cannot be written.
-    public static func writeTemplates(for bundle: CoreDataModelBundle, except steps: [CoreDataStep], into folder: URL) throws -> [(file: URL, mappingModel: CoreDataMappingModelFile)] {
+    package static func writeTemplates(for bundle: CoreDataModelBundle, except steps: [CoreDataStep], into folder: URL) throws -> [(file: URL, mappingModel: CoreDataMappingModelFile)] {
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         } catch {

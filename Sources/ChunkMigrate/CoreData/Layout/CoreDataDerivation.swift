@@ -19,22 +19,22 @@ import Foundation
 /// and `@max`, whose triggers Core Data writes in a longer form, ``triggers`` is empty and
 /// ``CoreDataEmptyStore`` says so. A job never writes triggers: it keeps those the destination
 /// has, exactly as they are.
-public struct CoreDataDerivation: Sendable, Equatable {
+package struct CoreDataDerivation: Sendable, Equatable {
     /// The entity declaring the attribute, and the attribute.
-    public let entity: String
-    public let attribute: String
+    package let entity: String
+    package let attribute: String
     /// The expression, as the model gives it.
-    public let expression: String
+    package let expression: String
     /// The table and column holding the value.
-    public let table: String
-    public let column: String
+    package let table: String
+    package let column: String
     /// The value for a row of ``table`` (referred to by its name), in SQL.
-    public let value: String
+    package let value: String
     /// The condition on `Z_ENT` of the rows that have the attribute, when the table holds other
     /// entities too.
-    public let rows: String?
+    package let rows: String?
     /// Core Data's triggers keeping the value current (`CREATE TRIGGER IF NOT EXISTS ...`).
-    public let triggers: [String]
+    package let triggers: [String]
 
     /// The columns `value`, a derivation's SQL for a row of `table`, reads: `TABLE.COLUMN` in
     /// capitals, as SQLite resolves them in the store open as `main` of `database`.
@@ -44,7 +44,7 @@ public struct CoreDataDerivation: Sendable, Equatable {
     }
 
     /// Core Data's statement computing the value of every row.
-    public var dataStatement: String {
+    package var dataStatement: String {
         "UPDATE \(table) SET \(column) = \(value)" + (rows.map { " WHERE \($0)" } ?? "")
     }
 
@@ -55,7 +55,7 @@ public struct CoreDataDerivation: Sendable, Equatable {
     ///
     /// - Throws: ``MigrationError`` naming the entity, the attribute and the expression when the
     ///   derivation is not one Core Data's SQL store supports.
-    public init(entity: String, attribute: String, layout: CoreDataLayout) throws {
+    package init(entity: String, attribute: String, layout: CoreDataLayout) throws {
         let model = layout.model
         guard let declared = model.property(attribute, of: entity), let expression = declared.property.attribute?.derivation,
               let column = layout.column(of: attribute, entity: entity)?.name,

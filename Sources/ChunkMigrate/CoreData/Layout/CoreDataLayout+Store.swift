@@ -2,17 +2,17 @@ import Foundation
 
 extension CoreDataLayout {
     /// The tables of a store that are not the model's entity or join tables.
-    public struct OtherTables: Sendable, Equatable {
+    package struct OtherTables: Sendable, Equatable {
         /// Persistent history (`ACHANGE`, `ATRANSACTION`, `ATRANSACTIONSTRING`): entities 16001+
         /// of `Z_PRIMARYKEY`.
-        public var history: [String] = []
+        package var history: [String] = []
         /// CloudKit mirroring (`ANSCK...`): entities 16001+ of `Z_PRIMARYKEY`, beside history.
-        public var mirroring: [String] = []
+        package var mirroring: [String] = []
         /// R-tree fetch indexes (`Z_RT_<Entity>_<index>`) and their shadow tables, which Core Data
         /// keeps by triggers.
-        public var fetchIndexes: [String] = []
+        package var fetchIndexes: [String] = []
         /// Anything else: tables Core Data did not make.
-        public var unknown: [String] = []
+        package var unknown: [String] = []
     }
 
     /// The layout checked against the store open as `schema` in `database`: every entity has the
@@ -106,7 +106,7 @@ extension CoreDataLayout {
     /// `Z_PRIMARYKEY` must number the model's entities as Core Data does. A row that names an
     /// entity as it was before a rename, with the number and parent the model gives the entity
     /// now, is the entity's: Core Data reads `Z_PRIMARYKEY` by number, never by name
-    /// (``CoreDataEntities/staleNames``).
+    /// (`CoreDataEntities/staleNames`).
     private func checkEntityNumbers(_ rows: [[SQLiteValue]], file: String) throws {
         var stored: [String: (Int64, Int64)] = [:]
         for row in rows {

@@ -35,25 +35,25 @@ import Foundation
 /// Every fixture store with a model cache (`CoreDataLayoutTests`) has exactly this layout:
 /// Photos libraries of macOS 10.15 to 26.1, the stores of the services inside them, 59 versions of
 /// a messenger's store, and the apps' stores.
-public struct CoreDataLayout: Sendable {
+package struct CoreDataLayout: Sendable {
     /// An entity: its number and where its rows live.
-    public struct Entity: Sendable, Equatable {
+    package struct Entity: Sendable, Equatable {
         /// `Z_ENT`.
-        public var number: Int64
+        package var number: Int64
         /// The entity's name.
-        public var name: String
+        package var name: String
         /// The parent entity's number; `nil` for a root.
-        public var parent: Int64?
+        package var parent: Int64?
         /// The root entity's number (itself for a root).
-        public var root: Int64
+        package var root: Int64
         /// The table holding the tree's rows.
-        public var table: String
+        package var table: String
     }
 
     /// A column of an entity table, and what it holds.
-    public struct Column: Sendable, Equatable {
+    package struct Column: Sendable, Equatable {
         /// What a column holds.
-        public enum Role: Sendable, Equatable {
+        package enum Role: Sendable, Equatable {
             /// `Z_PK`, the key.
             case key
             /// `Z_ENT`, the row's entity number.
@@ -75,90 +75,90 @@ public struct CoreDataLayout: Sendable {
             case toManyOrder(entity: String, property: String)
         }
         /// The column's name.
-        public var name: String
+        package var name: String
         /// The type Core Data declares.
-        public var type: String
+        package var type: String
         /// What it holds.
-        public var role: Role
+        package var role: Role
     }
 
     /// One entity tree's table.
-    public struct EntityTable: Sendable {
+    package struct EntityTable: Sendable {
         /// The root entity's number.
-        public var root: Int64
+        package var root: Int64
         /// The table's name.
-        public var name: String
+        package var name: String
         /// The columns, `Z_PK`, `Z_ENT` and `Z_OPT` first.
-        public var columns: [Column]
+        package var columns: [Column]
 
         /// The column named `name` (case-insensitively, as SQLite).
-        public func column(named name: String) -> Column? {
+        package func column(named name: String) -> Column? {
             columns.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }
         }
 
         /// The column holding `role`.
-        public func column(for role: Column.Role) -> Column? { columns.first { $0.role == role } }
+        package func column(for role: Column.Role) -> Column? { columns.first { $0.role == role } }
     }
 
     /// A many-to-many relationship's join table.
-    public struct JoinTable: Sendable, Equatable {
+    package struct JoinTable: Sendable, Equatable {
         /// One side: the relationship leading to the entity whose keys a column holds.
-        public struct Side: Sendable, Equatable {
+        package struct Side: Sendable, Equatable {
             /// The key column: keys of ``target``.
-            public var column: String
+            package var column: String
             /// The number of the entity whose keys the column holds (the relationship's
             /// destination).
-            public var target: Int64
+            package var target: Int64
             /// The entity declaring the relationship.
-            public var entity: String
+            package var entity: String
             /// The relationship (`nil` for the `REFLEXIVE` column of a relationship that is its
             /// own inverse).
-            public var property: String?
+            package var property: String?
             /// The order column, when the relationship is ordered.
-            public var order: String?
+            package var order: String?
         }
         /// The table's name.
-        public var name: String
+        package var name: String
         /// The two sides.
-        public var sides: [Side]
+        package var sides: [Side]
 
         /// All column names, keys then orders.
-        public var columns: [String] { sides.map(\.column) + sides.compactMap(\.order) }
+        package var columns: [String] { sides.map(\.column) + sides.compactMap(\.order) }
     }
 
     /// The model the layout is derived from.
-    public let model: CoreDataModel
+    package let model: CoreDataModel
     /// Entities by number.
-    public internal(set) var entities: [Int64: Entity] = [:]
+    package internal(set) var entities: [Int64: Entity] = [:]
     /// Entity tables by root number.
-    public internal(set) var tables: [Int64: EntityTable] = [:]
+    package internal(set) var tables: [Int64: EntityTable] = [:]
     /// The join tables.
-    public internal(set) var joinTables: [JoinTable] = []
+    package internal(set) var joinTables: [JoinTable] = []
 
     /// Core Data's bookkeeping tables.
     static let bookkeepingTables: Set<String> = ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"]
 
     /// The entity named `name`.
-    public func entity(named name: String) -> Entity? { entities.values.first { $0.name == name } }
+    package func entity(named name: String) -> Entity? { entities.values.first { $0.name == name } }
 
     /// The entity with `number` and every entity below it.
-    public func descendants(of number: Int64) -> Set<Int64> {
+    package func descendants(of number: Int64) -> Set<Int64> {
         guard let name = entities[number]?.name else { return [] }
         return Set(model.descendants(of: name).compactMap { entity(named: $0)?.number })
     }
 
     /// The entity table named `name`, if it is one.
-    public func table(named name: String) -> EntityTable? {
+    package func table(named name: String) -> EntityTable? {
         tables.values.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }
     }
 
     /// The table of the entity named `entity`.
-    public func table(of entity: String) -> EntityTable? {
+    package func table(of entity: String) -> EntityTable? {
         self.entity(named: entity).flatMap { tables[$0.root] }
     }
 
     /// The column holding property `property` of entity `entity` (declared by it or inherited).
-    public func column(of property: String, entity: String) -> Column? {
+    package func column(of property: String, entity: String) -> Column? {
         guard let declared = model.property(property, of: entity), let table = table(of: entity) else { return nil }
         let role: Column.Role = declared.property.attribute != nil
             ? .attribute(entity: declared.declaredBy, property: property) : .toOne(entity: declared.declaredBy, property: property)
@@ -166,7 +166,7 @@ public struct CoreDataLayout: Sendable {
     }
 
     /// The join table of a many-to-many relationship, `property` of `entity` (either side).
-    public func joinTable(of property: String, entity: String) -> JoinTable? {
+    package func joinTable(of property: String, entity: String) -> JoinTable? {
         guard let declaredBy = model.property(property, of: entity)?.declaredBy else { return nil }
         return joinTables.first { table in table.sides.contains { $0.entity == declaredBy && $0.property == property } }
     }
@@ -175,7 +175,7 @@ public struct CoreDataLayout: Sendable {
     ///
     /// - Throws: ``MigrationError`` naming the entity and property of what Core Data could not
     ///   lay out either (a composite attribute, which this version does not lay out).
-    public init(model: CoreDataModel) throws {
+    package init(model: CoreDataModel) throws {
         self.model = model
         let order = Self.entityOrder(model)
         var numbers: [String: Int64] = [:]

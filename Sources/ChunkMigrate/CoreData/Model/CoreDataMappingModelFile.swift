@@ -17,42 +17,42 @@ import Foundation
 /// destinationModel:]`, by their entity hashes) and migrates with it instead of inferring one;
 /// an app's own progressive migrator runs one per step. chunkmigrate runs it in batches
 /// (`CoreDataMappingModelRun`); a custom policy is the app's code and waits for a step.
-public struct CoreDataMappingModelFile: Sendable {
+package struct CoreDataMappingModelFile: Sendable {
     /// One entity mapping.
-    public struct EntityMapping: Sendable, Equatable {
-        public var name: String
+    package struct EntityMapping: Sendable, Equatable {
+        package var name: String
         /// `Copy`, `Add`, `Remove`, `Transform`, `Custom` or `Undefined`, as the file says.
-        public var kind: String
-        public var source: String?
-        public var destination: String?
+        package var kind: String
+        package var source: String?
+        package var destination: String?
         /// The entities' version hashes, where the file records them (a `.cdm`).
-        public var sourceHash: [UInt8]?
-        public var destinationHash: [UInt8]?
+        package var sourceHash: [UInt8]?
+        package var destinationHash: [UInt8]?
         /// The filter of the rows it takes (an `NSPredicate` format), `nil` for every row.
-        public var filter: String?
+        package var filter: String?
         /// A source expression other than Core Data's fetch of the source entity's rows.
-        public var customSource: Expression?
+        package var customSource: Expression?
         /// `NSEntityMigrationPolicy` subclass the app names: code.
-        public var policy: String?
-        public var attributes: [PropertyMapping] = []
-        public var relationships: [PropertyMapping] = []
+        package var policy: String?
+        package var attributes: [PropertyMapping] = []
+        package var relationships: [PropertyMapping] = []
         /// Its user info, each value as text (what a custom policy may read: SplitName's
         /// `destModelVersion`).
-        public var userInfo: [String: String] = [:]
+        package var userInfo: [String: String] = [:]
         /// Whether the file spells each value expression out (a `.cdm`); Xcode's source leaves
         /// those it generates out (``generatingExpressions(source:destination:)``).
-        public var expressionsComplete = true
+        package var expressionsComplete = true
     }
 
     /// One attribute or relationship mapping: the destination property and its value.
-    public struct PropertyMapping: Sendable, Equatable {
-        public var name: String
+    package struct PropertyMapping: Sendable, Equatable {
+        package var name: String
         /// `nil`: no value (the destination's default).
-        public var value: Expression?
+        package var value: Expression?
     }
 
     /// An `NSExpression`, as a mapping model archives it.
-    public indirect enum Expression: Sendable, Equatable, CustomStringConvertible {
+    package indirect enum Expression: Sendable, Equatable, CustomStringConvertible {
         case constant(Constant)
         case variable(String)
         case keyPath(String)
@@ -64,13 +64,13 @@ public struct CoreDataMappingModelFile: Sendable {
         case other(String)
 
         /// A constant value.
-        public enum Constant: Sendable, Equatable {
+        package enum Constant: Sendable, Equatable {
             case null, bool(Bool), integer(Int64), real(Double), string(String), date(Double), data([UInt8])
         }
 
         /// The key path of `$source.path` (`valueForKeyPath:` or `valueForKey:` on `$source`, or
         /// on such an expression: `$source.a` then `.b` is `a.b`).
-        public var sourceKeyPath: String? {
+        package var sourceKeyPath: String? {
             guard case let .function(operand, selector, arguments) = self,
                   selector == "valueForKeyPath:" || selector == "valueForKey:", arguments.count == 1 else { return nil }
             let path: String
@@ -84,7 +84,7 @@ public struct CoreDataMappingModelFile: Sendable {
         }
 
         /// The expression in `NSExpression`'s format.
-        public var description: String {
+        package var description: String {
             switch self {
             case let .constant(value):
                 switch value {
@@ -114,15 +114,15 @@ public struct CoreDataMappingModelFile: Sendable {
     }
 
     /// The file, as found.
-    public var url: URL
+    package var url: URL
     /// The version it migrates from and the version it migrates to, by name (for a `.cdm`, found
     /// by its entity hashes, ``matched(in:)``).
-    public var source: String
-    public var destination: String
-    public var entityMappings: [EntityMapping]
+    package var source: String
+    package var destination: String
+    package var entityMappings: [EntityMapping]
 
     /// The custom policies of its entity mappings, as `Policy (Source -> Destination)`.
-    public var policies: [String] {
+    package var policies: [String] {
         entityMappings.compactMap { mapping in
             mapping.policy.map { "\($0) (\(mapping.source ?? "none") -> \(mapping.destination ?? "none"))" }
         }
@@ -132,7 +132,7 @@ public struct CoreDataMappingModelFile: Sendable {
     ///
     /// - Throws: ``MigrationError`` naming the file, and the object, when it is not a mapping
     ///   model or a part of it does not read.
-    public static func read(contentsOf url: URL) throws -> CoreDataMappingModelFile {
+    package static func read(contentsOf url: URL) throws -> CoreDataMappingModelFile {
         let file = url.pathExtension == "xcmappingmodel" ? url.appendingPathComponent("xcmapping.xml") : url
         let data = try MigrationError.contents(of: file.path, what: "the mapping model")
         if data.starts(with: Array("bplist".utf8)) {
@@ -224,7 +224,7 @@ public struct CoreDataMappingModelFile: Sendable {
     /// `FUNCTION($manager, "destinationInstancesForEntityMappingNamed:sourceInstances:", "M",
     /// $source.name)` through the entity mapping `M` that takes the rows of the entity the source
     /// relationship points at, none otherwise (the destination's default). A `.cdm` is as it is.
-    public func generatingExpressions(source: CoreDataModel, destination: CoreDataModel) -> CoreDataMappingModelFile {
+    package func generatingExpressions(source: CoreDataModel, destination: CoreDataModel) -> CoreDataMappingModelFile {
         var copy = self
         // Source entity -> the first entity mapping that takes its rows somewhere.
         var mappingOf: [String: String] = [:]
@@ -312,7 +312,7 @@ public struct CoreDataMappingModelFile: Sendable {
     /// The versions of `bundle` a compiled mapping model goes between: those whose entity version
     /// hashes are the ones its entity mappings record, every entity mapping's; `nil` where none
     /// is (a mapping model for another model, or an edited one).
-    public func matched(in bundle: CoreDataModelBundle) -> CoreDataMappingModelFile? {
+    package func matched(in bundle: CoreDataModelBundle) -> CoreDataMappingModelFile? {
         guard entityMappings.contains(where: { $0.sourceHash != nil || $0.destinationHash != nil }) else { return self }
         func fits(_ version: CoreDataModelBundle.Version, _ side: KeyPath<EntityMapping, String?>, _ hash: KeyPath<EntityMapping, [UInt8]?>) -> Bool {
             entityMappings.allSatisfy { mapping in

@@ -9,8 +9,8 @@ import Foundation
 /// - a compiled model (`.mom`, inside an app's `.momd`) or the XML Xcode saves
 ///   (`.xcdatamodel/contents`): ``read(contentsOf:)``.
 ///
-/// The model is what the migration is derived from: the store's layout (``CoreDataLayout``), the
-/// mapping between two versions (``CoreDataModelMapping``) and the checks of ``CoreDataStoreCheck``.
+/// The model is what the migration is derived from: the store's layout (`CoreDataLayout`), the
+/// mapping between two versions (`CoreDataModelMapping`) and the checks of ``CoreDataStoreCheck``.
 ///
 /// ```swift
 /// let model = try CoreDataModel.read(store: storeURL)

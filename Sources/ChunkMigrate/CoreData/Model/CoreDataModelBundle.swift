@@ -4,7 +4,7 @@ import Foundation
 /// each with its `contents` XML) or a compiled `.momd` (one `.mom` per version), or several such
 /// bundles merged into one model at run time (``merging(_:)``).
 ///
-/// Each version carries its entity version hashes (``Version/hashes``), which is how Core Data
+/// Each version carries its entity version hashes (`hashes`), which is how Core Data
 /// tells the version of a store: ``version(ofStoreAt:asTarget:)`` finds the version whose hashes equal the
 /// ones the store's metadata records, with or without a model cache.
 ///
@@ -30,14 +30,14 @@ public struct CoreDataModelBundle: Sendable {
         public var model: CoreDataModel
         /// The entity version hashes Core Data compares with a store's metadata: the compiled
         /// bundle's own (`VersionInfo.plist`), else computed from the model
-        /// (``CoreDataVersionHashes``).
-        public var hashes: CoreDataVersionHashes
+        /// (`CoreDataVersionHashes`).
+        package var hashes: CoreDataVersionHashes
         /// For a version of merged bundles, the version of each bundle it merges, in the bundles'
         /// order; empty otherwise.
         public var parts: [String]
 
         /// A version of `model` named `name`, its hashes computed from the model unless given.
-        public init(name: String, model: CoreDataModel, hashes: CoreDataVersionHashes? = nil, parts: [String] = []) {
+        package init(name: String, model: CoreDataModel, hashes: CoreDataVersionHashes? = nil, parts: [String] = []) {
             self.name = name
             self.model = model
             self.hashes = hashes ?? CoreDataVersionHashes(model: model)
@@ -60,7 +60,7 @@ public struct CoreDataModelBundle: Sendable {
     /// The app's mapping models between versions of the bundle, found beside it (an
     /// `.xcmappingmodel` or a compiled `.cdm` in the folder that holds the bundle or a folder in
     /// it) or given (``adding(mappingModels:)``).
-    public var mappingModels: [CoreDataMappingModelFile] = []
+    package var mappingModels: [CoreDataMappingModelFile] = []
 
     /// A bundle of the versions given, in that order, and its current version.
     public init(versions: [Version], current: String) {

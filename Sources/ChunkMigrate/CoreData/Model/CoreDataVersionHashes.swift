@@ -44,17 +44,17 @@ import Foundation
 /// let hashes = CoreDataVersionHashes(model: try CoreDataModel.read(contentsOf: modelURL))
 /// let sameVersion = hashes == CoreDataVersionHashes(metadata: storeMetadata)
 /// ```
-public struct CoreDataVersionHashes: Sendable, Equatable {
+package struct CoreDataVersionHashes: Sendable, Equatable {
     /// Each entity's version hash (32 bytes), by entity name.
-    public var entities: [String: [UInt8]]
+    package var entities: [String: [UInt8]]
 
     /// Hashes as given, by entity name.
-    public init(entities: [String: [UInt8]]) {
+    package init(entities: [String: [UInt8]]) {
         self.entities = entities
     }
 
     /// The hashes Core Data computes for `model`.
-    public init(model: CoreDataModel) {
+    package init(model: CoreDataModel) {
         var known = Known()
         for entity in model.entities {
             _ = Self.hash(of: entity.name, in: model, into: &known, depth: 0)
@@ -70,7 +70,7 @@ public struct CoreDataVersionHashes: Sendable, Equatable {
     }
 
     /// The hashes a store's metadata records (`NSStoreModelVersionHashes`); `nil` when it has none.
-    public init?(metadata plist: [String: Any]) {
+    package init?(metadata plist: [String: Any]) {
         guard let recorded = plist["NSStoreModelVersionHashes"] as? [String: Any] else { return nil }
         var entities: [String: [UInt8]] = [:]
         for (name, value) in recorded {
@@ -82,10 +82,10 @@ public struct CoreDataVersionHashes: Sendable, Equatable {
 
     /// The entity names in Core Data's order, `-[NSString compare:]`'s: for names of ASCII
     /// letters, digits and `_`, by their bytes, as Swift orders strings.
-    public var names: [String] { entities.keys.sorted() }
+    package var names: [String] { entities.keys.sorted() }
 
     /// `NSStoreModelVersionHashesDigest`: the Base64 SHA-512 of each entity's name and hash, by name.
-    public var digest: String {
+    package var digest: String {
         var bytes: [UInt8] = []
         for name in names {
             bytes += Array(name.utf8)
@@ -95,12 +95,12 @@ public struct CoreDataVersionHashes: Sendable, Equatable {
     }
 
     /// `NSStoreModelVersionChecksumKey`: the Base64 SHA-256 of the entities' hashes, by name.
-    public var checksum: String {
+    package var checksum: String {
         return Data(VersionHashDigest.sha256(names.flatMap { entities[$0]! })).base64EncodedString()
     }
 
     /// Core Data's version hash of `property` (32 bytes), one that `entity` declares.
-    public static func hash(of property: CoreDataModel.Property, declaredBy entity: String) -> [UInt8] {
+    package static func hash(of property: CoreDataModel.Property, declaredBy entity: String) -> [UInt8] {
         var bytes: [UInt8] = []
         switch property.kind {
         case let .attribute(attribute):
@@ -200,8 +200,8 @@ public struct CoreDataVersionHashes: Sendable, Equatable {
 extension CoreDataModel {
     /// Each entity's version hash (32 bytes) as Core Data computes it, by entity name: what a
     /// store of this model records in its metadata's `NSStoreModelVersionHashes`.
-    /// See ``CoreDataVersionHashes``.
-    public func entityVersionHashes() -> [String: [UInt8]] {
+    /// See `CoreDataVersionHashes`.
+    package func entityVersionHashes() -> [String: [UInt8]] {
         CoreDataVersionHashes(model: self).entities
     }
 }

@@ -1,5 +1,5 @@
 /// SHA-256 and SHA-512 (FIPS 180-4), the digests Core Data computes a model's version hashes
-/// with (``CoreDataVersionHashes``): SHA-256 for every property and entity, SHA-512 for
+/// with (`CoreDataVersionHashes`): SHA-256 for every property and entity, SHA-512 for
 /// `NSStoreModelVersionHashesDigest`.
 ///
 /// A model of a few hundred properties takes thousands of short digests, so each runs over

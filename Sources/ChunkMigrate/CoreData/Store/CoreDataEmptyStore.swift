@@ -1,12 +1,12 @@
 import Foundation
 
-/// An empty store of a model, as Core Data creates one: the model's layout (``CoreDataLayout``)
+/// An empty store of a model, as Core Data creates one: the model's layout (`CoreDataLayout`)
 /// as tables and indexes, `Z_PRIMARYKEY` with every entity at `Z_MAX` 0, `Z_METADATA` and
 /// `Z_MODELCACHE`, in a WAL file with 4 KiB pages and incremental auto-vacuum.
 ///
 /// For tests and tools where Core Data is not at hand; on a device Core Data creates the
 /// destination. The metadata's entity version hashes (`NSStoreModelVersionHashes`) and their
-/// digest (`NSStoreModelVersionHashesDigest`) are Core Data's own (``CoreDataVersionHashes``,
+/// digest (`NSStoreModelVersionHashesDigest`) are Core Data's own (`CoreDataVersionHashes`,
 /// which says the little it does not model), so Core Data recognises the store's model by them.
 /// What it cannot reproduce exactly:
 /// - the model cache is the archive ``CoreDataModel`` writes, which chunkmigrate reads back and
@@ -15,7 +15,7 @@ import Foundation
 ///   and dates, strings, data; then by entity and name), and indexes as Core Data names them for
 ///   to-one keys, `Z_ENT`, join tables and uniqueness constraints; indexed attributes and fetch
 ///   indexes are not written;
-/// - derived attributes get Core Data's triggers (``CoreDataDerivation``), but those of `@sum`,
+/// - derived attributes get Core Data's triggers (`CoreDataDerivation`), but those of `@sum`,
 ///   `@min` and `@max`, which are not written.
 ///
 /// ```swift

@@ -3,46 +3,46 @@ import Foundation
 /// The entities a Core Data store lists in `Z_PRIMARYKEY`: their numbers, their inheritance, the
 /// table of each tree, and the key high-water mark `Z_MAX` of each root. What a job's bookkeeping
 /// needs inside every batch, read from the store itself (a hand-written plan works on stores
-/// without a model cache); what the columns hold comes from the model (``CoreDataLayout``).
-public struct CoreDataEntities: Sendable {
+/// without a model cache); what the columns hold comes from the model (`CoreDataLayout`).
+package struct CoreDataEntities: Sendable {
     /// An entity as `Z_PRIMARYKEY` lists it.
-    public struct Entity: Sendable, Equatable {
+    package struct Entity: Sendable, Equatable {
         /// `Z_ENT`: the entity's number in this store's model.
-        public var number: Int64
+        package var number: Int64
         /// `Z_NAME`.
-        public var name: String
+        package var name: String
         /// `Z_SUPER`: the parent entity's number, `nil` for a root.
-        public var parent: Int64?
+        package var parent: Int64?
         /// `Z_MAX`: the largest key handed out in the root's table (0 for sub-entities).
-        public var max: Int64
+        package var max: Int64
         /// The number of the root of the entity's inheritance tree (itself for a root).
-        public var root: Int64
+        package var root: Int64
         /// The table holding the rows of the whole tree: `Z` + the root's name in capitals, as
         /// the store spells it.
-        public var table: String
+        package var table: String
     }
 
     /// The model's entities by number (persistent-history entities excluded).
-    public var entities: [Int64: Entity]
+    package var entities: [Int64: Entity]
     /// The entities Core Data adds to every store that uses them, numbered from 16001 in
     /// `Z_PRIMARYKEY`, each in a table `A<NAME>`: persistent history (`CHANGE`, `TRANSACTION`,
     /// `TRANSACTIONSTRING`) and CloudKit mirroring (`NSCKRecordMetadata`, ...).
-    public var system: [Int64: Entity] = [:]
+    package var system: [Int64: Entity] = [:]
     /// Entities `Z_PRIMARYKEY` names as they were before a rename (`Z_NAME` never rewritten):
     /// number -> the stale name; ``entities`` names them as the store's model does.
-    public var staleNames: [Int64: String] = [:]
+    package var staleNames: [Int64: String] = [:]
 
     /// `Z_PRIMARYKEY` rows from this number up are persistent-history entities (`CHANGE`,
     /// `TRANSACTION`, ...), whose tables are named `A<NAME>`.
     static let firstHistoryEntity: Int64 = 16000
 
     /// The entity named `name`.
-    public func entity(named name: String) -> Entity? {
+    package func entity(named name: String) -> Entity? {
         entities.values.first { $0.name == name }
     }
 
     /// The entity with `number` and every entity below it in the inheritance tree.
-    public func descendants(of number: Int64) -> Set<Int64> {
+    package func descendants(of number: Int64) -> Set<Int64> {
         var result: Set<Int64> = [number]
         var grew = true
         while grew {
@@ -58,13 +58,13 @@ public struct CoreDataEntities: Sendable {
     }
 
     /// The root entity whose tree lives in the table named `name` (a system entity's own table too).
-    public func root(ofTable name: String) -> Entity? {
+    package func root(ofTable name: String) -> Entity? {
         (entities.values.filter { $0.parent == nil }.sorted { $0.number < $1.number } + system.values.sorted { $0.number < $1.number })
             .first { $0.table.caseInsensitiveCompare(name) == .orderedSame }
     }
 
     /// The system entity named `name`.
-    public func systemEntity(named name: String) -> Entity? {
+    package func systemEntity(named name: String) -> Entity? {
         system.values.first { $0.name == name }
     }
 

@@ -5,7 +5,7 @@ import Foundation
 /// (``CheckpointStore/step(_:in:)``), so that a kill at any point resumes where it stopped:
 ///
 /// 1. **derived values** the plan computes (``CoreDataMapping/derived``): `UPDATE` of one range
-///    of keys at a time, with Core Data's own derivation SQL (``CoreDataDerivation``), or from the
+///    of keys at a time, with Core Data's own derivation SQL (`CoreDataDerivation`), or from the
 ///    values the job's check computed with the same SQL while the job built its indexes
 ///    (``precomputed``);
 /// 2. **external binary data** (``CoreDataMapping/externalData``): the files the copied rows

@@ -3,22 +3,22 @@ import Foundation
 /// A Core Data store's metadata: the one row of `Z_METADATA`, whose `Z_PLIST` is a binary property
 /// list (the model's version hashes, `NSStoreUUID`, `NSStoreType`, ...). Read and written with
 /// Foundation's `PropertyListSerialization`.
-public struct CoreDataMetadata: @unchecked Sendable {
+package struct CoreDataMetadata: @unchecked Sendable {
     /// `Z_METADATA.Z_VERSION`.
-    public var version: Int64
+    package var version: Int64
     /// `Z_METADATA.Z_UUID`.
-    public var uuid: String?
+    package var uuid: String?
     /// The decoded property list; `nil` when `Z_PLIST` is NULL (seen in real stores).
-    public var plist: [String: Any]?
+    package var plist: [String: Any]?
 
     /// `NSStoreUUID` in the property list, where it is kept there too (Core Data keeps the store
     /// UUID in `Z_UUID` and adds it to the metadata it returns).
-    public var storeUUID: String? { plist?["NSStoreUUID"] as? String }
+    package var storeUUID: String? { plist?["NSStoreUUID"] as? String }
     /// `NSPersistenceFrameworkVersion`: the version of the Core Data that last wrote the
     /// metadata (that created the store, or migrated it), `nil` where it is not there.
-    public var frameworkVersion: Int? { (plist?["NSPersistenceFrameworkVersion"] as? NSNumber)?.intValue }
+    package var frameworkVersion: Int? { (plist?["NSPersistenceFrameworkVersion"] as? NSNumber)?.intValue }
     /// The entity names of `NSStoreModelVersionHashes`, `nil` without a property list.
-    public var hashedEntities: Set<String>? {
+    package var hashedEntities: Set<String>? {
         (plist?["NSStoreModelVersionHashes"] as? [String: Any]).map { Set($0.keys) }
     }
 
@@ -111,7 +111,7 @@ public struct CoreDataMetadata: @unchecked Sendable {
     }
 }
 
-/// A decoded property-list value, encodable in a fixed order (see ``CoreDataMetadata/encoded(_:)``).
+/// A decoded property-list value, encodable in a fixed order (see `CoreDataMetadata/encoded(_:)`).
 private struct PlistValue: Encodable {
     let value: Any
     init(_ value: Any) { self.value = value }

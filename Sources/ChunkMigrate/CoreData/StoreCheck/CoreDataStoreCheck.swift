@@ -3,7 +3,7 @@ import Foundation
 /// The invariants Core Data relies on when it opens a store, checked on the store's rows against
 /// its model (the store's own model cache, or one given):
 ///
-/// - the store's schema is the layout its model implies (``CoreDataLayout``);
+/// - the store's schema is the layout its model implies (`CoreDataLayout`);
 /// - every `Z_ENT` of an entity table belongs to that table's entity tree;
 /// - `Z_PRIMARYKEY.Z_MAX` of every root entity is at least the largest `Z_PK` of its table (or
 ///   the next insert would reuse a key);
