@@ -189,14 +189,28 @@ struct DemoMigrationTests {
         try migrateDemo(files, into: folder.path("reference.sqlite"), journal: folder.path("reference.journal"))
         let destination = folder.path("new.sqlite")
         let journal = folder.path("journal")
-        let job = try startDemo(files, into: destination, journal: journal, batchSize: 20)
+        // The task is cancelled from the job's own thread as it copies the 100th message, in its
+        // fifth batch, whatever the machine's speed: the job stops at the end of that batch.
+        let work = Locked<Task<RunOutcome, any Error>?>(nil)
+        let calls = Locked(0)
+        var plan = DemoStore.plan
+        let message = try #require(plan.entities.firstIndex { $0.name == "Message" })
+        plan.entities[message].columns["text"] = "gate(body)"
+        var options = MigrationOptions(batchSize: 20)
+        options.functions = [SQLFunction(name: "gate", argumentCount: 1) { arguments in
+            if calls.withLock({ $0 += 1; return $0 }) == 100 {
+                while work.withLock({ $0 }) == nil { usleep(1000) }
+                work.withLock { $0 }?.cancel()
+            }
+            return arguments[0]
+        }]
+        let job = try MigrationJob.start(plan: plan, source: files.source, destination: destination, journal: journal,
+                                         schema: DemoStore.destinationSchema, options: options, logger: quietLogger)
         let updates = job.progressUpdates()
         let task = Task { try await job.run() }
-        var seen = 0
+        work.withLock { $0 = task }
         for await step in updates {
-            seen += 1
             #expect(step.rowsDone <= step.rowsTotal)
-            if seen == 3 { task.cancel() }
         }
         // The stream ends when the run stops.
         let outcome = try await task.value
@@ -204,8 +218,12 @@ struct DemoMigrationTests {
         let status = try MigrationJob.status(at: journal)
         #expect(status.state == .interrupted)
         let batches = status.entities.reduce(0) { $0 + $1.batches }
-        #expect(batches >= 3)
-        let resumed = try MigrationJob.resume(at: journal, logger: quietLogger)
+        #expect(batches >= 5)
+        // It finished the batch under way, of 20 messages (those of archived conversations are
+        // read but not written), and started no other.
+        let read = try #require(status.entities.first { $0.name == "Message" })
+        #expect(!read.complete && calls.withLock { $0 } < 120 && read.rowsRead >= 100 && read.rowsRead <= 140, "\(read)")
+        let resumed = try MigrationJob.resume(at: journal, options: options, logger: quietLogger)
         #expect(try resumed.runBlocking() == .complete)
         #expect(try dump(destination) == dump(folder.path("reference.sqlite")))
         #expect(job.progress.completedUnitCount > 0)

@@ -140,7 +140,9 @@ public final class MigrationJob: Sendable {
                 _ = try recordJob(header, journalMode: journalMode, stores: stores, options: options, file: destination.path,
                                   defersTriggers: plan.coreData != nil) {
                     let engine = try Engine(plan: plan, options: options, logger: logger, stores: stores, journal: created,
-                                            idMap: IDMap(layout: layout, entityCount: plan.entities.count), sourcePath: source.path)
+                                            idMap: IDMap(layout: layout, entityCount: plan.entities.count), sourcePath: source.path,
+                                            hooks: storeHooks(plan: plan, options: options, logger: logger, sourcePath: source.path,
+                                                              checkScratch: created.layout.check))
                     try engine.prepare()
                     return engine
                 }
@@ -225,6 +227,18 @@ public final class MigrationJob: Sendable {
         let engine = try makeEngine()
         try prepareDestination(engine, options: options, file: file)
         return engine
+    }
+
+    /// What the plan's kind of store adds to the engine (``StoreHooks``): for a Core Data store,
+    /// its bookkeeping, check and finishing steps (``CoreDataJobPart``).
+    private static func storeHooks(plan: MigrationPlan, options: MigrationOptions, logger: Logger, sourcePath: String,
+                                   checkScratch: String) -> (Database, Resolver) throws -> (any StoreHooks)? {
+        { database, resolver in
+            try plan.coreData.map { mapping in
+                try CoreDataJobPart(database: database, plan: plan, mapping: mapping, resolver: resolver, options: options, logger: logger,
+                                    sourcePath: sourcePath, checkScratch: URL(fileURLWithPath: checkScratch, isDirectory: true))
+            }
+        }
     }
 
     /// Refuses a destination whose tables the plan writes already hold rows: the store a finished
@@ -397,7 +411,7 @@ public final class MigrationJob: Sendable {
                     control.withLock { control in
                         control.phases = engine.phases
                         control.fixupsFromRecords = engine.fixupsFromRecords
-                        if let report = engine.checkReport { control.storeCheck = report }
+                        if let report = (engine.hooks as? CoreDataJobPart)?.checkReport { control.storeCheck = report }
                     }
                 }
                 return try engine.run(
@@ -491,7 +505,9 @@ public final class MigrationJob: Sendable {
                           cacheLimit: options.idMapCacheLimitBytes)
         func makeEngine() throws -> Engine {
             let engine = try Engine(plan: plan, options: options, logger: logger, stores: stores, journal: writer, idMap: idMap,
-                                    sourcePath: sourceURL.path)
+                                    sourcePath: sourceURL.path,
+                                    hooks: Self.storeHooks(plan: plan, options: options, logger: logger, sourcePath: sourceURL.path,
+                                                      checkScratch: writer.layout.check))
             try engine.prepare()
             return engine
         }
@@ -523,9 +539,9 @@ public final class MigrationJob: Sendable {
         if !options.appendToExistingRows || plan.coreData != nil {
             // A Core Data store's history and CloudKit tables take the source's rows in place of
             // what the new store's container wrote when it created them (CoreDataBookkeeping.start).
-            try refuseExistingRows(database, plan: plan, except: engine.coreData?.systemTables ?? [], file: file)
+            try refuseExistingRows(database, plan: plan, except: engine.hooks?.tablesWrittenAtStart ?? [], file: file)
         }
-        try engine.coreData?.start()
+        try engine.hooks?.jobStarts()
         for (index, entity) in plan.entities.enumerated() {
             guard let distinct = entity.distinct else { continue }
             do {

@@ -2,6 +2,18 @@ import Foundation
 
 /// Quoting for identifiers the plan names.
 enum SQL {
+    /// `TABLE.COLUMN` (in capitals) of an index's first column, from `CREATE INDEX name ON table
+    /// (column, ...)`.
+    static func leadingColumn(ofIndex sql: String) -> String? {
+        guard let range = sql.range(of: #"\bON\s+("[^"]+"|\S+?)\s*\(\s*("[^"]+"|[^\s,)]+)"#, options: [.regularExpression, .caseInsensitive]) else {
+            return nil
+        }
+        let parts = sql[range].dropFirst(2).trimmingCharacters(in: .whitespaces).split(separator: "(", maxSplits: 1)
+        guard parts.count == 2 else { return nil }
+        func name(_ text: Substring) -> String { text.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")).uppercased() }
+        return "\(name(parts[0])).\(name(parts[1]))"
+    }
+
     /// `name` as a quoted SQL identifier: `"na""me"`.
     static func quote(_ name: String) -> String {
         "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""

@@ -106,7 +106,7 @@ extension CoreDataStoreCheck {
             self.entities = entities
             var byName: [String: (table: String, leading: String?)] = [:]
             for index in indexes {
-                let leading = Self.leadingColumn(index.sql)
+                let leading = SQL.leadingColumn(ofIndex: index.sql)
                 guard let table = leading.map({ String($0.prefix { $0 != "." }) }) else { continue }
                 byName[index.name] = (table, leading)
             }
@@ -488,17 +488,6 @@ extension CoreDataStoreCheck {
         /// Removes the folder of the file of derived values, once the check's thread is done.
         private func removeScratch() {
             if let scratch { try? FileManager.default.removeItem(at: scratch) }
-        }
-
-        /// `TABLE.COLUMN` of an index's first column, from `CREATE INDEX name ON table (column, ...)`.
-        static func leadingColumn(_ sql: String) -> String? {
-            guard let range = sql.range(of: #"\bON\s+("[^"]+"|\S+?)\s*\(\s*("[^"]+"|[^\s,)]+)"#, options: [.regularExpression, .caseInsensitive]) else {
-                return nil
-            }
-            let parts = sql[range].dropFirst(2).trimmingCharacters(in: .whitespaces).split(separator: "(", maxSplits: 1)
-            guard parts.count == 2 else { return nil }
-            func name(_ text: Substring) -> String { text.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")).uppercased() }
-            return "\(name(parts[0])).\(name(parts[1]))"
         }
 
         /// One part of the check (``givingWay(_:)`` runs it again where the job changed the schema
