@@ -80,11 +80,20 @@ let package = Package(
             path: "Sources/ChunkMigrate"
         ),
 
+        // The demo stores (`chunkmigrate demo`, `generate`, the benches and the tests): generated
+        // stores with their plans, kept out of the library an app links.
+        .target(
+            name: "ChunkMigrateDemo",
+            dependencies: ["ChunkMigrate"],
+            path: "Sources/ChunkMigrateDemo"
+        ),
+
         // Thin executables.
         .executableTarget(
             name: "ChunkMigrateCLI",
             dependencies: [
                 "ChunkMigrate",
+                "ChunkMigrateDemo",
                 "MigrationJournal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -120,13 +129,13 @@ let package = Package(
         ),
         .testTarget(
             name: "ChunkMigrateTests",
-            dependencies: ["ChunkMigrate", "MigrationJournal", "CSQLite"],
+            dependencies: ["ChunkMigrate", "ChunkMigrateDemo", "MigrationJournal", "CSQLite"],
             path: "Tests/ChunkMigrateTests",
             exclude: ["EncodedPlans", "FuzzFindings"]
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["ChunkMigrateCLI", "ChunkJournalCLI", "MigrationJournal", "ChunkMigrate"],
+            dependencies: ["ChunkMigrateCLI", "ChunkJournalCLI", "MigrationJournal", "ChunkMigrate", "ChunkMigrateDemo"],
             path: "Tests/CLITests"
         ),
     ],

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ChunkMigrate
+import ChunkMigrateDemo
 import Foundation
 
 struct DemoCommand: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ChunkMigrate
+import ChunkMigrateDemo
 
 /// `BookDemoStore`: the BookMigration example's custom migration (model 1 to model 3, plus three
 /// attributes promoted out of a property list) on a generated store of thousands of books,

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ChunkMigrate
+import ChunkMigrateDemo
 
 /// The generated Core Data stores have the layout Core Data writes and the invariants it relies on.
 @Suite("CoreDataDemoStore")

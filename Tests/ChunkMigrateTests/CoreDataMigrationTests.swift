@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ChunkMigrate
+import ChunkMigrateDemo
 
 /// Core Data to Core Data: plans inferred from the models two stores carry, entity numbers
 /// rewritten by name, `Z_MAX` kept ahead of the keys, the store's identity carried over, and the

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ChunkMigrate
+import ChunkMigrateDemo
 
 /// The model, read from every form it takes: a store's model cache (raw DEFLATE of a keyed
 /// archive), a compiled `.mom`, and the XML Xcode saves; and the two codecs under it, the binary

@@ -2,6 +2,7 @@ import Foundation
 import MigrationJournal
 import Testing
 @testable import ChunkMigrate
+import ChunkMigrateDemo
 
 @Suite("Migrating the demo store")
 struct DemoMigrationTests {

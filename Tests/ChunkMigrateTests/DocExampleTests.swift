@@ -3,6 +3,7 @@ import Logging
 import MigrationJournal
 import Testing
 @testable import ChunkMigrate
+import ChunkMigrateDemo
 
 /// The examples of the README, of the DocC articles and of the doc comments, word for word, where the compiler checks
 /// them and a test runs them on a temporary store. When an example changes, change it here too.

@@ -2,6 +2,7 @@ import Foundation
 import MigrationJournal
 import Testing
 @testable import ChunkMigrate
+import ChunkMigrateDemo
 
 /// Rows of the failure table (the Failures article of the DocC catalog) that no other suite covers.
 @Suite("Failure table")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ChunkMigrate
+import ChunkMigrateDemo
 
 /// The job's fraction as an app reads it from ``MigrationJob/progressUpdates()``: one number over
 /// every phase, monotone, 1 only once the job is complete, and each phase named by its own table.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import MigrationJournal
 @testable import ChunkMigrate
+import ChunkMigrateDemo
 
 /// A plan's JSON and what becomes of it. `EncodedPlans/` holds these plans as the version before
 /// ``EntityMapping`` had non-optional properties encoded them (and a journal header's entity,

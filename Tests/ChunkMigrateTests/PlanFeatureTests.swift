@@ -2,6 +2,7 @@ import Foundation
 import MigrationJournal
 import Testing
 @testable import ChunkMigrate
+import ChunkMigrateDemo
 
 /// A small source with authors, posts that belong to an author, and a post that points at an
 /// author that does not exist (key 99).

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ChunkMigrate
+import ChunkMigrateDemo
 
 /// The disk a job needs, worked out before its first row is written.
 @Suite("Space estimate")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ChunkMigrate
+import ChunkMigrateDemo
 
 /// The check a Core Data job makes of the store it wrote, partly alongside its index builds.
 @Suite("The job's own store check")

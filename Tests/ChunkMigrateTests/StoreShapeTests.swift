@@ -2,6 +2,7 @@ import Foundation
 import MigrationJournal
 import Testing
 @testable import ChunkMigrate
+import ChunkMigrateDemo
 
 /// Stores whose shape could make a batch lose, double or misplace rows: the engine either
 /// migrates them right or refuses them before the first batch.

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 @testable import ChunkMigrate
+import ChunkMigrateDemo
 
 /// A temporary folder for one test, removed when the test ends.
 final class TemporaryFolder {

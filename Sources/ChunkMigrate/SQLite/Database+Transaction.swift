@@ -2,7 +2,7 @@ extension Database {
     /// How a transaction takes its locks (`BEGIN DEFERRED`, `IMMEDIATE`, `EXCLUSIVE`).
     ///
     /// Related SQLite documentation: <https://www.sqlite.org/lang_transaction.html>
-    enum TransactionKind: String {
+    package enum TransactionKind: String {
         /// Takes locks when the transaction first reads or writes.
         case deferred = "DEFERRED"
         /// Takes the write lock at once, so that no other writer can slip in before the first write.
@@ -27,12 +27,12 @@ extension Database {
     /// A body that throws only ``SQLiteError`` makes a transaction that throws only
     /// ``SQLiteError``, for functions whose own errors are typed.
     @discardableResult
-    func inTransaction<T>(_ kind: TransactionKind = .deferred, _ body: () throws -> T) throws -> T {
+    package func inTransaction<T>(_ kind: TransactionKind = .deferred, _ body: () throws -> T) throws -> T {
         try transaction(kind, body, sqliteError: { $0 })
     }
 
     @discardableResult
-    func inTransaction<T>(_ kind: TransactionKind = .deferred, _ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+    package func inTransaction<T>(_ kind: TransactionKind = .deferred, _ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
         try transaction(kind, body, sqliteError: { $0 })
     }
 

@@ -4,9 +4,9 @@ import Foundation
 /// One SQLite connection. Every `sqlite3_*` call of the library is in this folder.
 ///
 /// Not `Sendable` (and marked so): a connection is used by one thread at a time, the engine's.
-final class Database {
+package final class Database {
     /// How to open a connection.
-    enum Mode {
+    package enum Mode {
         /// Read and write, creating the file if it does not exist.
         case readWriteCreate
         /// Read and write an existing file.
@@ -35,7 +35,7 @@ final class Database {
     /// it as its cause (``SQLiteError/cause``).
     var functionFailure: (any Error)?
 
-    init(path: String, mode: Mode) throws(SQLiteError) {
+    package init(path: String, mode: Mode) throws(SQLiteError) {
         var flags = SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX
         switch mode {
         case .readWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
@@ -142,7 +142,7 @@ final class Database {
     /// runs, nor between its runs: the fingerprint checked at each start covers the planned tables'
     /// schema and key range, so it notices rows added or removed at either end and a changed schema,
     /// not rows updated in place. Any other store is opened `mode=ro`, sharing locks as usual.
-    static func sourceURI(_ path: String) -> String {
+    package static func sourceURI(_ path: String) -> String {
         let uri = readOnlyURI(path)
         guard isWALStore(path), !FileManager.default.fileExists(atPath: path + "-wal") else { return uri }
         return uri + "&immutable=1"
@@ -185,7 +185,7 @@ final class Database {
     }
 
     /// Runs one or more statements that return no rows.
-    func execute(_ sql: String) throws(SQLiteError) {
+    package func execute(_ sql: String) throws(SQLiteError) {
         var message: UnsafeMutablePointer<CChar>?
         let result = sqlite3_exec(handle, sql, nil, nil, &message)
         if result != SQLITE_OK {
@@ -198,7 +198,7 @@ final class Database {
     }
 
     /// Prepares one statement.
-    func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+    package func prepare(_ sql: String) throws(SQLiteError) -> Statement {
         var statement: OpaquePointer?
         let result = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
         guard result == SQLITE_OK, let statement else { throw error(result, sql: sql) }
@@ -206,7 +206,7 @@ final class Database {
     }
 
     /// The first column of the first row of a query, or `.null` when it returns no row.
-    func scalar(_ sql: String, _ arguments: SQLiteValue...) throws(SQLiteError) -> SQLiteValue {
+    package func scalar(_ sql: String, _ arguments: SQLiteValue...) throws(SQLiteError) -> SQLiteValue {
         let statement = try prepare(sql)
         try statement.bind(arguments)
         guard try statement.step() else { return .null }
@@ -214,7 +214,7 @@ final class Database {
     }
 
     /// Every row of a query, as values.
-    func rows(_ sql: String, _ arguments: SQLiteValue...) throws(SQLiteError) -> [[SQLiteValue]] {
+    package func rows(_ sql: String, _ arguments: SQLiteValue...) throws(SQLiteError) -> [[SQLiteValue]] {
         let statement = try prepare(sql)
         try statement.bind(arguments)
         var rows: [[SQLiteValue]] = []
@@ -252,7 +252,7 @@ final class Database {
     }
 
     /// Attaches the database at `uri` (a path, or a URI such as ``readOnlyURI(_:)``'s) as `schema`.
-    func attach(_ uri: String, as schema: String) throws(SQLiteError) {
+    package func attach(_ uri: String, as schema: String) throws(SQLiteError) {
         let attach = try prepare("ATTACH DATABASE ?1 AS \(schema)")
         try attach.bind([.text(uri)])
         _ = try attach.step()

@@ -1,7 +1,7 @@
 import CSQLite
 
 /// A prepared statement, reused across batches: bind, step, reset.
-final class Statement {
+package final class Statement {
     let handle: OpaquePointer
     let sql: String
     private unowned let database: Database
@@ -15,7 +15,7 @@ final class Statement {
     deinit { sqlite3_finalize(handle) }
 
     /// Resets the statement and binds `values` to parameters 1, 2, ...
-    func bind(_ values: [SQLiteValue]) throws(SQLiteError) {
+    package func bind(_ values: [SQLiteValue]) throws(SQLiteError) {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
         for (offset, value) in values.enumerated() { try bind(value, at: Int32(offset + 1)) }
@@ -41,7 +41,7 @@ final class Statement {
 
     /// Steps once: `true` when a row is available, `false` when done.
     @discardableResult
-    func step() throws(SQLiteError) -> Bool {
+    package func step() throws(SQLiteError) -> Bool {
         let result = sqlite3_step(handle)
         switch result {
         case SQLITE_ROW: return true
@@ -54,7 +54,7 @@ final class Statement {
     }
 
     /// Resets the statement so it can run again (bindings are kept).
-    func reset() { sqlite3_reset(handle) }
+    package func reset() { sqlite3_reset(handle) }
 
     var columnCount: Int { Int(sqlite3_column_count(handle)) }
     /// The number of parameters (`?1`, `?2`, ...) the statement takes.

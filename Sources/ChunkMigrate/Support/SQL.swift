@@ -1,7 +1,7 @@
 import Foundation
 
 /// Quoting for identifiers the plan names.
-enum SQL {
+package enum SQL {
     /// `TABLE.COLUMN` (in capitals) of an index's first column, from `CREATE INDEX name ON table
     /// (column, ...)`.
     static func leadingColumn(ofIndex sql: String) -> String? {
@@ -15,7 +15,7 @@ enum SQL {
     }
 
     /// `name` as a quoted SQL identifier: `"na""me"`.
-    static func quote(_ name: String) -> String {
+    package static func quote(_ name: String) -> String {
         "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 

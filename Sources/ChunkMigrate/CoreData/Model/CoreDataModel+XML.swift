@@ -10,7 +10,7 @@ extension CoreDataModel {
     ///
     /// - Throws: ``MigrationError`` naming `file` when it is not a model, or names an attribute
     ///   type this version does not know.
-    init(xml data: Data, file: String) throws {
+    package init(xml data: Data, file: String) throws {
         var reader = ModelXMLReader()
         do {
             var xml = try XMLReader(data)

@@ -164,7 +164,7 @@ public enum CoreDataEmptyStore {
     /// The hashes and their digest are Core Data's, the keys a Core Data of the
     /// `NSPersistenceFrameworkVersion` written here (1000) writes: the digest since 973 (macOS 10.15,
     /// iOS 13), not yet `NSStoreModelVersionChecksumKey` (since 1321, macOS 14 and iOS 17).
-    static func metadataPlist(_ layout: CoreDataLayout, uuid: String, extra: [String: String]) throws -> Data {
+    package static func metadataPlist(_ layout: CoreDataLayout, uuid: String, extra: [String: String]) throws -> Data {
         let versionHashes = CoreDataVersionHashes(model: layout.model)
         var plist: [String: Any] = [
             "NSStoreType": "SQLite", "NSStoreUUID": uuid,

@@ -1,3 +1,4 @@
+import ChunkMigrate
 import Foundation
 
 /// A generated store with the shape chunkmigrate is built for: conversations, messages that

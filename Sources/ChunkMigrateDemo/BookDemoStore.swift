@@ -1,3 +1,4 @@
+import ChunkMigrate
 import Foundation
 
 /// A generated Core Data store of the objc.io BookMigration example at model 1, at any size, with

@@ -1,3 +1,4 @@
+import ChunkMigrate
 import Foundation
 
 /// A generated pair of Core Data stores: `old.sqlite`, full, at "model N", and `new.sqlite`, empty,

@@ -1,3 +1,4 @@
+import ChunkMigrate
 import Foundation
 
 extension DemoStore {
