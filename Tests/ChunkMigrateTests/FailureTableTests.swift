@@ -92,9 +92,9 @@ struct DeviceErrorTests {
     @Test("a device that fails a write or sync (EIO from the journal's files, SQLite's disk I/O error) is a device error, as a full disk is a full disk; other failures are not")
     func deviceErrors() {
         let cases: [(any Error, MigrationError.Code)] = [
-            (SQLiteError(extendedCode: 10 | (4 << 8), message: "disk I/O error", file: "new.sqlite"), .deviceError),  // SQLITE_IOERR_FSYNC
-            (SQLiteError(extendedCode: 13, message: "database or disk is full", file: "new.sqlite"), .diskFull),
-            (SQLiteError(extendedCode: 19, message: "NOT NULL constraint failed", file: "new.sqlite"), .store),
+            (SQLiteError(.syncFailed, message: "disk I/O error", file: "new.sqlite"), .deviceError),  // SQLITE_IOERR_FSYNC
+            (SQLiteError(.full, message: "database or disk is full", file: "new.sqlite"), .diskFull),
+            (SQLiteError(.constraint, message: "NOT NULL constraint failed", file: "new.sqlite"), .store),
             (JournalError(.deviceError, "write failed: Input/output error", file: "j/log"), .deviceError),
             (JournalError(.diskFull, "write failed: No space left on device", file: "j/log"), .diskFull),
             (JournalError(.io, "open failed: Permission denied", file: "j/log"), .journal),
@@ -107,7 +107,7 @@ struct DeviceErrorTests {
 
     @Test("an error of any step whose cause is a failing device or a full disk takes that code, through causes and Foundation's file errors (an in-place step, a store that does not open, a file that does not read stopped with exit 1 or 3)")
     func deviceErrorsThroughCauses() {
-        let eio = SQLiteError(extendedCode: 10 | (4 << 8), message: "disk I/O error", file: "store.sqlite")
+        let eio = SQLiteError(.syncFailed, message: "disk I/O error", file: "store.sqlite")
         let cases: [(MigrationError, MigrationError.Code)] = [
             (MigrationError(.batch, "in-place step Note failed: disk I/O error", cause: eio), .deviceError),
             (MigrationError(.invalidPlan, "cannot read the plan file", cause: JournalError(.deviceError, "read failed: Input/output error")), .deviceError),
@@ -115,7 +115,7 @@ struct DeviceErrorTests {
             (MigrationError(.store, "copy", cause: NSError(domain: NSPOSIXErrorDomain, code: Int(EIO))), .deviceError),
             (MigrationError(.store, "copy", cause: NSError(domain: NSCocoaErrorDomain, code: CocoaError.fileWriteUnknown.rawValue,
                                                            userInfo: [NSUnderlyingErrorKey: NSError(domain: NSPOSIXErrorDomain, code: Int(ENOSPC))])), .diskFull),
-            (MigrationError(.batch, "constraint", cause: SQLiteError(extendedCode: 19, message: "NOT NULL constraint failed")), .batch),
+            (MigrationError(.batch, "constraint", cause: SQLiteError(.constraint, message: "NOT NULL constraint failed")), .batch),
             (MigrationError(.invalidPlan, "cannot read the plan file", cause: JournalError(.notFound, "open failed: No such file or directory")), .invalidPlan),
             (MigrationError(.store, "copy", cause: NSError(domain: NSPOSIXErrorDomain, code: Int(EACCES))), .store),
         ]

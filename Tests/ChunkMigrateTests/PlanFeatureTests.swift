@@ -300,7 +300,7 @@ struct PlanFeatureTests {
         #expect(error.description.contains("NOT NULL"))
         // SQLite's own error, with its result code, is kept as the cause.
         let cause = try #require(error.cause as? SQLiteError)
-        #expect(cause.extendedCode == 1299)   // SQLITE_CONSTRAINT_NOTNULL
+        #expect(cause.resultCode == .notNullConstraint)
         #expect(cause.isConstraint)
     }
 }

@@ -160,7 +160,7 @@ struct StoreCheckInJobTests {
             let check = CoreDataStoreCheck.Overlapped(path: path, cacheKiB: 2048, indexes: [], entities: entities) { path, mode throws(SQLiteError) in
                 if mode == .unlocked, failed.withLock({ count in count += 1; return count <= failures }) {
                     // SQLITE_CORRUPT, as a torn read of the header page gives.
-                    throw SQLiteError(extendedCode: 11, message: "database disk image is malformed", sql: nil, file: path)
+                    throw SQLiteError(.corrupt, message: "database disk image is malformed", sql: nil, file: path)
                 }
                 return try Database(path: path, mode: mode)
             }

@@ -104,8 +104,8 @@ extension Database {
                     // A full disk or a failing device met by the function stays one for the
                     // statement, so that the job reports it as such.
                     switch MigrationError.deviceCode(of: failure) {
-                    case .diskFull?: sqlite3_result_error_code(context, SQLITE_FULL)
-                    case .deviceError?: sqlite3_result_error_code(context, SQLITE_IOERR)
+                    case .diskFull?: sqlite3_result_error_code(context, SQLiteResultCode.full.rawValue)
+                    case .deviceError?: sqlite3_result_error_code(context, SQLiteResultCode.ioError.rawValue)
                     default: break
                     }
                 }

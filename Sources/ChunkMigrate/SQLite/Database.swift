@@ -3,7 +3,8 @@ import Foundation
 
 /// One SQLite connection. Every `sqlite3_*` call of the library is in this folder.
 ///
-/// Not `Sendable` (and marked so): a connection is used by one thread at a time, the engine's.
+/// Not `Sendable` (and marked so): a connection is used by one thread at a time, the engine's; debug
+/// builds stop a second thread that uses it while another is inside (``ThreadConfinement``).
 package final class Database {
     /// How to open a connection.
     package enum Mode {
@@ -31,6 +32,10 @@ package final class Database {
     /// The file this connection opened.
     let path: String
     private var functionBoxes: [AnyObject] = []
+    #if DEBUG
+    /// The thread inside the connection, checked in debug builds (``enter()``).
+    let confinement = ThreadConfinement()
+    #endif
     /// The error an application-defined function last threw, until the statement's error takes
     /// it as its cause (``SQLiteError/cause``).
     var functionFailure: (any Error)?
@@ -56,7 +61,7 @@ package final class Database {
         guard result == SQLITE_OK, let connection else {
             let message = connection.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             if let connection { sqlite3_close_v2(connection) }
-            throw SQLiteError(extendedCode: result, message: message, sql: nil, file: path)
+            throw SQLiteError(SQLiteResultCode(result), message: message, sql: nil, file: path)
         }
         handle = connection
         self.path = path
@@ -171,7 +176,7 @@ package final class Database {
     }
 
     func error(_ result: Int32, sql: String? = nil) -> SQLiteError {
-        var error = SQLiteError(extendedCode: sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)),
+        var error = SQLiteError(SQLiteResultCode(sqlite3_extended_errcode(handle)), message: String(cString: sqlite3_errmsg(handle)),
                                 sql: sql, file: path)
         error.cause = takeFunctionFailure(message: error.message)
         return error
@@ -186,12 +191,14 @@ package final class Database {
 
     /// Runs one or more statements that return no rows.
     package func execute(_ sql: String) throws(SQLiteError) {
+        enter()
+        defer { leave() }
         var message: UnsafeMutablePointer<CChar>?
         let result = sqlite3_exec(handle, sql, nil, nil, &message)
         if result != SQLITE_OK {
             let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
             sqlite3_free(message)
-            var error = SQLiteError(extendedCode: sqlite3_extended_errcode(handle), message: text, sql: sql, file: path)
+            var error = SQLiteError(SQLiteResultCode(sqlite3_extended_errcode(handle)), message: text, sql: sql, file: path)
             error.cause = takeFunctionFailure(message: text)
             throw error
         }
@@ -199,6 +206,8 @@ package final class Database {
 
     /// Prepares one statement.
     package func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+        enter()
+        defer { leave() }
         var statement: OpaquePointer?
         let result = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
         guard result == SQLITE_OK, let statement else { throw error(result, sql: sql) }

@@ -16,6 +16,8 @@ package final class Statement {
 
     /// Resets the statement and binds `values` to parameters 1, 2, ...
     package func bind(_ values: [SQLiteValue]) throws(SQLiteError) {
+        database.enter()
+        defer { database.leave() }
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
         for (offset, value) in values.enumerated() { try bind(value, at: Int32(offset + 1)) }
@@ -42,6 +44,8 @@ package final class Statement {
     /// Steps once: `true` when a row is available, `false` when done.
     @discardableResult
     package func step() throws(SQLiteError) -> Bool {
+        database.enter()
+        defer { database.leave() }
         let result = sqlite3_step(handle)
         switch result {
         case SQLITE_ROW: return true
