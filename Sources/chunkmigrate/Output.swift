@@ -87,6 +87,9 @@ final class ProgressDisplay {
         var rows = ""
         if step.phase == .copy {
             rows = " \(Self.count(step.rowsDone))/\(Self.count(step.rowsTotal)) rows, \(Self.count(Int64(step.rowsPerSecond))) rows/s"
+        } else if case .inPlace = step.phase, step.rowsTotal > 0 {
+            // An in-place step counts its table's rows by rowid.
+            rows = " rowid \(Self.count(step.rowsDone))/\(Self.count(step.rowsTotal))"
         }
         if isTerminal {
             guard now - lastLine >= .milliseconds(100) || label != lastLabel || step.phase == .complete else { return }
@@ -119,6 +122,7 @@ final class ProgressDisplay {
         case .copy: "copy \(step.entity)" + (step.table.map { " (\($0))" } ?? "")
         case let .fixup(column): "fixup \(step.entity).\(column)"
         case let .index(name): "index \(name)" + (step.table.map { " on \($0)" } ?? "")
+        case let .inPlace(label): "in place: \(label)" + (step.table.map { " (\($0))" } ?? "")
         case .finishing, .check, .complete: step.phase.description
         }
     }

@@ -22,7 +22,7 @@ struct ResumeCommand: AsyncParsableCommand {
         if InPlaceMigration.isHalfMigrated(URL(fileURLWithPath: journal)) {
             do {
                 guard let job = try InPlaceMigration.resume(store: URL(fileURLWithPath: journal), options: options.migrationOptions) else { return }
-                try Runner.runInPlace(job, options: options)
+                try await Runner.runInPlace(job, options: options)
             } catch let error as MigrationError {
                 Output.fail(error)
             }

@@ -32,7 +32,7 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if inPlace { return try runInPlace() }
+        if inPlace { return try await runInPlace() }
         try await Runner.execute(options: options) { migrationOptions, logger in
             let planURL = URL(fileURLWithPath: plan)
             let data = try MigrationError.contents(of: planURL.path, what: "the plan file", code: .invalidPlan)
@@ -49,7 +49,7 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     /// The in-place job: started, or continued where the store was left part-way.
-    private func runInPlace() throws {
+    private func runInPlace() async throws {
         do {
             let data = try MigrationError.contents(of: plan, what: "the plan file", code: .invalidPlan)
             let decoded = try MigrationPlan.decode(json: data, file: plan)
@@ -58,7 +58,7 @@ struct RunCommand: AsyncParsableCommand {
             }
             let job = try InPlaceMigration.startOrResume(plan: decoded, store: URL(fileURLWithPath: source),
                                                          target: URL(fileURLWithPath: destination), options: options.migrationOptions)
-            try Runner.runInPlace(job, options: options)
+            try await Runner.runInPlace(job, options: options)
         } catch let error as MigrationError {
             Output.fail(error)
         }

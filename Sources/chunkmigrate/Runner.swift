@@ -107,21 +107,11 @@ enum Runner {
         }
     }
 
-    /// Runs an in-place job with progress and signal handling, then checks the tables it touched;
-    /// exits the process on a job error.
-    static func runInPlace(_ job: InPlaceMigration, options: JobOptions) throws {
-        let stopSignal = SignalWatch { job.pause() }
-        defer { stopSignal.cancel() }
+    /// Runs an in-place job as ``execute(options:closing:open:)`` runs a copy (``run(_:options:)``:
+    /// progress, signals, the exit code), then checks the tables it touched.
+    static func runInPlace(_ job: InPlaceMigration, options: JobOptions) async throws {
         let started = ContinuousClock.now
-        let outcome: RunOutcome
-        do {
-            outcome = try job.runBlocking(for: options.budgetDuration) { status in
-                guard !options.quiet, !options.json else { return }
-                FileHandle.standardError.write(Data("in place: step \(status.stepsDone + 1) of \(status.steps)\(status.currentStep.map { " (\($0))" } ?? "")\n".utf8))
-            }
-        } catch let error as MigrationError {
-            Output.fail(error)
-        }
+        let outcome = try await run(job, options: options)
         let seconds = (ContinuousClock.now - started) / .seconds(1)
         if options.json {
             print(try Output.json(InPlaceReport(store: job.storeURL.path, complete: outcome == .complete, status: job.status,
@@ -130,18 +120,18 @@ enum Runner {
             let left = job.status.map { ", step \($0.stepsDone + 1) of \($0.steps) next" } ?? ""
             FileHandle.standardError.write(Data(String(format: "in place: %@ in %.2f s%@\n", outcome == .complete ? "complete" : "paused", seconds, left).utf8))
         }
-        guard outcome == .complete else {
-            if let signal = stopSignal.received {
-                FileHandle.standardError.write(Data("chunkmigrate: stopped at a batch boundary by signal \(signal); the store is part-way through: run `chunkmigrate resume \(job.storeURL.path)` to finish it\n".utf8))
-                throw ExitCode(128 + signal)
-            }
+        switch outcome {
+        case .paused(let signal?):
+            FileHandle.standardError.write(Data("chunkmigrate: stopped at a batch boundary by signal \(signal); the store is part-way through: run `chunkmigrate resume \(job.storeURL.path)` to finish it\n".utf8))
+            throw ExitCode(128 + signal)
+        case .paused(nil):
             FileHandle.standardError.write(Data("chunkmigrate: time budget used; the store is part-way through: run `chunkmigrate resume \(job.storeURL.path)` to finish it\n".utf8))
-            return
-        }
-        if job.isCoreData, !options.noCheck {
-            let report: CoreDataStoreCheck.Report
-            do { report = try job.checkStore() } catch let error as MigrationError { Output.fail(error) }
-            try show(report, of: job.storeURL, quiet: options.quiet || options.json)
+        case .complete:
+            if job.isCoreData, !options.noCheck {
+                let report: CoreDataStoreCheck.Report
+                do { report = try job.checkStore() } catch let error as MigrationError { Output.fail(error) }
+                try show(report, of: job.storeURL, quiet: options.quiet || options.json)
+            }
         }
     }
 
@@ -155,13 +145,14 @@ enum Runner {
         var peakResidentBytes: Int64?
     }
 
-    enum Outcome {
+    enum Outcome: Equatable {
         case complete
         case paused(signal: Int32?)
     }
 
-    /// Runs the job with progress and signal handling; exits the process on a job error.
-    static func run(_ job: MigrationJob, options: JobOptions) async throws -> Outcome {
+    /// Runs a job of either kind with progress and signal handling; exits the process on a job
+    /// error.
+    static func run(_ job: some MigrationRun, options: JobOptions) async throws -> Outcome {
         let stopSignal = SignalWatch { job.pause() }
         defer { stopSignal.cancel() }
         // The stream is asked for before the run starts, so that no batch goes unreported.

@@ -93,6 +93,49 @@ struct InPlaceMigrationTests {
         #expect(try CoreDataStoreCheck.run(store: store).violations == [])
     }
 
+    @Test("an in-place job runs as a copy runs: a cancelled task pauses it before its first batch; run(for:) on its own thread reports its batches to progressUpdates(), the fraction never going back and 1 only in the last report; status is read from another thread while it runs; the store then equals the one runBlocking migrates")
+    func runsThroughTheJobShell() async throws {
+        let folder = try TemporaryFolder()
+        let files = try CoreDataDemoStore.generate(in: folder.url, rows: 300)
+        let plan = try MigrationPlan.infer(source: files.old, destination: files.new).plan
+        var options = MigrationOptions(batchSize: 40)
+        options.checksFreeSpace = false
+        let blocking = folder.path("blocking.sqlite"), store = folder.path("store.sqlite")
+        for copy in [blocking, store] { try FileManager.default.copyItem(at: files.old, to: copy) }
+        #expect(try InPlaceMigration.startOrResume(plan: plan, store: blocking, target: files.new, options: options).runBlocking() == .complete)
+
+        let job = try InPlaceMigration.startOrResume(plan: plan, store: store, target: files.new, options: options)
+        #expect(try #require(job.status).steps > 1)
+        let cancelled = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await job.run()
+        }
+        #expect(try await cancelled.value == .paused)
+        #expect(job.status?.stepsDone == 0 && !job.isComplete)
+
+        let updates = job.progressUpdates()
+        let watcher = Task {
+            var reports: [MigrationProgress] = [], statuses: [InPlaceMigration.Status?] = []
+            for await report in updates {
+                reports.append(report)
+                statuses.append(job.status)
+            }
+            return (reports, statuses)
+        }
+        #expect(try await job.run(for: nil) == .complete)
+        let (reports, statuses) = await watcher.value
+        let fractions = reports.map(\.fraction)
+        // The stream keeps the newest 16 reports where its reader lags: some may be left out,
+        // never the last.
+        #expect(reports.count >= 2 && zip(fractions, fractions.dropFirst()).allSatisfy { $0 <= $1 }, "\(fractions)")
+        #expect(reports.last?.phase == .complete && reports.last?.fraction == 1 && fractions.dropLast().allSatisfy { $0 < 1 })
+        #expect(reports.dropLast().allSatisfy { if case .inPlace(let step) = $0.phase { step == $0.entity } else { false } })
+        // A chunked step's report counts its table's rowids, the last done within the largest.
+        #expect(reports.contains { $0.table != nil && $0.rowsTotal > 0 && $0.rowsDone <= $0.rowsTotal })
+        #expect(statuses.compactMap { $0?.stepsDone }.max() ?? 0 > 0 && job.status == nil && job.isComplete)
+        #expect(CoreDataTesting.difference(try CoreDataTesting.contents(store), try CoreDataTesting.contents(blocking)) == nil)
+    }
+
     @Test("one in-place job per store: while a job runs, another job of the store is refused (busy) before it reads or writes anything, as is a second run of the same job; once the job is done, the store opens again with nothing to do and no lock file left beside it")
     func oneJobPerStore() throws {
         let folder = try TemporaryFolder()

@@ -48,14 +48,12 @@ public final class MigrationJob: Sendable {
 
     private let options: MigrationOptions
     private let logger: Logger
-    private let control: Locked<Control>
+    private let control = Locked(Control())
+    /// One run at a time on a thread of its own, the pause and the progress streams.
+    private let shell: JobShell
 
+    /// What the last run leaves for the job's callers.
     private struct Control {
-        var pauseRequested = false
-        var running = false
-        var complete = false
-        var observers: [Int: AsyncStream<MigrationProgress>.Continuation] = [:]
-        var nextObserver = 0
         var phases: RunPhases?
         var fixupsFromRecords = 0
         var storeCheck: CoreDataStoreCheck.Report?
@@ -84,11 +82,12 @@ public final class MigrationJob: Sendable {
         self.logger = logger
         self.progress = Progress(totalUnitCount: 0)
         self.isNew = isNew
-        self.control = Locked(Control(complete: complete))
+        self.shell = JobShell(complete: complete, threadName: "chunkmigrate \(header.jobID.prefix(8))", file: journalURL.path,
+                              alreadyRunning: "this job is already running")
     }
 
     /// Whether every entity and fix-up is done.
-    public var isComplete: Bool { control.withLock { $0.complete } }
+    public var isComplete: Bool { shell.isComplete }
 
     // MARK: Starting and resuming
 
@@ -346,58 +345,26 @@ public final class MigrationJob: Sendable {
     /// The work runs on a thread of its own; progress is published to ``progressUpdates()`` and
     /// ``progress`` after every batch.
     public func run(for budget: Duration? = nil) async throws -> RunOutcome {
-        try claimRun()
-        defer { endRun() }
-        let deadline = budget.map { ContinuousClock.now + $0 }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<RunOutcome, any Error>) in
-                let thread = Thread { [self] in
-                    do {
-                        continuation.resume(returning: try runHere(deadline: deadline))
-                    } catch {
-                        continuation.resume(throwing: error)
-                    }
-                }
-                thread.name = "chunkmigrate \(jobID.prefix(8))"
-                thread.stackSize = 4 << 20
-                thread.start()
-            }
-        } onCancel: {
-            pause()
-        }
+        try await shell.run(for: budget) { [self] deadline in try runHere(deadline: deadline) }
     }
 
     /// Runs the job on the calling thread (for command-line tools and tests that have no
     /// concurrency of their own); the same as ``run(for:)`` otherwise.
     public func runBlocking(for budget: Duration? = nil) throws -> RunOutcome {
-        try claimRun()
-        defer { endRun() }
-        return try runHere(deadline: budget.map { ContinuousClock.now + $0 })
+        try shell.runBlocking(for: budget, runHere)
     }
 
     /// Asks the job to stop at the next batch boundary: a running run stops there, and a run
     /// that has not started yet returns ``RunOutcome/paused`` before its first batch. Each run
     /// clears the request when it ends. Safe from any thread.
     public func pause() {
-        control.withLock { $0.pauseRequested = true }
+        shell.pause()
     }
 
     /// A stream of progress reports, one after each batch. It finishes when the run that follows
     /// ends: complete, paused or failed. Ask for a new stream before each run.
     public func progressUpdates() -> AsyncStream<MigrationProgress> {
-        let (stream, continuation) = AsyncStream<MigrationProgress>.makeStream(bufferingPolicy: .bufferingNewest(16))
-        let finished = control.withLock { control in
-            if control.complete { return true }
-            let id = control.nextObserver
-            control.nextObserver += 1
-            control.observers[id] = continuation
-            continuation.onTermination = { [weak self] _ in
-                _ = self?.control.withLock { $0.observers.removeValue(forKey: id) }
-            }
-            return false
-        }
-        if finished { continuation.finish() }
-        return stream
+        shell.progressUpdates()
     }
 
     private func runHere(deadline: ContinuousClock.Instant?) throws -> RunOutcome {
@@ -416,13 +383,13 @@ public final class MigrationJob: Sendable {
                 }
                 return try engine.run(
                     deadline: deadline,
-                    shouldStop: { [control] in control.withLock { $0.pauseRequested } },
+                    shouldStop: { [shell] in shell.pauseRequested },
                     report: publish)
             }
-            finishObservers(complete: outcome == .complete)
+            shell.runEnded(complete: outcome == .complete)
             return outcome
         } catch {
-            finishObservers(complete: false)
+            shell.runEnded(complete: false)
             throw MigrationError.wrapping(error)
         }
     }
@@ -445,22 +412,10 @@ public final class MigrationJob: Sendable {
         }
     }
 
-    /// Ends every progress stream: a run is over (complete, paused or failed).
-    private func finishObservers(complete: Bool) {
-        let observers = control.withLock { control in
-            if complete { control.complete = true }
-            control.pauseRequested = false
-            defer { control.observers = [:] }
-            return Array(control.observers.values)
-        }
-        for observer in observers { observer.finish() }
-    }
-
     private func publish(_ step: MigrationProgress) {
         progress.totalUnitCount = Self.progressUnits
         progress.completedUnitCount = Int64(step.fraction * Double(Self.progressUnits))
-        let observers = control.withLock { Array($0.observers.values) }
-        for observer in observers { observer.yield(step) }
+        shell.publish(step)
         logger.debug("batch committed", metadata: [
             "entity": "\(step.entity)", "phase": "\(step.phase)", "batch": "\(step.batch)",
             "rows": "\(step.rowsDone)/\(step.rowsTotal)",
@@ -568,20 +523,5 @@ public final class MigrationJob: Sendable {
         do { return try JournalReader(directory: journal.path) } catch {
             throw MigrationError(.journal, "cannot read the journal: \(error.message)", file: error.file ?? journal.path, cause: error)
         }
-    }
-
-    /// Marks the job as running for one run, or refuses when a run is already going.
-    private func claimRun() throws {
-        let alreadyRunning = control.withLock { control in
-            defer { control.running = true }
-            return control.running
-        }
-        guard !alreadyRunning else {
-            throw MigrationError(.busy, "this job is already running", file: journalURL.path)
-        }
-    }
-
-    private func endRun() {
-        control.withLock { $0.running = false }
     }
 }

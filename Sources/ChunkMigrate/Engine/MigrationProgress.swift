@@ -7,7 +7,7 @@
 /// still to come. ``phase`` and ``table`` say what the job is on, for a view that names it.
 public struct MigrationProgress: Sendable, Equatable {
     /// The entity being migrated, or for a step after the copy, the entity that writes the table
-    /// it works on.
+    /// it works on; for an in-place job, the step's label.
     public var entity: String
     /// What the job is doing: copying rows, the fix-up pass of a deferred relationship,
     /// building a deferred index, a Core Data store's finishing steps, the store check's end.
@@ -18,11 +18,12 @@ public struct MigrationProgress: Sendable, Equatable {
     /// The whole job's fraction done, from 0 to 1: monotone over the job (a resumed job starts
     /// from where it stands), and 1 only once it is complete.
     public var fraction: Double = 0
-    /// The entity's batch number.
+    /// The entity's batch number (in place: the step's, in this run).
     public var batch: UInt64
     /// Source rows of the entity read so far, and in all. The total is estimated from the
     /// source's key range and the density of the keys read so far (counting would read the whole
-    /// table first); it is exact once the entity is complete.
+    /// table first); it is exact once the entity is complete. In place, these and ``jobRowsDone``
+    /// and ``jobRowsTotal`` are the step's table's rowids: the last done and the largest.
     public var rowsDone: Int64
     /// Source rows of the entity in all (estimated until it is complete).
     public var rowsTotal: Int64
@@ -54,6 +55,10 @@ public struct MigrationProgress: Sendable, Equatable {
         case finishing(step: String)
         /// The end of the store check: the part that ran beside the job, then the rest.
         case check
+        /// A step of an in-place job (``InPlaceMigration``): `step` is its label (`update ZITEM`,
+        /// `rebuild ZNOTE`, `index ZITEM_ZFOLDER_INDEX`). Its rows are counted by rowid: the
+        /// last rowid done and the table's largest.
+        case inPlace(step: String)
         /// The job is complete: the last report, whose fraction is 1.
         case complete
 
@@ -70,6 +75,7 @@ public struct MigrationProgress: Sendable, Equatable {
             case let .index(name): "index \(name)"
             case let .finishing(step): step
             case .check: "check"
+            case let .inPlace(step): "in place \(step)"
             case .complete: "complete"
             }
         }

@@ -34,7 +34,15 @@ import MigrationJournal
 /// A plan that needs the copy path is refused with the reason: keys allocated anew, a
 /// de-duplicated entity, relationships through the ID map, two entities reading one table, R-tree
 /// indexes.
-public final class InPlaceMigration: @unchecked Sendable {
+///
+/// It runs as a ``MigrationJob`` runs (``MigrationRun``): ``run(for:)`` on a thread of its own,
+/// where a cancelled task becomes a pause, ``runBlocking(for:)`` on the caller's, one run at a
+/// time, ``pause()`` and ``progressUpdates()``.
+///
+/// `@unchecked Sendable`: what it knows of the job is set before it is returned and not changed
+/// after; its connection is used inside a run only, one at a time (``JobShell``), and where it
+/// stands (``status``) is kept behind a lock.
+public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     /// The store being migrated, and the target store (the new model's empty store).
     public let storeURL: URL
     public let targetURL: URL
@@ -49,9 +57,10 @@ public final class InPlaceMigration: @unchecked Sendable {
 
     private let database: Database
     private let options: MigrationOptions
-    private let pauseRequested = Locked(false)
-    /// Whether a run is going: one at a time, as the connection is one.
-    private let running = Locked(false)
+    /// One run at a time on a thread of its own, the pause and the progress streams.
+    private let shell: JobShell
+    /// Where the job stands, as the last run left it (or as it was opened); `nil` once done.
+    private let current = Locked<Status?>(nil)
     /// What the job writes, to tell what the store already was from what the job brought about
     /// (``checkStore()``).
     private var writes: Writes?
@@ -113,6 +122,8 @@ public final class InPlaceMigration: @unchecked Sendable {
         targetURL = target
         self.database = database
         self.options = options
+        shell = JobShell(complete: false, threadName: "chunkmigrate in place", file: store.path,
+                         alreadyRunning: "this in-place job is already running")
     }
 
     /// The file beside `store` that an in-place job holds locked (`flock`, which the kernel drops
@@ -200,10 +211,14 @@ public final class InPlaceMigration: @unchecked Sendable {
                       currentStep: label, cursor: current?[1].integer)
     }
 
-    /// Where this job stands now, or `nil` once it is done.
+    /// Where this job stands now, or `nil` once it is done: as it was opened, then as each batch
+    /// of a run leaves it. Safe from any thread while a run goes.
     public var status: Status? {
-        (try? Self.status(in: database, store: storeURL.path))
+        current.withLock { $0 }
     }
+
+    /// Whether the job is done.
+    public var isComplete: Bool { status == nil }
 
     /// Continues the in-place job `store` is part-way through, with the target it started with;
     /// `nil` when there is none, so that an app's startup path returns at once:
@@ -221,10 +236,19 @@ public final class InPlaceMigration: @unchecked Sendable {
         return try open(store: store, target: URL(fileURLWithPath: status.target), options: options)
     }
 
-    /// Asks the job to stop at the next batch boundary; ``runBlocking(for:progress:)`` then returns
-    /// ``RunOutcome/paused``. Safe from any thread (a signal handler's queue, a UI action).
+    /// Asks the job to stop at the next batch boundary: a running run stops there, and a run
+    /// that has not started yet returns ``RunOutcome/paused`` before its first batch. Each run
+    /// clears the request when it ends. Safe from any thread (a signal handler's queue, a UI
+    /// action).
     public func pause() {
-        pauseRequested.withLock { $0 = true }
+        shell.pause()
+    }
+
+    /// A stream of progress reports (``MigrationProgress/Phase/inPlace(step:)``), one after each
+    /// batch, and the last, complete, at the end. It finishes when the run that follows ends.
+    /// Ask for a new stream before each run.
+    public func progressUpdates() -> AsyncStream<MigrationProgress> {
+        shell.progressUpdates()
     }
 
     /// Starts an in-place migration of `store` to the model of `target`, or continues the one the
@@ -332,6 +356,7 @@ public final class InPlaceMigration: @unchecked Sendable {
         }
         migration.touchedTables = ((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'touched'").text) ?? nil)?
             .split(separator: "\n").map(String.init) ?? []
+        migration.current.withLock { $0 = try? status(in: database, store: store.path) }
         recorded = migration.status != nil
         return migration
     }
@@ -429,25 +454,42 @@ public final class InPlaceMigration: @unchecked Sendable {
         }
     }
 
-    /// Runs the steps left until they are done, or until `budget` passes or ``pause()`` is called
-    /// (between batches), calling `progress` after the first batch, then at most once a second
-    /// (where the job stands costs a few queries, which a batch of a few rows should not pay
-    /// every time). One run at a time: another while one goes is refused (``MigrationError``
-    /// `busy`), as is another job of the store while this one runs (``lockPath(of:)``).
-    public func runBlocking(for budget: Duration? = nil, progress: ((Status) -> Void)? = nil) throws -> RunOutcome {
-        let alreadyRunning = running.withLock { running in
-            defer { running = true }
-            return running
+    /// Runs the steps left until they are done, or until `budget` passes, ``pause()`` is called
+    /// or the task is cancelled (between batches), on a thread of its own. One run at a time:
+    /// another while one goes is refused (``MigrationError`` `busy`), as is another job of the
+    /// store while this one runs (``lockPath(of:)``).
+    public func run(for budget: Duration? = nil) async throws -> RunOutcome {
+        try await shell.run(for: budget) { [self] deadline in try runHere(deadline: deadline, progress: { _ in }) }
+    }
+
+    /// ``run(for:)`` on the calling thread.
+    public func runBlocking(for budget: Duration? = nil) throws -> RunOutcome {
+        try shell.runBlocking(for: budget) { try runHere(deadline: $0, progress: { _ in }) }
+    }
+
+    /// ``runBlocking(for:)``, calling `progress` on the run's thread after each batch, before the
+    /// next: what a tool that acts between batches needs (the reports also go to
+    /// ``progressUpdates()``).
+    public func runBlocking(for budget: Duration? = nil, progress: (MigrationProgress) -> Void) throws -> RunOutcome {
+        try shell.runBlocking(for: budget) { try runHere(deadline: $0, progress: progress) }
+    }
+
+    private func runHere(deadline: ContinuousClock.Instant?, progress: (MigrationProgress) -> Void) throws -> RunOutcome {
+        do {
+            let outcome = try runSteps(deadline: deadline, progress: progress)
+            shell.runEnded(complete: outcome == .complete)
+            return outcome
+        } catch {
+            shell.runEnded(complete: false)
+            throw error
         }
-        guard !alreadyRunning else {
-            throw MigrationError(.busy, "this in-place job is already running", file: storeURL.path)
-        }
-        defer { running.withLock { $0 = false } }
+    }
+
+    private func runSteps(deadline: ContinuousClock.Instant?, progress: (MigrationProgress) -> Void) throws -> RunOutcome {
         let lock = try Self.takeLock(of: storeURL)
         defer { lock.release() }
-        pauseRequested.withLock { $0 = false }
         let decoder = JSONDecoder()
-        var reported = ContinuousClock.now - .seconds(1)
+        var report = Report(status: status, batchSize: batchSize)
         // Batches of each step in this run, for the crash points (`after-step:update ZITEM:3`).
         var stepBatches: [String: UInt64] = [:]
         var noJob = false
@@ -476,23 +518,28 @@ public final class InPlaceMigration: @unchecked Sendable {
             pending = (index, step, row[2].integer)
             return pending!
         }
-        var loop = PhaseLoop(deadline: budget.map { ContinuousClock.now + $0 }, shouldStop: { [pauseRequested] in pauseRequested.withLock { $0 } })
-        let outcome = try loop.run(until: { try nextStep() == nil }, { () throws -> Step? in
+        var loop = PhaseLoop(deadline: deadline, shouldStop: { [shell] in shell.pauseRequested })
+        let outcome = try loop.run(until: { try nextStep() == nil }, { () throws -> (Step, Batch, Int64?)? in
             guard let (index, step, cursor) = try nextStep() else { return nil }
             pending = nil
             stepBatches[step.label, default: 0] += 1
-            try run(step, index: index, cursor: cursor, batch: stepBatches[step.label]!)
+            let batch = try run(step, index: index, cursor: cursor, batch: stepBatches[step.label]!)
             CrashPoint.check(.afterStep, entity: step.label, batch: stepBatches[step.label]!)
-            return step
-        }, done: { _, _ in
-            if let progress, ContinuousClock.now - reported >= .seconds(1), let status {
-                reported = ContinuousClock.now
-                progress(status)
-            }
+            return (step, batch, cursor)
+        }, done: { unit, _ in
+            let (step, batch, cursor) = unit
+            let reported = report.after(step, batch, before: cursor, number: stepBatches[step.label]!,
+                                        next: try nextStep().map { ($0.step, $0.cursor) })
+            current.withLock { $0 = report.status }
+            progress(reported)
+            shell.publish(reported)
         })
         guard outcome == .complete else { return .paused }
-        if noJob { return .complete }
-        try finish()
+        if !noJob { try finish() }
+        current.withLock { $0 = nil }
+        let last = report.complete()
+        progress(last)
+        shell.publish(last)
         return .complete
     }
 
@@ -514,11 +561,22 @@ public final class InPlaceMigration: @unchecked Sendable {
         }
     }
 
+    /// What one batch did: whether its step is done, the last rowid of the step's table it
+    /// reached, and the table's largest rowid (the step's extent, for its progress).
+    struct Batch {
+        var finished: Bool
+        var cursor: Int64?
+        var lastRowid: Int64?
+    }
+
+    /// The rows of a batch of a chunked step.
+    private var batchSize: Int { max(1, options.batchSize ?? options.initialBatchSize * 5) }
+
     /// One batch of a chunked step, or the whole of another, with its progress.
-    private func run(_ step: Step, index: Int64, cursor: Int64?, batch: UInt64) throws {
+    private func run(_ step: Step, index: Int64, cursor: Int64?, batch: UInt64) throws -> Batch {
         var sql: String?
         do {
-            try database.inTransaction(.immediate) { () throws(SQLiteError) in
+            return try database.inTransaction(.immediate) { () throws(SQLiteError) -> Batch in
                 guard let table = step.table else {
                     let done = try database.prepare("UPDATE main.\(Self.stepTable) SET done = 1 WHERE idx = ?1")
                     try done.bind([.integer(index)])
@@ -527,14 +585,17 @@ public final class InPlaceMigration: @unchecked Sendable {
                         sql = statement
                         try database.execute(statement)
                     }
-                    return
+                    return Batch(finished: true, cursor: nil, lastRowid: nil)
                 }
                 let after = cursor ?? Int64.min
-                let size = Int64(max(1, options.batchSize ?? options.initialBatchSize * 5))
+                let size = Int64(batchSize)
                 let quoted = "main.\(SQL.quote(table))"
                 var last = try database.scalar("SELECT rowid FROM \(quoted) WHERE rowid > ?1 ORDER BY rowid LIMIT 1 OFFSET ?2",
                                                .integer(after), .integer(size - 1)).integer
                 let finished = last == nil
+                // The table's largest rowid, for the step's progress: the last of this batch when
+                // it ends the table, else read from the rowid's b-tree (no scan).
+                let largest = finished ? nil : try database.scalar("SELECT max(rowid) FROM \(quoted)").integer
                 if last == nil { last = try database.scalar("SELECT max(rowid) FROM \(quoted) WHERE rowid > ?1", .integer(after)).integer }
                 if let last {
                     for statement in step.statements {
@@ -554,6 +615,7 @@ public final class InPlaceMigration: @unchecked Sendable {
                     database.flushCache()
                     CrashPoint.killNow()
                 }
+                return Batch(finished: finished, cursor: last, lastRowid: largest ?? last)
             }
         } catch {
             throw MigrationError(.batch, "in-place step \(step.label) failed: \(error.message)", file: storeURL.path, sql: sql ?? error.sql, cause: error)
