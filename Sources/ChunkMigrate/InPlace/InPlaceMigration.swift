@@ -40,7 +40,7 @@ import MigrationJournal
 /// time, ``pause()`` and ``progressUpdates()``.
 ///
 /// `@unchecked Sendable`: what it knows of the job is set before it is returned and not changed
-/// after; its connection is used inside a run only, one at a time (``JobShell``), and where it
+/// after; its connection is used inside a run only, one at a time (the job shell), and where it
 /// stands (``status``) is kept behind a lock.
 public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     /// The store being migrated, and the target store (the new model's empty store).
