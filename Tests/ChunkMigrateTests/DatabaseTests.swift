@@ -10,7 +10,8 @@ struct DatabaseTests {
     func resultCodes() throws {
         let folder = try TemporaryFolder()
         let database = try Database(path: folder.path("codes.sqlite").path, mode: .readWriteCreate)
-        try database.execute("""
+        try database.execute(
+            """
             PRAGMA foreign_keys = ON;
             CREATE TABLE parent (id INTEGER PRIMARY KEY);
             CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER NOT NULL REFERENCES parent(id), name TEXT UNIQUE);
@@ -38,46 +39,49 @@ struct DatabaseTests {
     }
 
     #if DEBUG
-    /// A second thread that prepares a statement while the first is inside a statement (held
-    /// there by a SQL function that waits) stops the process naming the file; the same thread
-    /// entering again, and one thread after another, do not.
-    @Test("debug builds stop a connection used from two threads at once, and allow one after another")
-    func oneThreadAtATime() async throws {
-        await #expect(processExitsWith: .success) {
-            let connection = try Connection()
-            let other = Thread { _ = try? connection.database.scalar("SELECT 1") }
-            other.start()
-            while !other.isFinished { Thread.sleep(forTimeInterval: 0.001) }
-            // Again from this thread, and from inside a statement (the SQL function's own query).
-            try connection.database.createFunction("nested", argumentCount: 0, deterministic: false) { call in
-                call.result(try connection.database.scalar("SELECT 2"))
+        /// A second thread that prepares a statement while the first is inside a statement (held
+        /// there by a SQL function that waits) stops the process naming the file; the same thread
+        /// entering again, and one thread after another, do not.
+        @Test("debug builds stop a connection used from two threads at once, and allow one after another")
+        func oneThreadAtATime() async throws {
+            await #expect(processExitsWith: .success) {
+                let connection = try Connection()
+                let finished = DispatchSemaphore(value: 0)
+                Thread {
+                    _ = try? connection.database.scalar("SELECT 1")
+                    finished.signal()
+                }.start()
+                finished.wait()
+                // Again from this thread, and from inside a statement (the SQL function's own query).
+                try connection.database.createFunction("nested", argumentCount: 0, deterministic: false) { call in
+                    call.result(try connection.database.scalar("SELECT 2"))
+                }
+                guard try connection.database.scalar("SELECT nested()") == .integer(2) else { exit(2) }
             }
-            guard try connection.database.scalar("SELECT nested()") == .integer(2) else { exit(2) }
-        }
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let connection = try Connection()
-            let inside = DispatchSemaphore(value: 0), never = DispatchSemaphore(value: 0)
-            try connection.database.createFunction("hold", argumentCount: 0, deterministic: false) { call in
-                inside.signal()
-                never.wait()
-                call.result(.integer(1))
+            let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                let connection = try Connection()
+                let inside = DispatchSemaphore(value: 0), never = DispatchSemaphore(value: 0)
+                try connection.database.createFunction("hold", argumentCount: 0, deterministic: false) { call in
+                    inside.signal()
+                    never.wait()
+                    call.result(.integer(1))
+                }
+                Thread { _ = try? connection.database.scalar("SELECT hold()") }.start()
+                inside.wait()
+                _ = try connection.database.prepare("SELECT 1")
             }
-            Thread { _ = try? connection.database.scalar("SELECT hold()") }.start()
-            inside.wait()
-            _ = try connection.database.prepare("SELECT 1")
+            let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+            #expect(message.contains("used from two threads at once") && message.contains("confined.sqlite"), "\(message)")
         }
-        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(message.contains("used from two threads at once") && message.contains("confined.sqlite"), "\(message)")
-    }
 
-    /// A connection handed to a second thread on purpose, for the tests above.
-    final class Connection: @unchecked Sendable {
-        let folder: TemporaryFolder
-        let database: Database
-        init() throws {
-            folder = try TemporaryFolder()
-            database = try Database(path: folder.path("confined.sqlite").path, mode: .readWriteCreate)
+        /// A connection handed to a second thread on purpose, for the tests above.
+        final class Connection: @unchecked Sendable {
+            let folder: TemporaryFolder
+            let database: Database
+            init() throws {
+                folder = try TemporaryFolder()
+                database = try Database(path: folder.path("confined.sqlite").path, mode: .readWriteCreate)
+            }
         }
-    }
     #endif
 }
