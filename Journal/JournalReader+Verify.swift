@@ -77,7 +77,9 @@ private struct Verification {
         let map = IDMap(layout: journal.layout, entityCount: entityCount, cacheBudget: 1 << 20)
         for entry in journal.log.entries {
             func discontinuities(_ broken: [String]) -> [JournalError] {
-                broken.map { JournalError(.discontinuity, "record \(entry.index) at offset \(entry.offset): \($0)", file: journal.layout.log) }
+                broken.map {
+                    JournalError(.discontinuity, "record \(entry.index) at offset \(entry.offset): \($0)", file: journal.layout.log)
+                }
             }
             switch entry.record {
             case let .batch(record):
@@ -159,9 +161,11 @@ private struct Verification {
     /// A torn last record is reported: resuming drops it.
     mutating func checkTail(of journal: JournalReader) {
         guard case let .torn(index, offset, reason) = journal.log.tail else { return }
-        problem(JournalError(.damagedRecord,
-            "record \(index) at offset \(offset) is torn (\(reason)); resuming the job drops it and rebuilds it from the destination's checkpoint",
-            file: journal.layout.log))
+        problem(
+            JournalError(
+                .damagedRecord,
+                "record \(index) at offset \(offset) is torn (\(reason)); resuming the job drops it and rebuilds it from the destination's checkpoint",
+                file: journal.layout.log))
     }
 
     /// Segment files the log does not name yet: temporary files, and segments of batches after

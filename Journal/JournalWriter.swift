@@ -35,9 +35,14 @@ package final class JournalWriter {
         if try FileIO.exists(layout.directory) {
             let entries = try FileIO.list(layout.directory)
             let leftovers = Set(JournalLayout.names).subtracting([JournalLayout.headerName])
-            guard entries.isEmpty || !entries.contains(JournalLayout.headerName)
-                && entries.allSatisfy({ leftovers.contains($0) || JournalLayout.isTemporary($0) }) else {
-                throw JournalError(.invalidArgument, "a journal or other files are already here; resume it or choose an empty directory", file: layout.directory)
+            guard
+                entries.isEmpty
+                    || !entries.contains(JournalLayout.headerName)
+                        && entries.allSatisfy({ leftovers.contains($0) || JournalLayout.isTemporary($0) })
+            else {
+                throw JournalError(
+                    .invalidArgument, "a journal or other files are already here; resume it or choose an empty directory",
+                    file: layout.directory)
             }
         } else {
             try FileIO.makeDirectory(layout.directory)
@@ -54,8 +59,9 @@ package final class JournalWriter {
             throw JournalError(.invalidArgument, "the header cannot be encoded: \(error)")
         }
         try FileIO.writeAtomically(headerBytes, to: layout.header)
-        return JournalWriter(layout: layout, header: header, log: JournalLog(records: [], entityCount: header.entities.count),
-                             logFile: try FileIO.AppendFile(path: layout.log), lock: lock)
+        return JournalWriter(
+            layout: layout, header: header, log: JournalLog(records: [], entityCount: header.entities.count),
+            logFile: try FileIO.AppendFile(path: layout.log), lock: lock)
     }
 
     /// Opens an existing journal to continue it: takes the lock, reads the log, and cuts a torn
@@ -125,7 +131,7 @@ package final class JournalWriter {
     package func segmentCRC(entity: UInt32, batch: UInt64) throws(JournalError) -> UInt32? {
         let path = layout.segment(entity: entity, batch: batch)
         let bytes: [UInt8]
-        do { bytes = try FileIO.read(path) } catch where error.code == .notFound { return nil }
+        do { bytes = try FileIO.read(path) } catch  where error.code == .notFound { return nil }
         guard (try? SegmentHeader(bytes, file: path)) != nil else { return nil }
         return LittleEndian.trailingUInt32(of: bytes)
     }

@@ -39,7 +39,8 @@ package enum CRC32C {
             while count - index >= 8 {
                 let one = crc ^ LittleEndian.read(UInt32.self, in: buffer, at: index)
                 let two = LittleEndian.read(UInt32.self, in: buffer, at: index + 4)
-                crc = table[7 * 256 + Int(one & 0xFF)]
+                crc =
+                    table[7 * 256 + Int(one & 0xFF)]
                     ^ table[6 * 256 + Int((one >> 8) & 0xFF)]
                     ^ table[5 * 256 + Int((one >> 16) & 0xFF)]
                     ^ table[4 * 256 + Int(one >> 24)]

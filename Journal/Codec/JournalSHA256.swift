@@ -61,8 +61,10 @@ package struct JournalSHA256: Sendable {
         }
         pending.removeAll()
         return state.flatMap { word in
-            [UInt8(word >> 24), UInt8(truncatingIfNeeded: word >> 16),
-             UInt8(truncatingIfNeeded: word >> 8), UInt8(truncatingIfNeeded: word)]
+            [
+                UInt8(word >> 24), UInt8(truncatingIfNeeded: word >> 16),
+                UInt8(truncatingIfNeeded: word >> 8), UInt8(truncatingIfNeeded: word),
+            ]
         }
     }
 
@@ -91,7 +93,8 @@ package struct JournalSHA256: Sendable {
     private mutating func compress(_ block: [UInt8]) {
         var w = [UInt32](repeating: 0, count: 64)
         for i in 0..<16 {
-            w[i] = UInt32(block[4 * i]) << 24 | UInt32(block[4 * i + 1]) << 16
+            w[i] =
+                UInt32(block[4 * i]) << 24 | UInt32(block[4 * i + 1]) << 16
                 | UInt32(block[4 * i + 2]) << 8 | UInt32(block[4 * i + 3])
         }
         for i in 16..<64 {

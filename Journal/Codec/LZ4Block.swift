@@ -1,9 +1,9 @@
 #if canImport(Compression)
-import Compression
+    import Compression
 #elseif canImport(CLZ4)
-import CLZ4
+    import CLZ4
 #else
-#error("the journal needs an LZ4 block codec: the Compression framework (Apple platforms) or liblz4 (CLZ4)")
+    #error("the journal needs an LZ4 block codec: the Compression framework (Apple platforms) or liblz4 (CLZ4)")
 #endif
 
 /// The LZ4 block format: liblz4 on Linux, the Compression framework's `COMPRESSION_LZ4_RAW` on
@@ -20,37 +20,39 @@ enum LZ4Block {
     static func compress(_ input: [UInt8]) -> [UInt8]? {
         guard !input.isEmpty, input.count <= Int(Int32.max) / 2 else { return nil }
         #if canImport(Compression)
-        // compression_encode_buffer returns the number of bytes written to the destination, and 0
-        // when the output does not fit (its decode counterpart's page notes that truncating
-        // instead "differs from that of compression_encode_buffer"). Apple documents no
-        // worst-case output size for LZ4_RAW, so the buffer gets LZ4's own bound plus a margin,
-        // and a 0 falls back to the uncompressed varints, which is a valid segment too.
-        // https://developer.apple.com/documentation/compression/compression_encode_buffer(_:_:_:_:_:_:)
-        // https://developer.apple.com/documentation/compression/compression_lz4_raw
-        var output = [UInt8](repeating: 0, count: input.count + input.count / 255 + 16 + 1024)
-        let written = input.withUnsafeBufferPointer { source in
-            output.withUnsafeMutableBufferPointer { destination in
-                compression_encode_buffer(destination.baseAddress!, destination.count,
-                                          source.baseAddress!, source.count,
-                                          nil, COMPRESSION_LZ4_RAW)
+            // compression_encode_buffer returns the number of bytes written to the destination, and 0
+            // when the output does not fit (its decode counterpart's page notes that truncating
+            // instead "differs from that of compression_encode_buffer"). Apple documents no
+            // worst-case output size for LZ4_RAW, so the buffer gets LZ4's own bound plus a margin,
+            // and a 0 falls back to the uncompressed varints, which is a valid segment too.
+            // https://developer.apple.com/documentation/compression/compression_encode_buffer(_:_:_:_:_:_:)
+            // https://developer.apple.com/documentation/compression/compression_lz4_raw
+            var output = [UInt8](repeating: 0, count: input.count + input.count / 255 + 16 + 1024)
+            let written = input.withUnsafeBufferPointer { source in
+                output.withUnsafeMutableBufferPointer { destination in
+                    compression_encode_buffer(
+                        destination.baseAddress!, destination.count,
+                        source.baseAddress!, source.count,
+                        nil, COMPRESSION_LZ4_RAW)
+                }
             }
-        }
-        guard written > 0 else { return nil }
+            guard written > 0 else { return nil }
         #else
-        let bound = Int(LZ4_compressBound(Int32(input.count)))
-        var output = [UInt8](repeating: 0, count: bound)
-        let written = input.withUnsafeBufferPointer { source in
-            output.withUnsafeMutableBufferPointer { destination in
-                source.withMemoryRebound(to: CChar.self) { source in
-                    destination.withMemoryRebound(to: CChar.self) { destination in
-                        Int(LZ4_compress_default(
-                            source.baseAddress, destination.baseAddress,
-                            Int32(source.count), Int32(destination.count)))
+            let bound = Int(LZ4_compressBound(Int32(input.count)))
+            var output = [UInt8](repeating: 0, count: bound)
+            let written = input.withUnsafeBufferPointer { source in
+                output.withUnsafeMutableBufferPointer { destination in
+                    source.withMemoryRebound(to: CChar.self) { source in
+                        destination.withMemoryRebound(to: CChar.self) { destination in
+                            Int(
+                                LZ4_compress_default(
+                                    source.baseAddress, destination.baseAddress,
+                                    Int32(source.count), Int32(destination.count)))
+                        }
                     }
                 }
             }
-        }
-        precondition(written > 0, "LZ4_compress_default failed with a buffer of LZ4_compressBound bytes")
+            precondition(written > 0, "LZ4_compress_default failed with a buffer of LZ4_compressBound bytes")
         #endif
         output.removeSubrange(written...)
         return output
@@ -63,36 +65,37 @@ enum LZ4Block {
             return rawLength == 0 && input.isEmpty ? [] : nil
         }
         #if canImport(Compression)
-        // compression_decode_buffer returns the bytes written, 0 on an error, and when the output
-        // does not fit it "writes the first dst_size bytes to the buffer and returns dst_size"
-        // without an error. So the buffer has one byte more than `rawLength`: a block that
-        // expands to more fills it and is refused, as LZ4_decompress_safe refuses it on Linux.
-        // https://developer.apple.com/documentation/compression/compression_decode_buffer(_:_:_:_:_:_:)
-        var output = [UInt8](repeating: 0, count: rawLength + 1)
-        let produced = input.withUnsafeBufferPointer { source in
-            output.withUnsafeMutableBufferPointer { destination in
-                compression_decode_buffer(destination.baseAddress!, destination.count,
-                                          source.baseAddress!, source.count,
-                                          nil, COMPRESSION_LZ4_RAW)
+            // compression_decode_buffer returns the bytes written, 0 on an error, and when the output
+            // does not fit it "writes the first dst_size bytes to the buffer and returns dst_size"
+            // without an error. So the buffer has one byte more than `rawLength`: a block that
+            // expands to more fills it and is refused, as LZ4_decompress_safe refuses it on Linux.
+            // https://developer.apple.com/documentation/compression/compression_decode_buffer(_:_:_:_:_:_:)
+            var output = [UInt8](repeating: 0, count: rawLength + 1)
+            let produced = input.withUnsafeBufferPointer { source in
+                output.withUnsafeMutableBufferPointer { destination in
+                    compression_decode_buffer(
+                        destination.baseAddress!, destination.count,
+                        source.baseAddress!, source.count,
+                        nil, COMPRESSION_LZ4_RAW)
+                }
             }
-        }
-        guard produced == rawLength else { return nil }
-        output.removeLast()
-        return output
+            guard produced == rawLength else { return nil }
+            output.removeLast()
+            return output
         #else
-        var output = [UInt8](repeating: 0, count: rawLength)
-        let produced = input.withUnsafeBufferPointer { source in
-            output.withUnsafeMutableBufferPointer { destination in
-                source.withMemoryRebound(to: CChar.self) { source in
-                    destination.withMemoryRebound(to: CChar.self) { destination in
-                        LZ4_decompress_safe(
-                            source.baseAddress, destination.baseAddress,
-                            Int32(source.count), Int32(destination.count))
+            var output = [UInt8](repeating: 0, count: rawLength)
+            let produced = input.withUnsafeBufferPointer { source in
+                output.withUnsafeMutableBufferPointer { destination in
+                    source.withMemoryRebound(to: CChar.self) { source in
+                        destination.withMemoryRebound(to: CChar.self) { destination in
+                            LZ4_decompress_safe(
+                                source.baseAddress, destination.baseAddress,
+                                Int32(source.count), Int32(destination.count))
+                        }
                     }
                 }
             }
-        }
-        return produced == Int32(rawLength) ? output : nil
+            return produced == Int32(rawLength) ? output : nil
         #endif
     }
 }

@@ -9,8 +9,9 @@ package enum LittleEndian {
     /// The `T` stored at `offset` in `bytes`, which must hold all of its bytes.
     @inline(__always)
     package static func read<T: FixedWidthInteger>(_ type: T.Type, in bytes: UnsafeRawBufferPointer, at offset: Int) -> T {
-        precondition(offset >= 0 && offset <= bytes.count - MemoryLayout<T>.size,
-                     "\(T.self) at offset \(offset) is past the end of \(bytes.count) bytes")
+        precondition(
+            offset >= 0 && offset <= bytes.count - MemoryLayout<T>.size,
+            "\(T.self) at offset \(offset) is past the end of \(bytes.count) bytes")
         return T(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: T.self))
     }
 

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Every system call the journal makes, each turning a failure into a ``JournalError`` that names
@@ -11,12 +11,13 @@ import Darwin
 package enum FileIO {
     private static func failure(_ call: String, _ path: String) -> JournalError {
         let reason = String(cString: strerror(errno))
-        let code: JournalError.Code = switch errno {
-        case ENOENT: .notFound
-        case ENOSPC, EDQUOT: .diskFull
-        case EIO: .deviceError
-        default: .io
-        }
+        let code: JournalError.Code =
+            switch errno {
+            case ENOENT: .notFound
+            case ENOSPC, EDQUOT: .diskFull
+            case EIO: .deviceError
+            default: .io
+            }
         return JournalError(code, "\(call) failed: \(reason)", file: path)
     }
 

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import Foundation
 
@@ -52,13 +52,13 @@ enum FileSync {
     static func fullSync(_ fd: Int32, path: String, dataOnly: Bool = false) -> String? {
         recorder?.record(Event(path: path, dataOnly: dataOnly))
         #if canImport(Darwin)
-        // fcntl(2): "F_FULLFSYNC: Does the same thing as fsync(2) then asks the drive to flush all
-        // buffered data to the permanent storage device (arg is ignored)."
-        if fcntl(fd, F_FULLFSYNC) != -1 { return nil }
-        return fsync(fd) == 0 ? nil : "fsync"
+            // fcntl(2): "F_FULLFSYNC: Does the same thing as fsync(2) then asks the drive to flush all
+            // buffered data to the permanent storage device (arg is ignored)."
+            if fcntl(fd, F_FULLFSYNC) != -1 { return nil }
+            return fsync(fd) == 0 ? nil : "fsync"
         #else
-        if dataOnly { return fdatasync(fd) == 0 ? nil : "fdatasync" }
-        return fsync(fd) == 0 ? nil : "fsync"
+            if dataOnly { return fdatasync(fd) == 0 ? nil : "fdatasync" }
+            return fsync(fd) == 0 ? nil : "fsync"
         #endif
     }
 }

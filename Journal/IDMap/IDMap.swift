@@ -126,13 +126,17 @@ public final class IDMap {
         try Self.check(ref, entity: entity)
         if let previous = index[entity].last {
             guard ref.firstKey > previous.lastKey else {
-                throw JournalError(.discontinuity,
-                    "entity \(entity) batch \(ref.batch) starts at source key \(ref.firstKey), not after batch \(previous.batch)'s last key \(previous.lastKey)")
+                throw JournalError(
+                    .discontinuity,
+                    "entity \(entity) batch \(ref.batch) starts at source key \(ref.firstKey), not after batch \(previous.batch)'s last key \(previous.lastKey)"
+                )
             }
             if ref.mapping == .allocate {
                 guard ref.destinationBase > previous.destinationLast else {
-                    throw JournalError(.discontinuity,
-                        "entity \(entity) batch \(ref.batch) allocates destination keys from \(ref.destinationBase), inside batch \(previous.batch)'s")
+                    throw JournalError(
+                        .discontinuity,
+                        "entity \(entity) batch \(ref.batch) allocates destination keys from \(ref.destinationBase), inside batch \(previous.batch)'s"
+                    )
                 }
             }
         }
@@ -148,16 +152,19 @@ public final class IDMap {
     /// run must fit in 64 bits.
     private static func check(_ ref: SegmentRef, entity: Int) throws(JournalError) {
         guard ref.count > 0, ref.firstKey <= ref.lastKey,
-              UInt64(bitPattern: ref.lastKey) &- UInt64(bitPattern: ref.firstKey) >= UInt64(ref.count - 1)
+            UInt64(bitPattern: ref.lastKey) &- UInt64(bitPattern: ref.firstKey) >= UInt64(ref.count - 1)
         else {
-            throw JournalError(.discontinuity,
+            throw JournalError(
+                .discontinuity,
                 "entity \(entity) batch \(ref.batch) claims \(ref.count) keys from \(ref.firstKey) to \(ref.lastKey)")
         }
         if ref.mapping == .allocate {
             let (_, overflow) = ref.destinationBase.addingReportingOverflow(Int64(ref.count - 1))
             guard !overflow else {
-                throw JournalError(.discontinuity,
-                    "entity \(entity) batch \(ref.batch) allocates \(ref.count) destination keys from \(ref.destinationBase), past the largest 64-bit key")
+                throw JournalError(
+                    .discontinuity,
+                    "entity \(entity) batch \(ref.batch) allocates \(ref.count) destination keys from \(ref.destinationBase), past the largest 64-bit key"
+                )
             }
         }
     }
@@ -300,7 +307,8 @@ public final class IDMap {
         for index in keys.indices.dropFirst() { descents &+= keys[index] < keys[index - 1] ? 1 : 0 }
         guard descents != 0 else { return }
         let index = keys.indices.dropFirst().first { keys[$0] < keys[$0 - 1] }!
-        throw JournalError(.invalidArgument,
+        throw JournalError(
+            .invalidArgument,
             "source keys to look up are not sorted: position \(index) holds \(keys[index]) after \(keys[index - 1])")
     }
 
@@ -322,12 +330,13 @@ public final class IDMap {
         let bytes = try FileIO.read(path)
         let header = try SegmentHeader(bytes, file: path)
         guard header.crc == ref.crc else {
-            throw JournalError(.damagedSegment,
+            throw JournalError(
+                .damagedSegment,
                 "checksum \(hex32(header.crc)) differs from \(hex32(ref.crc)) recorded for entity \(entity) batch \(ref.batch)", file: path)
         }
         guard header.entity == entity, header.batch == ref.batch, header.count == ref.count,
-              header.firstKey == ref.firstKey, header.lastKey == ref.lastKey,
-              header.mapping == ref.mapping, header.destinationBase == ref.destinationBase
+            header.firstKey == ref.firstKey, header.lastKey == ref.lastKey,
+            header.mapping == ref.mapping, header.destinationBase == ref.destinationBase
         else {
             throw JournalError(.damagedSegment, "segment disagrees with the log record of entity \(entity) batch \(ref.batch)", file: path)
         }

@@ -87,8 +87,10 @@ public struct FixupRecord: Sendable, Equatable, Codable {
     public var committedAtMillis: Int64
 
     /// Creates a record.
-    public init(entity: UInt32, column: String, batch: UInt64, firstDestinationKey: Int64,
-                lastDestinationKey: Int64, rowsUpdated: UInt32, rowsNulled: UInt32, committedAtMillis: Int64 = 0) {
+    public init(
+        entity: UInt32, column: String, batch: UInt64, firstDestinationKey: Int64,
+        lastDestinationKey: Int64, rowsUpdated: UInt32, rowsNulled: UInt32, committedAtMillis: Int64 = 0
+    ) {
         self.entity = entity
         self.column = column
         self.batch = batch

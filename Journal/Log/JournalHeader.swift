@@ -23,8 +23,10 @@ public struct JournalHeader: Codable, Sendable, Equatable {
         public var relationships: [String: String]
 
         /// Creates an entity description.
-        public init(name: String, sourceTable: String, destinationTable: String,
-                    keys: IDMapSegment.Mapping, relationships: [String: String] = [:]) {
+        public init(
+            name: String, sourceTable: String, destinationTable: String,
+            keys: IDMapSegment.Mapping, relationships: [String: String] = [:]
+        ) {
             self.name = name
             self.sourceTable = sourceTable
             self.destinationTable = destinationTable
@@ -56,13 +58,15 @@ public struct JournalHeader: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case jobID, createdAt, writer, planFingerprint, sourceFingerprint, destinationFingerprint,
-             sourcePath, destinationPath, entities
+            sourcePath, destinationPath, entities
     }
 
     /// Creates a header.
-    public init(jobID: String, createdAt: String, writer: String, planFingerprint: String,
-                sourceFingerprint: String, destinationFingerprint: String, sourcePath: String,
-                destinationPath: String, entities: [Entity]) {
+    public init(
+        jobID: String, createdAt: String, writer: String, planFingerprint: String,
+        sourceFingerprint: String, destinationFingerprint: String, sourcePath: String,
+        destinationPath: String, entities: [Entity]
+    ) {
         self.jobID = jobID
         self.createdAt = createdAt
         self.writer = writer
@@ -98,7 +102,8 @@ public struct JournalHeader: Codable, Sendable, Equatable {
         var reader = ByteReader(bytes, from: 8)
         let version = try! reader.u32()
         guard version <= formatVersion else {
-            throw JournalError(.newerFormat,
+            throw JournalError(
+                .newerFormat,
                 "journal format version \(version) is newer than this reader (it reads up to \(formatVersion)); use a newer chunkmigrate",
                 file: file)
         }
@@ -112,7 +117,8 @@ public struct JournalHeader: Codable, Sendable, Equatable {
         let stored = LittleEndian.trailingUInt32(of: bytes)
         let computed = CRC32C.checksum(bytes[0..<(bytes.count - 4)])
         guard stored == computed else {
-            throw JournalError(.damagedHeader,
+            throw JournalError(
+                .damagedHeader,
                 "header checksum mismatch (stored \(hex32(stored)), computed \(hex32(computed)))", file: file)
         }
         do {

@@ -83,7 +83,8 @@ public enum LogFile {
         }
         let version = LittleEndian.read(UInt16.self, in: bytes, at: 4)
         guard version <= formatVersion else {
-            throw JournalError(.newerFormat,
+            throw JournalError(
+                .newerFormat,
                 "log format version \(version) is newer than this reader (it reads up to \(formatVersion)); use a newer chunkmigrate",
                 file: file)
         }
@@ -94,7 +95,8 @@ public enum LogFile {
             // A bad frame: torn when nothing valid follows it, damage otherwise.
             func bad(_ reason: String) throws(JournalError) -> Scan {
                 if let next = firstValidFrame(in: bytes, after: offset) {
-                    throw JournalError(.damagedRecord,
+                    throw JournalError(
+                        .damagedRecord,
                         "record \(index) at offset \(offset): \(reason), and a valid record follows at offset \(next)",
                         file: file)
                 }
@@ -115,7 +117,8 @@ public enum LogFile {
             }
             guard let record = LogRecord.decode(bytes, from: offset + frameHeaderLength, to: end) else {
                 let kind = length > 0 ? "\(bytes[offset + frameHeaderLength])" : "none"
-                throw JournalError(.damagedRecord,
+                throw JournalError(
+                    .damagedRecord,
                     "record \(index) at offset \(offset): unknown kind \(kind) or wrong length \(length) (written by a newer chunkmigrate?)",
                     file: file)
             }

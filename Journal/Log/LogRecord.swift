@@ -110,19 +110,21 @@ public enum LogRecord: Sendable, Equatable {
                 let nulled = try reader.u32()
                 let deferred = try reader.u32()
                 guard let mapping = IDMapSegment.Mapping(rawValue: try reader.u8()) else { return nil }
-                record = .batch(BatchRecord(
-                    entity: entity, batch: batch, firstSourceKey: first, lastSourceKey: last,
-                    rowsRead: read, rowsWritten: written, rowsSkipped: skipped,
-                    relationshipsNulled: nulled, relationshipsDeferred: deferred, mapping: mapping,
-                    destinationBase: try reader.i64(), segmentFirstKey: try reader.i64(),
-                    segmentLastKey: try reader.i64(), segmentCRC: try reader.u32(),
-                    durationMicros: try reader.u64(), committedAtMillis: try reader.i64()))
+                record = .batch(
+                    BatchRecord(
+                        entity: entity, batch: batch, firstSourceKey: first, lastSourceKey: last,
+                        rowsRead: read, rowsWritten: written, rowsSkipped: skipped,
+                        relationshipsNulled: nulled, relationshipsDeferred: deferred, mapping: mapping,
+                        destinationBase: try reader.i64(), segmentFirstKey: try reader.i64(),
+                        segmentLastKey: try reader.i64(), segmentCRC: try reader.u32(),
+                        durationMicros: try reader.u64(), committedAtMillis: try reader.i64()))
             case 3:
-                record = .fixup(FixupRecord(
-                    entity: try reader.u32(), column: try reader.string(), batch: try reader.u64(),
-                    firstDestinationKey: try reader.i64(), lastDestinationKey: try reader.i64(),
-                    rowsUpdated: try reader.u32(), rowsNulled: try reader.u32(),
-                    committedAtMillis: try reader.i64()))
+                record = .fixup(
+                    FixupRecord(
+                        entity: try reader.u32(), column: try reader.string(), batch: try reader.u64(),
+                        firstDestinationKey: try reader.i64(), lastDestinationKey: try reader.i64(),
+                        rowsUpdated: try reader.u32(), rowsNulled: try reader.u32(),
+                        committedAtMillis: try reader.i64()))
             case 4:
                 record = .entityComplete(entity: try reader.u32(), batches: try reader.u64(), rowsWritten: try reader.u64())
             case 5:

@@ -66,12 +66,15 @@ public struct IDMapSegment: Sendable, Equatable {
             throw JournalError(.invalidArgument, "an ID-map segment needs at least one source key")
         }
         guard sourceKeys.count <= Self.maximumKeyCount else {
-            throw JournalError(.invalidArgument,
+            throw JournalError(
+                .invalidArgument,
                 "entity \(entity) batch \(batch) has \(sourceKeys.count) source keys; a segment maps at most \(Self.maximumKeyCount)")
         }
         for index in sourceKeys.indices.dropFirst() where sourceKeys[index] <= sourceKeys[index - 1] {
-            throw JournalError(.invalidArgument,
-                "source keys of entity \(entity) batch \(batch) are not strictly increasing at position \(index): \(sourceKeys[index - 1]) then \(sourceKeys[index])")
+            throw JournalError(
+                .invalidArgument,
+                "source keys of entity \(entity) batch \(batch) are not strictly increasing at position \(index): \(sourceKeys[index - 1]) then \(sourceKeys[index])"
+            )
         }
         if mapping == .allocate {
             let (_, overflow) = destinationBase.addingReportingOverflow(Int64(sourceKeys.count - 1))
@@ -173,7 +176,8 @@ struct SegmentHeader {
         do {
             let version = try reader.u16()
             guard version <= IDMapSegment.formatVersion else {
-                throw JournalError(.newerFormat,
+                throw JournalError(
+                    .newerFormat,
                     "segment format version \(version) is newer than this reader (it reads up to \(IDMapSegment.formatVersion)); use a newer chunkmigrate",
                     file: file)
             }
@@ -214,7 +218,9 @@ struct SegmentHeader {
         case .dense:
             guard rawLength == 0, payloadLength == 0 else { throw damaged("a dense segment has a payload") }
         case .varint:
-            guard rawLength == payloadLength else { throw damaged("raw length \(rawLength) disagrees with the payload length \(payloadLength)") }
+            guard rawLength == payloadLength else {
+                throw damaged("raw length \(rawLength) disagrees with the payload length \(payloadLength)")
+            }
         case .varintLZ4:
             // An LZ4 block expands at most about 255 times.
             guard payloadLength > 0, rawLength > 0, rawLength <= 255 * payloadLength else {
@@ -246,8 +252,9 @@ struct SegmentHeader {
             decoded = raw.withUnsafeBufferPointer { Self.keys(fromVarints: $0, first: firstKey, last: lastKey, count: count) }
         } else {
             decoded = bytes.withUnsafeBufferPointer { buffer in
-                Self.keys(fromVarints: UnsafeBufferPointer(rebasing: buffer[payloadStart..<(payloadStart + rawLength)]),
-                          first: firstKey, last: lastKey, count: count)
+                Self.keys(
+                    fromVarints: UnsafeBufferPointer(rebasing: buffer[payloadStart..<(payloadStart + rawLength)]),
+                    first: firstKey, last: lastKey, count: count)
             }
         }
         guard let decoded else {
@@ -273,8 +280,10 @@ struct SegmentHeader {
     /// Hands `body` `first`, then one key per varint of `delta - 1`, at most `count` keys, each
     /// greater than the one before; whether that made exactly `count` keys ending at `last`.
     @inline(__always)
-    static func forEachKey(fromVarints raw: UnsafeBufferPointer<UInt8>, first: Int64, last: Int64, count: Int,
-                           _ body: (Int64) -> Void) -> Bool {
+    static func forEachKey(
+        fromVarints raw: UnsafeBufferPointer<UInt8>, first: Int64, last: Int64, count: Int,
+        _ body: (Int64) -> Void
+    ) -> Bool {
         body(first)
         var produced = 1
         var previous = UInt64(bitPattern: first)
@@ -328,7 +337,8 @@ struct SegmentHeader {
             }
         }
         guard let decoded else {
-            throw JournalError(.damagedSegment,
+            throw JournalError(
+                .damagedSegment,
                 "keys do not decode to the \(count) keys from \(firstKey) to \(lastKey) the header promises", file: file)
         }
         return decoded

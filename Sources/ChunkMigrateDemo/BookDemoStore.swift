@@ -147,9 +147,10 @@ package enum BookDemoStore {
     package static func generate(in directory: URL, books: Int) throws -> Files {
         precondition(books >= 1, "a book demo store needs at least one book")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let files = Files(old: directory.appendingPathComponent("old.sqlite"),
-                          schema: directory.appendingPathComponent("Model3Plus.sql"),
-                          plan: directory.appendingPathComponent("plan.json"))
+        let files = Files(
+            old: directory.appendingPathComponent("old.sqlite"),
+            schema: directory.appendingPathComponent("Model3Plus.sql"),
+            plan: directory.appendingPathComponent("plan.json"))
         for suffix in ["", "-wal", "-shm", "-journal"] {
             try? FileManager.default.removeItem(atPath: files.old.path + suffix)
         }
@@ -167,7 +168,8 @@ package enum BookDemoStore {
         let authors = authorCount(books: books)
         let users = userCount(books: books)
         let database = try Database(path: url.path, mode: .readWriteCreate)
-        try database.execute("""
+        try database.execute(
+            """
             \(CoreDataDemoStore.bulkSettings)
             BEGIN;
             \(sourceTables)
@@ -185,7 +187,8 @@ package enum BookDemoStore {
         // Author n's name starts with one of five first names; the number makes it unique. The
         // book's author is a multiplicative hash of its number modulo a prime, so names repeat
         // in an irregular order.
-        try database.execute("""
+        try database.execute(
+            """
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(users))
             INSERT INTO ZUSER (Z_PK, Z_ENT, Z_OPT, ZUSERID) SELECT i, 2, 1 + i % 2, 100000 + i * 37 FROM n;
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(books)),
@@ -214,8 +217,13 @@ package enum BookDemoStore {
             .init(name: "User", properties: [.init(name: "userId", kind: .attribute(.init(type: .integer32)))]),
         ])
         let metadata = try database.prepare("INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?, ?)")
-        try metadata.bind([.text(sourceUUID), .blob(Array(try CoreDataEmptyStore.metadataPlist(
-            CoreDataLayout(model: model), uuid: sourceUUID, extra: [:])))])
+        try metadata.bind([
+            .text(sourceUUID),
+            .blob(
+                Array(
+                    try CoreDataEmptyStore.metadataPlist(
+                        CoreDataLayout(model: model), uuid: sourceUUID, extra: [:]))),
+        ])
         _ = try metadata.step()
         try database.execute("PRAGMA journal_mode = WAL;")
     }

@@ -69,22 +69,31 @@ package enum CoreDataDemoStore {
     /// Model N+1 (`new.sqlite`): a new root, Account, takes number 1 and every other entity moves
     /// up by one (`Z3_LINKED`, `Z_3TAGS`); Item gains an optional `pinned`, and Tag a derived
     /// count of its items (`items.@count` over the many-to-many), which the migration computes.
-    package static let destinationModelXML = sourceModelXML
+    package static let destinationModelXML =
+        sourceModelXML
         .replacingOccurrences(of: "userDefinedModelVersionIdentifier=\"N\"", with: "userDefinedModelVersionIdentifier=\"N+1\"")
-        .replacingOccurrences(of: "    <entity name=\"Folder\">", with: """
-                <entity name="Account">
-                    <attribute name="name" optional="YES" attributeType="String"/>
-                </entity>
-                <entity name="Folder">
-            """)
-        .replacingOccurrences(of: "<attribute name=\"created\" optional=\"YES\" attributeType=\"Date\"/>", with: """
-            <attribute name="created" optional="YES" attributeType="Date"/>
-                        <attribute name="pinned" optional="YES" attributeType="Boolean"/>
-            """)
-        .replacingOccurrences(of: "    <entity name=\"Tag\">", with: """
-                <entity name="Tag">
-                    <attribute name="itemCount" optional="YES" attributeType="Integer 64" derived="YES" derivationExpression="items.@count" usesScalarValueType="YES"/>
-            """)
+        .replacingOccurrences(
+            of: "    <entity name=\"Folder\">",
+            with: """
+                    <entity name="Account">
+                        <attribute name="name" optional="YES" attributeType="String"/>
+                    </entity>
+                    <entity name="Folder">
+                """
+        )
+        .replacingOccurrences(
+            of: "<attribute name=\"created\" optional=\"YES\" attributeType=\"Date\"/>",
+            with: """
+                <attribute name="created" optional="YES" attributeType="Date"/>
+                            <attribute name="pinned" optional="YES" attributeType="Boolean"/>
+                """
+        )
+        .replacingOccurrences(
+            of: "    <entity name=\"Tag\">",
+            with: """
+                    <entity name="Tag">
+                        <attribute name="itemCount" optional="YES" attributeType="Integer 64" derived="YES" derivationExpression="items.@count" usesScalarValueType="YES"/>
+                """)
 
     /// Model N.
     package static var sourceModel: CoreDataModel {
@@ -133,10 +142,11 @@ package enum CoreDataDemoStore {
     package static func generate(in directory: URL, rows: Int) throws -> Files {
         precondition(rows >= 1, "a Core Data demo store needs at least one item")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let files = Files(old: directory.appendingPathComponent("old.sqlite"),
-                          new: directory.appendingPathComponent("new.sqlite"),
-                          oldModel: directory.appendingPathComponent("old.xcdatamodel/contents"),
-                          newModel: directory.appendingPathComponent("new.xcdatamodel/contents"))
+        let files = Files(
+            old: directory.appendingPathComponent("old.sqlite"),
+            new: directory.appendingPathComponent("new.sqlite"),
+            oldModel: directory.appendingPathComponent("old.xcdatamodel/contents"),
+            newModel: directory.appendingPathComponent("new.xcdatamodel/contents"))
         for store in [files.old, files.new] {
             for suffix in ["", "-wal", "-shm", "-journal"] {
                 try? FileManager.default.removeItem(atPath: store.path + suffix)
@@ -179,7 +189,8 @@ package enum CoreDataDemoStore {
         // Items fill the folders block by block: within block b (items b*F+1 ... b*F+F) every
         // folder gets exactly one item, so (b + 1) is the item's position in its folder's ordered
         // relationship, whatever the folder count.
-        try database.execute("""
+        try database.execute(
+            """
             PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;
             BEGIN;
             \(triggers.map { "DROP TRIGGER \(SQL.quote($0[0].text!));" }.joined(separator: "\n"))

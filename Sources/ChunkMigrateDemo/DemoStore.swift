@@ -90,15 +90,17 @@ package enum DemoStore {
     @discardableResult
     package static func generate(in directory: URL, messages: Int) throws -> Files {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let files = Files(source: directory.appendingPathComponent("source.sqlite"),
-                          schema: directory.appendingPathComponent("destination-schema.sql"),
-                          plan: directory.appendingPathComponent("plan.json"))
+        let files = Files(
+            source: directory.appendingPathComponent("source.sqlite"),
+            schema: directory.appendingPathComponent("destination-schema.sql"),
+            plan: directory.appendingPathComponent("plan.json"))
         for suffix in ["", "-wal", "-shm", "-journal"] {
             try? FileManager.default.removeItem(atPath: files.source.path + suffix)
         }
         let database = try Database(path: files.source.path, mode: .readWriteCreate)
         let conversations = max(1, messages / 100)
-        try database.execute("""
+        try database.execute(
+            """
             PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;
             BEGIN;
             \(sourceSchema)

@@ -19,7 +19,8 @@ struct CheckCoreDataCommand: ParsableCommand {
     @Argument(help: "The store to check (opened read-only).")
     var store: String
 
-    @Option(name: .long, help: "The store's model, for a store without a model cache: its .xcdatamodel folder, contents XML, or compiled .mom.")
+    @Option(
+        name: .long, help: "The store's model, for a store without a model cache: its .xcdatamodel folder, contents XML, or compiled .mom.")
     var model: String?
 
     @Flag(name: .long, help: "Print the report as JSON.")
@@ -39,7 +40,9 @@ struct CheckCoreDataCommand: ParsableCommand {
             for violation in report.violations { print("violation: \(violation)") }
             for note in report.notes { print("note: \(note)") }
             for unchecked in report.unchecked { print("not checked: \(unchecked)") }
-            print(report.isValid ? "\(store): \(report.checked.counted("check")) passed" : "\(store): \(report.violations.count.counted("violation"))")
+            print(
+                report.isValid
+                    ? "\(store): \(report.checked.counted("check")) passed" : "\(store): \(report.violations.count.counted("violation"))")
         }
         if !report.isValid { throw ExitCode(1) }
     }

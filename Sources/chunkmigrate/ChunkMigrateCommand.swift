@@ -2,7 +2,7 @@ import ArgumentParser
 import ChunkMigrate
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @main
@@ -24,9 +24,12 @@ struct ChunkMigrateCommand: AsyncParsableCommand {
               130  stopped by SIGINT, 143 by SIGTERM, at a batch boundary; run again to continue
             """,
         version: ChunkMigrateVersion.string,
-        subcommands: [PlanCommand.self, RunCommand.self, ResumeCommand.self, StatusCommand.self, CheckCoreDataCommand.self, CompareCommand.self, EmptyStoreCommand.self,
-                      DemoCommand.self, GenerateCommand.self,
-                      CheckDemoCommand.self]
+        subcommands: [
+            PlanCommand.self, RunCommand.self, ResumeCommand.self, StatusCommand.self, CheckCoreDataCommand.self, CompareCommand.self,
+            EmptyStoreCommand.self,
+            DemoCommand.self, GenerateCommand.self,
+            CheckDemoCommand.self,
+        ]
     )
 
     /// Parses the arguments and runs the subcommand. A usage error (a missing or malformed
@@ -34,15 +37,15 @@ struct ChunkMigrateCommand: AsyncParsableCommand {
     /// ArgumentParser's 64; everything else goes the parser's way.
     static func main() async {
         #if canImport(Glibc)
-        // glibc raises its mmap threshold each time a large block is freed, after which blocks
-        // of a batch's size (its keys, its segment) come from the heap and their pages stay with
-        // the process when freed. A fixed threshold gives them back: peak memory stays where the
-        // caches put it instead of growing with the batch sizes a long job went through.
-        // (`mallopt` is declared in malloc.h, which the Glibc module leaves out; -3 is M_MMAP_THRESHOLD.)
-        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") {
-            typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
-            _ = unsafeBitCast(symbol, to: Mallopt.self)(-3, 128 << 10)
-        }
+            // glibc raises its mmap threshold each time a large block is freed, after which blocks
+            // of a batch's size (its keys, its segment) come from the heap and their pages stay with
+            // the process when freed. A fixed threshold gives them back: peak memory stays where the
+            // caches put it instead of growing with the batch sizes a long job went through.
+            // (`mallopt` is declared in malloc.h, which the Glibc module leaves out; -3 is M_MMAP_THRESHOLD.)
+            if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") {
+                typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
+                _ = unsafeBitCast(symbol, to: Mallopt.self)(-3, 128 << 10)
+            }
         #endif
         do {
             var command = try await asyncParseAsRoot()

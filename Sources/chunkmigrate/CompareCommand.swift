@@ -26,10 +26,16 @@ struct CompareCommand: ParsableCommand {
     @Argument(help: "The second store (opened read-only).")
     var second: String
 
-    @Option(name: .long, help: ArgumentHelp("The attributes that identify an entity's rows, as ENTITY=ATTRIBUTE[,ATTRIBUTE...] (repeatable).", valueName: "entity=attributes"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The attributes that identify an entity's rows, as ENTITY=ATTRIBUTE[,ATTRIBUTE...] (repeatable).",
+            valueName: "entity=attributes"))
     var identify: [String] = []
 
-    @Option(name: .long, help: "The stores' model, for stores without a model cache: an .xcdatamodel folder, its contents XML, or a compiled .mom.")
+    @Option(
+        name: .long,
+        help: "The stores' model, for stores without a model cache: an .xcdatamodel folder, its contents XML, or a compiled .mom.")
     var model: String?
 
     @Option(name: .long, help: "The differences shown per entity; the rest are counted.")
@@ -57,8 +63,9 @@ struct CompareCommand: ParsableCommand {
         let report: CoreDataStoreComparison.Report
         do {
             let model = try model.map { try CoreDataModel.read(contentsOf: URL(fileURLWithPath: $0)) }
-            report = try CoreDataStoreComparison.run(URL(fileURLWithPath: first), URL(fileURLWithPath: second), identities: identities,
-                                                     model: model, limit: limit)
+            report = try CoreDataStoreComparison.run(
+                URL(fileURLWithPath: first), URL(fileURLWithPath: second), identities: identities,
+                model: model, limit: limit)
         } catch let error as MigrationError {
             Output.fail(error)
         }
@@ -67,9 +74,14 @@ struct CompareCommand: ParsableCommand {
         } else {
             for (entity, identity) in report.identities.sorted(by: { $0.key < $1.key }) { print("identity: \(entity) by \(identity)") }
             for difference in report.differences { print("difference: \(difference.line)") }
-            for (entity, more) in report.more.sorted(by: { $0.key < $1.key }) { print("difference: \(entity): \(more.counted("more difference")) not shown (--limit)") }
+            for (entity, more) in report.more.sorted(by: { $0.key < $1.key }) {
+                print("difference: \(entity): \(more.counted("more difference")) not shown (--limit)")
+            }
             let total = report.differences.count + report.more.values.reduce(0, +)
-            print(report.isEqual ? "equal: \(report.rows.counted("row")) compared" : "\(total.counted("difference")) in \(report.rows.counted("row")) compared")
+            print(
+                report.isEqual
+                    ? "equal: \(report.rows.counted("row")) compared"
+                    : "\(total.counted("difference")) in \(report.rows.counted("row")) compared")
         }
         if !report.isEqual { throw ExitCode(1) }
     }

@@ -31,8 +31,9 @@ struct DemoCommand: AsyncParsableCommand {
         say("migrating into \(destination.path), journal \(journal.path)")
         let migrationStart = ContinuousClock.now
         try await Runner.execute(options: options, closing: false) { migrationOptions, logger in
-            try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: destination, journal: journal,
-                                   schema: DemoStore.destinationSchema, options: migrationOptions, logger: logger)
+            try MigrationJob.start(
+                plan: DemoStore.plan, source: files.source, destination: destination, journal: journal,
+                schema: DemoStore.destinationSchema, options: migrationOptions, logger: logger)
         }
         let elapsed = ContinuousClock.now - migrationStart
         let summary = try DemoStore.summary(source: files.source, destination: destination)
@@ -41,9 +42,11 @@ struct DemoCommand: AsyncParsableCommand {
         // The tools of the build that ran this one (a release build when run as `swift run -c
         // release`); `swift run -c release chunkjournal` where chunkjournal is not built yet.
         let tools = Bundle.main.executableURL?.deletingLastPathComponent().path ?? "."
-        let chunkjournal = FileManager.default.isExecutableFile(atPath: tools + "/chunkjournal")
+        let chunkjournal =
+            FileManager.default.isExecutableFile(atPath: tools + "/chunkjournal")
             ? tools + "/chunkjournal" : "swift run -c release chunkjournal"
-        say("""
+        say(
+            """
 
             Inspect the journal:   \(chunkjournal) info \(journal.path)
             Where did message 6 go: \(chunkjournal) lookup \(journal.path) Message 6

@@ -5,7 +5,8 @@ import Foundation
 struct EmptyStoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "empty-store",
-        abstract: "Write the empty Core Data store of a model version, as Core Data lays it out, for testing a migration where Core Data is not at hand.",
+        abstract:
+            "Write the empty Core Data store of a model version, as Core Data lays it out, for testing a migration where Core Data is not at hand.",
         discussion: """
             Tables, columns, indexes, derived attributes' triggers, Z_PRIMARYKEY, Z_METADATA and \
             Z_MODELCACHE. Its metadata holds Core Data's own entity version hashes \
@@ -20,8 +21,11 @@ struct EmptyStoreCommand: ParsableCommand {
     @Option(name: .long, help: "The model: an .xcdatamodel folder, its contents XML, a compiled .mom, or a store (its model cache).")
     var model: String?
 
-    @Option(name: .long, parsing: .singleValue,
-            help: "Every version of the model (.xcdatamodeld or .momd), with --model-version; repeatable for bundles an app merges into one model at run time (their current versions merged, or --model-version A + B + C).")
+    @Option(
+        name: .long, parsing: .singleValue,
+        help:
+            "Every version of the model (.xcdatamodeld or .momd), with --model-version; repeatable for bundles an app merges into one model at run time (their current versions merged, or --model-version A + B + C)."
+    )
     var models: [String] = []
 
     @Option(name: .customLong("model-version"), help: "With --models: the version, by name (default: the bundle's current version).")

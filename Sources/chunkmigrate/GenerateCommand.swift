@@ -25,10 +25,15 @@ struct GenerateCommand: ParsableCommand {
     @Option(name: .long, help: "Items in the Core Data store (with --core-data; default: 100000).")
     var rows: Int?
 
-    @Option(name: .long, help: "Write the BookMigration store old.sqlite with this many books, Model3Plus.sql and plan.json instead of the demo store.")
+    @Option(
+        name: .long,
+        help: "Write the BookMigration store old.sqlite with this many books, Model3Plus.sql and plan.json instead of the demo store.")
     var books: Int?
 
-    @Argument(help: "The directory to write source.sqlite, destination-schema.sql and plan.json into (with --core-data: old.sqlite and new.sqlite; with --books: old.sqlite, Model3Plus.sql and plan.json).")
+    @Argument(
+        help:
+            "The directory to write source.sqlite, destination-schema.sql and plan.json into (with --core-data: old.sqlite and new.sqlite; with --books: old.sqlite, Model3Plus.sql and plan.json)."
+    )
     var directory: String
 
     func validate() throws {

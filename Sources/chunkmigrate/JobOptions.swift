@@ -13,7 +13,11 @@ struct JobOptions: ParsableArguments {
     @Option(name: .long, help: "Stop at the first batch boundary after this many seconds; run again to continue.")
     var budget: Double?
 
-    @Option(name: .long, help: "MiB of ID-map keys kept in memory (fixed). By default the cache starts at 2 MiB and grows, up to 64 MiB, only when lookups keep reading segments it evicted.")
+    @Option(
+        name: .long,
+        help:
+            "MiB of ID-map keys kept in memory (fixed). By default the cache starts at 2 MiB and grows, up to 64 MiB, only when lookups keep reading segments it evicted."
+    )
     var idMapCacheMib: Int?
 
     @Option(name: .long, help: "MiB of SQLite page cache for each of the source and the destination.")
@@ -22,10 +26,16 @@ struct JobOptions: ParsableArguments {
     @Flag(name: .long, help: "Before each batch commits, compare a checksum of the rows written with the mapped source values.")
     var verifyChecksums = false
 
-    @Flag(name: .long, help: "Let a new job write into destination tables that already hold rows (allocated keys follow them); refused otherwise. Never for a Core Data plan.")
+    @Flag(
+        name: .long,
+        help:
+            "Let a new job write into destination tables that already hold rows (allocated keys follow them); refused otherwise. Never for a Core Data plan."
+    )
     var append = false
 
-    @Flag(name: .long, help: "Estimate the disk a new job needs from the source's pages even where the volume has room for 3.5 times the source's file.")
+    @Flag(
+        name: .long,
+        help: "Estimate the disk a new job needs from the source's pages even where the volume has room for 3.5 times the source's file.")
     var exactSpaceEstimate = false
 
     @Flag(name: .long, help: "Do not check a migrated Core Data store at the end (check-coredata does it apart).")

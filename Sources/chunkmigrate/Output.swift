@@ -27,25 +27,28 @@ enum Output {
     /// the parent a process was forked from.
     static func peakResidentBytes() -> Int64 {
         #if os(Linux)
-        if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-           let kilobytes = Int64(line.split(separator: " ").dropFirst().first ?? "") {
-            return kilobytes * 1024
-        }
-        return 0
+            if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+                let kilobytes = Int64(line.split(separator: " ").dropFirst().first ?? "")
+            {
+                return kilobytes * 1024
+            }
+            return 0
         #else
-        var usage = rusage()
-        guard getrusage(RUSAGE_SELF, &usage) == 0 else { return 0 }
-        return Int64(usage.ru_maxrss)  // bytes on Darwin
+            var usage = rusage()
+            guard getrusage(RUSAGE_SELF, &usage) == 0 else { return 0 }
+            return Int64(usage.ru_maxrss)  // bytes on Darwin
         #endif
     }
 
     /// A run's phases in one line: `phases: copy 1.71 s, indexes 1.20 s, finishing 0.15 s, check 0.02 s (its part over the rows
     /// 0.52 s alongside the indexes, and 0.43 s during the copy)`.
     static func describe(_ phases: RunPhases) -> String {
-        let parts = [("copy", phases.copy), ("fix-up", phases.fixup), ("indexes", phases.indexes), ("finishing", phases.finishing),
-                     ("completion", phases.completion), ("check", phases.check)]
-            .filter { $0.1 >= 0.005 }.map { String(format: "%@ %.2f s", $0.0, $0.1) }
+        let parts = [
+            ("copy", phases.copy), ("fix-up", phases.fixup), ("indexes", phases.indexes), ("finishing", phases.finishing),
+            ("completion", phases.completion), ("check", phases.check),
+        ]
+        .filter { $0.1 >= 0.005 }.map { String(format: "%@ %.2f s", $0.0, $0.1) }
         let beside = [(phases.checkAlongside, "alongside the indexes"), (phases.checkDuringCopy, "during the copy")]
             .filter { $0.0 > 0 }.map { String(format: "%.2f s %@", $0.0, $0.1) }
         let alongside = beside.isEmpty ? "" : " (its part over the rows " + beside.joined(separator: ", and ") + ")"
@@ -132,9 +135,9 @@ final class ProgressDisplay {
     static func terminalColumns() -> Int {
         var size = winsize()
         #if canImport(Darwin)
-        let result = ioctl(2, TIOCGWINSZ, &size)
+            let result = ioctl(2, TIOCGWINSZ, &size)
         #else
-        let result = ioctl(2, UInt(TIOCGWINSZ), &size)
+            let result = ioctl(2, UInt(TIOCGWINSZ), &size)
         #endif
         guard result == 0, size.ws_col > 0 else { return 80 }
         return Int(size.ws_col)
@@ -155,7 +158,8 @@ final class ProgressDisplay {
 
     static func clock(_ duration: Duration) -> String {
         let seconds = Int(duration.components.seconds)
-        return seconds >= 3600 ? String(format: "%d:%02d:%02d", seconds / 3600, seconds / 60 % 60, seconds % 60)
+        return seconds >= 3600
+            ? String(format: "%d:%02d:%02d", seconds / 3600, seconds / 60 % 60, seconds % 60)
             : String(format: "%d:%02d", seconds / 60, seconds % 60)
     }
 }

@@ -21,7 +21,9 @@ struct ResumeCommand: AsyncParsableCommand {
     func run() async throws {
         if InPlaceMigration.isHalfMigrated(URL(fileURLWithPath: journal)) {
             do {
-                guard let job = try InPlaceMigration.resume(store: URL(fileURLWithPath: journal), options: options.migrationOptions) else { return }
+                guard let job = try InPlaceMigration.resume(store: URL(fileURLWithPath: journal), options: options.migrationOptions) else {
+                    return
+                }
                 try await Runner.runInPlace(job, options: options)
             } catch let error as MigrationError {
                 Output.fail(error)

@@ -7,10 +7,15 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run",
         abstract: "Run a job to the end; running the same command again after a kill continues it.")
 
-    @Option(name: .long, help: "The source store (opened read-only, never written; with --in-place, the store migrated inside its own file).")
+    @Option(
+        name: .long, help: "The source store (opened read-only, never written; with --in-place, the store migrated inside its own file).")
     var source: String
 
-    @Option(name: .long, help: "The destination store (with --in-place, the target: the empty store of the new model or schema, read for its schema; made from --schema when missing).")
+    @Option(
+        name: .long,
+        help:
+            "The destination store (with --in-place, the target: the empty store of the new model or schema, read for its schema; made from --schema when missing)."
+    )
     var destination: String
 
     @Option(name: .long, help: "The plan, as JSON.")
@@ -19,7 +24,11 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The journal directory of the job (not used with --in-place: the job's state is in the store).")
     var journal: String?
 
-    @Flag(name: .long, help: "Migrate the source store inside its own file, touching only what the model change touches, with no second copy (Core Data stores; running it again after a kill continues it).")
+    @Flag(
+        name: .long,
+        help:
+            "Migrate the source store inside its own file, touching only what the model change touches, with no second copy (Core Data stores; running it again after a kill continues it)."
+    )
     var inPlace = false
 
     @Option(name: .long, help: "SQL that creates the destination when it does not exist.")
@@ -42,7 +51,8 @@ struct RunCommand: AsyncParsableCommand {
                 journal: URL(fileURLWithPath: journal!), schema: try readSchema(), options: migrationOptions, logger: logger)
             guard job.isNew else { return job }
             if !options.quiet, let left = try? decoded.tablesNotCopied(from: URL(fileURLWithPath: source)), !left.isEmpty {
-                FileHandle.standardError.write(Data("not copied (no entity of the plan reads them): \(left.joined(separator: ", "))\n".utf8))
+                FileHandle.standardError.write(
+                    Data("not copied (no entity of the plan reads them): \(left.joined(separator: ", "))\n".utf8))
             }
             return job
         }
@@ -56,8 +66,9 @@ struct RunCommand: AsyncParsableCommand {
             if let sql = try readSchema(), !FileManager.default.fileExists(atPath: destination) {
                 try InPlaceMigration.createTarget(at: URL(fileURLWithPath: destination), schema: sql)
             }
-            let job = try InPlaceMigration.startOrResume(plan: decoded, store: URL(fileURLWithPath: source),
-                                                         target: URL(fileURLWithPath: destination), options: options.migrationOptions)
+            let job = try InPlaceMigration.startOrResume(
+                plan: decoded, store: URL(fileURLWithPath: source),
+                target: URL(fileURLWithPath: destination), options: options.migrationOptions)
             try await Runner.runInPlace(job, options: options)
         } catch let error as MigrationError {
             Output.fail(error)

@@ -5,9 +5,9 @@ import Logging
 import MigrationJournal
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Runs a job for the `run`, `resume` and `demo` commands: progress on stderr, SIGINT and
@@ -16,8 +16,10 @@ enum Runner {
     /// - Parameters:
     ///   - closing: whether a complete run ends with the line that says what to do with the
     ///     destination (the demo says what to try next instead).
-    static func execute(options: JobOptions, closing: Bool = true,
-                        open: (MigrationOptions, Logger) throws -> MigrationJob) async throws {
+    static func execute(
+        options: JobOptions, closing: Bool = true,
+        open: (MigrationOptions, Logger) throws -> MigrationJob
+    ) async throws {
         var logger = Logger(label: "chunkmigrate")
         logger.logLevel = .warning
         let job: MigrationJob
@@ -36,11 +38,16 @@ enum Runner {
         let status = try? MigrationJob.status(at: job.journalURL)
         let rows = (status?.rowsRead ?? before) - before
         if options.json, let status {
-            print(try Output.json(RunReport(status: status, run: .init(
-                sourceRows: rows, seconds: seconds, peakResidentBytes: Output.peakResidentBytes(), phases: job.lastRunPhases))))
+            print(
+                try Output.json(
+                    RunReport(
+                        status: status,
+                        run: .init(
+                            sourceRows: rows, seconds: seconds, peakResidentBytes: Output.peakResidentBytes(), phases: job.lastRunPhases))))
         } else if !options.quiet, let status {
             let rate = seconds > 0 ? " (\(ProgressDisplay.count(Int64(Double(rows) / seconds))) rows/s)" : ""
-            var summary = Output.describe(status)
+            var summary =
+                Output.describe(status)
                 + "\n  this run: \(rows.counted("source row")) in " + String(format: "%.2f s", seconds) + rate
             if let phases = job.lastRunPhases { summary += "\n  " + Output.describe(phases) }
             FileHandle.standardError.write(Data((summary + "\n").utf8))
@@ -53,7 +60,9 @@ enum Runner {
                     try show(report, of: job.destinationURL, quiet: options.quiet || options.json)
                 } else {
                     let report: CoreDataStoreCheck.Report
-                    do { report = try CoreDataStoreCheck.run(migrated: job.destinationURL, source: job.sourceURL, plan: job.plan) } catch let error as MigrationError {
+                    do {
+                        report = try CoreDataStoreCheck.run(migrated: job.destinationURL, source: job.sourceURL, plan: job.plan)
+                    } catch let error as MigrationError {
                         Output.fail(error)
                     }
                     try show(report, of: job.destinationURL, quiet: options.quiet || options.json)
@@ -65,7 +74,8 @@ enum Runner {
             return
         case .paused(let signal):
             if let signal {
-                FileHandle.standardError.write(Data("chunkmigrate: stopped at a batch boundary by signal \(signal); run the same command again to continue\n".utf8))
+                FileHandle.standardError.write(
+                    Data("chunkmigrate: stopped at a batch boundary by signal \(signal); run the same command again to continue\n".utf8))
                 throw ExitCode(128 + signal)
             }
             FileHandle.standardError.write(Data("chunkmigrate: time budget used; run the same command again to continue\n".utf8))
@@ -92,11 +102,15 @@ enum Runner {
         if !report.carried.isEmpty {
             let lines = report.carried.prefix(20).map { "  \($0)" }.joined(separator: "\n")
             let more = report.carried.count > 20 ? "\n  (and \(report.carried.count - 20) more)" : ""
-            FileHandle.standardError.write(Data("note: \(report.carried.count.counted("anomaly", "anomalies")) of the source carried as they were, as Core Data's migration carries them:\n\(lines)\(more)\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "note: \(report.carried.count.counted("anomaly", "anomalies")) of the source carried as they were, as Core Data's migration carries them:\n\(lines)\(more)\n"
+                        .utf8))
         }
         guard report.isValid else {
             let lines = report.violations.prefix(20).map { "  \($0)" }.joined(separator: "\n")
-            FileHandle.standardError.write(Data("chunkmigrate: error: \(store.path): the migrated store breaks invariants Core Data relies on:\n\(lines)\n".utf8))
+            FileHandle.standardError.write(
+                Data("chunkmigrate: error: \(store.path): the migrated store breaks invariants Core Data relies on:\n\(lines)\n".utf8))
             throw ExitCode(1)
         }
         if !quiet {
@@ -114,18 +128,28 @@ enum Runner {
         let outcome = try await run(job, options: options)
         let seconds = (ContinuousClock.now - started) / .seconds(1)
         if options.json {
-            print(try Output.json(InPlaceReport(store: job.storeURL.path, complete: outcome == .complete, status: job.status,
-                                               seconds: seconds, peakResidentBytes: Output.peakResidentBytes())))
+            print(
+                try Output.json(
+                    InPlaceReport(
+                        store: job.storeURL.path, complete: outcome == .complete, status: job.status,
+                        seconds: seconds, peakResidentBytes: Output.peakResidentBytes())))
         } else if !options.quiet {
             let left = job.status.map { ", step \($0.stepsDone + 1) of \($0.steps) next" } ?? ""
-            FileHandle.standardError.write(Data(String(format: "in place: %@ in %.2f s%@\n", outcome == .complete ? "complete" : "paused", seconds, left).utf8))
+            FileHandle.standardError.write(
+                Data(String(format: "in place: %@ in %.2f s%@\n", outcome == .complete ? "complete" : "paused", seconds, left).utf8))
         }
         switch outcome {
         case .paused(let signal?):
-            FileHandle.standardError.write(Data("chunkmigrate: stopped at a batch boundary by signal \(signal); the store is part-way through: run `chunkmigrate resume \(job.storeURL.path)` to finish it\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "chunkmigrate: stopped at a batch boundary by signal \(signal); the store is part-way through: run `chunkmigrate resume \(job.storeURL.path)` to finish it\n"
+                        .utf8))
             throw ExitCode(128 + signal)
         case .paused(nil):
-            FileHandle.standardError.write(Data("chunkmigrate: time budget used; the store is part-way through: run `chunkmigrate resume \(job.storeURL.path)` to finish it\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "chunkmigrate: time budget used; the store is part-way through: run `chunkmigrate resume \(job.storeURL.path)` to finish it\n"
+                        .utf8))
         case .complete:
             if job.isCoreData, !options.noCheck {
                 let report: CoreDataStoreCheck.Report

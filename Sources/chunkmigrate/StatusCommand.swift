@@ -29,7 +29,9 @@ struct StatusCommand: ParsableCommand {
                     // What the rest of the job can grow into.
                     let folder = URL(fileURLWithPath: status.destination).deletingLastPathComponent().path
                     let size = (try? FileManager.default.attributesOfItem(atPath: status.destination)[.size] as? NSNumber)?.int64Value ?? 0
-                    print("  space: the destination holds \(SpaceEstimate.bytes(size)), \(SpaceEstimate.bytes(SpaceEstimate.freeBytes(at: folder))) free on its volume")
+                    print(
+                        "  space: the destination holds \(SpaceEstimate.bytes(size)), \(SpaceEstimate.bytes(SpaceEstimate.freeBytes(at: folder))) free on its volume"
+                    )
                 }
             }
         } catch let error as MigrationError {
@@ -41,11 +43,16 @@ struct StatusCommand: ParsableCommand {
     private func inPlaceStatus() throws {
         do {
             guard let status = try InPlaceMigration.status(of: URL(fileURLWithPath: journal)) else {
-                throw MigrationError(.journal, "neither a journal directory nor a store part-way through an in-place migration (a store with no in-place job under way is the old model's or the new one's as it is)", file: journal)
+                throw MigrationError(
+                    .journal,
+                    "neither a journal directory nor a store part-way through an in-place migration (a store with no in-place job under way is the old model's or the new one's as it is)",
+                    file: journal)
             }
             if json { return print(try Output.json(status)) }
             let cursor = status.cursor.map { ", done up to rowid \($0)" } ?? ""
-            print("in place: part-way, \(status.stepsDone) of \(status.steps.counted("step")) done; next: \(status.currentStep ?? "?")\(cursor)")
+            print(
+                "in place: part-way, \(status.stepsDone) of \(status.steps.counted("step")) done; next: \(status.currentStep ?? "?")\(cursor)"
+            )
             print("  store: \(status.store) (neither the old model's nor the new one's: Core Data must not open it)")
             print("  target: \(status.target)")
             print("  to finish: chunkmigrate resume \(status.store)")

@@ -28,9 +28,9 @@ enum BuiltProduct {
     /// The directory that holds the built products: the one of the running test bundle.
     static var directory: URL {
         #if os(macOS)
-        if let bundle = Bundle.allBundles.first(where: { $0.bundlePath.hasSuffix(".xctest") }) {
-            return bundle.bundleURL.deletingLastPathComponent()
-        }
+            if let bundle = Bundle.allBundles.first(where: { $0.bundlePath.hasSuffix(".xctest") }) {
+                return bundle.bundleURL.deletingLastPathComponent()
+            }
         #endif
         if let executable = Bundle.main.executableURL {
             return executable.resolvingSymlinksInPath().deletingLastPathComponent()
@@ -43,8 +43,10 @@ enum BuiltProduct {
     /// - Parameters:
     ///   - environment: variables set for the child on top of this process's environment.
     ///   - workingDirectory: the child's working directory; this process's when `nil`.
-    static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:],
-                    workingDirectory: String? = nil) throws -> CommandResult {
+    static func run(
+        _ name: String, _ arguments: [String], environment: [String: String] = [:],
+        workingDirectory: String? = nil
+    ) throws -> CommandResult {
         let executable = directory.appendingPathComponent(name)
         guard FileManager.default.isExecutableFile(atPath: executable.path) else {
             throw CLITestError("no built product '\(name)' in \(directory.path); build the package first")
@@ -56,8 +58,10 @@ enum BuiltProduct {
 /// Runs the executable at `executable` with `arguments`, no standard input, the variables of
 /// `environment` set on top of this process's environment, in `workingDirectory` when one is given,
 /// and waits for it to exit.
-func runExecutable(_ executable: URL, _ arguments: [String], environment: [String: String] = [:],
-                   workingDirectory: String? = nil) throws -> CommandResult {
+func runExecutable(
+    _ executable: URL, _ arguments: [String], environment: [String: String] = [:],
+    workingDirectory: String? = nil
+) throws -> CommandResult {
     // Output goes to files, not pipes, so a large output cannot fill a pipe and block the child.
     return try withTemporaryDirectory { outputs in
         let stdoutURL = URL(fileURLWithPath: outputs + "/stdout")

@@ -1,9 +1,9 @@
 import Foundation
 import MigrationJournal
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A real journal written with ``JournalWriter`` for the `chunkjournal` tests.
@@ -36,10 +36,12 @@ struct JournalFixture {
 
     static let entities: [JournalHeader.Entity] = [
         .init(name: "Author", sourceTable: "authors", destinationTable: "people", keys: .allocate),
-        .init(name: "Message", sourceTable: "messages", destinationTable: "messages", keys: .preserve,
-              relationships: ["author_id": "Author", "reply_to": "Message"]),
-        .init(name: "Tag", sourceTable: "tags", destinationTable: "labels", keys: .allocate,
-              relationships: ["message_id": "Message"]),
+        .init(
+            name: "Message", sourceTable: "messages", destinationTable: "messages", keys: .preserve,
+            relationships: ["author_id": "Author", "reply_to": "Message"]),
+        .init(
+            name: "Tag", sourceTable: "tags", destinationTable: "labels", keys: .allocate,
+            relationships: ["message_id": "Message"]),
     ]
 
     static let plan = Array(#"{"entities":["Author","Message","Tag"],"version":1}"#.utf8)
@@ -74,13 +76,17 @@ struct JournalFixture {
         var batches: [BatchRecord] = []
         var clock = startMillis
 
-        func commit(entity: UInt32, batch: UInt64, read: ClosedRange<Int64>, rowsRead: UInt32, keys: [Int64],
-                    destinationBase: Int64, nulled: UInt32 = 0, deferred: UInt32 = 0) throws {
+        func commit(
+            entity: UInt32, batch: UInt64, read: ClosedRange<Int64>, rowsRead: UInt32, keys: [Int64],
+            destinationBase: Int64, nulled: UInt32 = 0, deferred: UInt32 = 0
+        ) throws {
             let mapping = entities[Int(entity)].keys
             var crc: UInt32 = 0
             if !keys.isEmpty {
-                crc = try writer.write(IDMapSegment(entity: entity, batch: batch, mapping: mapping,
-                                                    destinationBase: destinationBase, sourceKeys: keys))
+                crc = try writer.write(
+                    IDMapSegment(
+                        entity: entity, batch: batch, mapping: mapping,
+                        destinationBase: destinationBase, sourceKeys: keys))
             }
             clock += 1_500
             let record = BatchRecord(
@@ -97,11 +103,13 @@ struct JournalFixture {
         try commit(entity: 0, batch: 1, read: 1...100, rowsRead: 100, keys: Array(1...100), destinationBase: 1001)
         try commit(entity: 0, batch: 2, read: 101...299, rowsRead: 100, keys: sparseAuthorKeys, destinationBase: 1101)
         try writer.append(.entityComplete(entity: 0, batches: 2, rowsWritten: 200))
-        try commit(entity: 1, batch: 1, read: 10...60, rowsRead: 6, keys: [10, 20, 30, 35, 50], destinationBase: 10,
-                   nulled: 1, deferred: 2)
+        try commit(
+            entity: 1, batch: 1, read: 10...60, rowsRead: 6, keys: [10, 20, 30, 35, 50], destinationBase: 10,
+            nulled: 1, deferred: 2)
         if finished {
-            try commit(entity: 1, batch: 2, read: 61...80, rowsRead: 20, keys: Array(61...80), destinationBase: 61,
-                       deferred: 3)
+            try commit(
+                entity: 1, batch: 2, read: 61...80, rowsRead: 20, keys: Array(61...80), destinationBase: 61,
+                deferred: 3)
             try writer.append(.entityComplete(entity: 1, batches: 2, rowsWritten: 25))
             try commit(entity: 2, batch: 1, read: 1...3, rowsRead: 3, keys: [], destinationBase: 0)
             try writer.append(.entityComplete(entity: 2, batches: 1, rowsWritten: 0))

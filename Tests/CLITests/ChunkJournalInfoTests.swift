@@ -60,34 +60,41 @@ struct ChunkJournalInfoTests {
             #expect(result.stderr == "")
             let output = lines(result.stdout)
             try #require(output.count == 19, "\(result)")
-            #expect(output[0..<9].map(cells) == [
-                ["journal", journal.directory],
-                ["format", "1"],
-                ["job", JournalFixture.jobID],
-                ["writer", JournalFixture.writer],
-                ["created at", JournalFixture.createdAt],
-                ["source", JournalFixture.sourcePath],
-                ["destination", JournalFixture.destinationPath],
-                ["records", "10"],
-                ["state", "complete"],
-            ])
-            #expect(output[9..<14] == [
-                "",
-                "plan: 3 entities",
-                "  Author   authors -> people     keys allocate",
-                "  Message  messages -> messages  keys preserve  relationships author_id -> Author, reply_to -> Message",
-                "  Tag      tags -> labels        keys allocate  relationships message_id -> Message",
-            ])
+            #expect(
+                output[0..<9].map(cells) == [
+                    ["journal", journal.directory],
+                    ["format", "1"],
+                    ["job", JournalFixture.jobID],
+                    ["writer", JournalFixture.writer],
+                    ["created at", JournalFixture.createdAt],
+                    ["source", JournalFixture.sourcePath],
+                    ["destination", JournalFixture.destinationPath],
+                    ["records", "10"],
+                    ["state", "complete"],
+                ])
+            #expect(
+                output[9..<14] == [
+                    "",
+                    "plan: 3 entities",
+                    "  Author   authors -> people     keys allocate",
+                    "  Message  messages -> messages  keys preserve  relationships author_id -> Author, reply_to -> Message",
+                    "  Tag      tags -> labels        keys allocate  relationships message_id -> Message",
+                ])
             #expect(output[14..<16] == ["", "progress:"])
             let author = String(format: "%.2f", Double(try Self.segmentBytes(journal, entity: 0)) / 200)
             let message = String(format: "%.2f", Double(try Self.segmentBytes(journal, entity: 1)) / 25)
-            #expect(output[16..<19].map(cells) == [
-                ["Author", "2 batches", "read 200", "written 200", "skipped 0", "source keys 1..299",
-                 "ID map \(author) bytes/row", "complete"],
-                ["Message", "2 batches", "read 26", "written 25", "skipped 1", "source keys 10..80",
-                 "ID map \(message) bytes/row", "complete"],
-                ["Tag", "1 batch", "read 3", "written 0", "skipped 3", "source keys 1..3", "ID map -", "complete"],
-            ])
+            #expect(
+                output[16..<19].map(cells) == [
+                    [
+                        "Author", "2 batches", "read 200", "written 200", "skipped 0", "source keys 1..299",
+                        "ID map \(author) bytes/row", "complete",
+                    ],
+                    [
+                        "Message", "2 batches", "read 26", "written 25", "skipped 1", "source keys 10..80",
+                        "ID map \(message) bytes/row", "complete",
+                    ],
+                    ["Tag", "1 batch", "read 3", "written 0", "skipped 3", "source keys 1..3", "ID map -", "complete"],
+                ])
         }
     }
 
@@ -143,9 +150,10 @@ struct ChunkJournalInfoTests {
             let output = lines(text.stdout)
             #expect(output.contains { cells($0) == ["state", "failed: \(JournalFixture.failure)"] }, "\(text)")
             #expect(output.contains { cells($0).first == "Message" && cells($0).last == "in progress" }, "\(text)")
-            #expect(output.contains {
-                cells($0) == ["Tag", "0 batches", "read 0", "written 0", "skipped 0", "source keys -", "ID map -", "not started"]
-            }, "\(text)")
+            #expect(
+                output.contains {
+                    cells($0) == ["Tag", "0 batches", "read 0", "written 0", "skipped 0", "source keys -", "ID map -", "not started"]
+                }, "\(text)")
 
             let json = try chunkjournal("info", journal.directory, "--json")
             let report = try JSONDecoder().decode(Report.self, from: Data(json.stdout.utf8))

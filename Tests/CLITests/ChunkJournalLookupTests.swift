@@ -21,20 +21,22 @@ struct ChunkJournalLookupTests {
     func forward() throws {
         try withTemporaryDirectory { parent in
             let journal = try JournalFixture.make(in: parent)
-            let result = try chunkjournal("lookup", journal.directory, "Author", "1", "100", "101", "102", "151", "299",
-                                          "5000", "-3")
+            let result = try chunkjournal(
+                "lookup", journal.directory, "Author", "1", "100", "101", "102", "151", "299",
+                "5000", "-3")
             #expect(result.exitCode == 0)
             #expect(result.stderr == "")
-            #expect(lines(result.stdout).map(cells) == [
-                ["Author source 1", "-> destination 1001"],
-                ["Author source 100", "-> destination 1100"],
-                ["Author source 101", "-> destination 1101"],
-                ["Author source 102", "not migrated"],
-                ["Author source 151", "-> destination 1126"],
-                ["Author source 299", "-> destination 1200"],
-                ["Author source 5000", "not migrated"],
-                ["Author source -3", "not migrated"],
-            ], "\(result)")
+            #expect(
+                lines(result.stdout).map(cells) == [
+                    ["Author source 1", "-> destination 1001"],
+                    ["Author source 100", "-> destination 1100"],
+                    ["Author source 101", "-> destination 1101"],
+                    ["Author source 102", "not migrated"],
+                    ["Author source 151", "-> destination 1126"],
+                    ["Author source 299", "-> destination 1200"],
+                    ["Author source 5000", "not migrated"],
+                    ["Author source -3", "not migrated"],
+                ], "\(result)")
         }
     }
 
@@ -42,16 +44,18 @@ struct ChunkJournalLookupTests {
     func reverse() throws {
         try withTemporaryDirectory { parent in
             let journal = try JournalFixture.make(in: parent)
-            let result = try chunkjournal("lookup", journal.directory, "Author", "--reverse", "1001", "1126", "1200",
-                                          "1201", "999")
+            let result = try chunkjournal(
+                "lookup", journal.directory, "Author", "--reverse", "1001", "1126", "1200",
+                "1201", "999")
             #expect(result.exitCode == 0)
-            #expect(lines(result.stdout).map(cells) == [
-                ["Author destination 1001", "-> source 1"],
-                ["Author destination 1126", "-> source 151"],
-                ["Author destination 1200", "-> source 299"],
-                ["Author destination 1201", "not migrated"],
-                ["Author destination 999", "not migrated"],
-            ], "\(result)")
+            #expect(
+                lines(result.stdout).map(cells) == [
+                    ["Author destination 1001", "-> source 1"],
+                    ["Author destination 1126", "-> source 151"],
+                    ["Author destination 1200", "-> source 299"],
+                    ["Author destination 1201", "not migrated"],
+                    ["Author destination 999", "not migrated"],
+                ], "\(result)")
         }
     }
 
@@ -64,19 +68,21 @@ struct ChunkJournalLookupTests {
             let report = try JSONDecoder().decode(Report.self, from: Data(forward.stdout.utf8))
             #expect(report.entity == "Message")
             #expect(report.direction == "source-to-destination")
-            #expect(report.results == [
-                .init(key: 35, migrated: true, mapped: 35),
-                .init(key: 36, migrated: false, mapped: nil),
-                .init(key: 70, migrated: true, mapped: 70),
-            ])
+            #expect(
+                report.results == [
+                    .init(key: 35, migrated: true, mapped: 35),
+                    .init(key: 36, migrated: false, mapped: nil),
+                    .init(key: 70, migrated: true, mapped: 70),
+                ])
 
             let backward = try chunkjournal("lookup", journal.directory, "Message", "--reverse", "--json", "20", "21")
             let reverse = try JSONDecoder().decode(Report.self, from: Data(backward.stdout.utf8))
             #expect(reverse.direction == "destination-to-source")
-            #expect(reverse.results == [
-                .init(key: 20, migrated: true, mapped: 20),
-                .init(key: 21, migrated: false, mapped: nil),
-            ])
+            #expect(
+                reverse.results == [
+                    .init(key: 20, migrated: true, mapped: 20),
+                    .init(key: 21, migrated: false, mapped: nil),
+                ])
         }
     }
 

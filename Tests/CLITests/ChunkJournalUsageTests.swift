@@ -19,12 +19,14 @@ struct ChunkJournalUsageTests {
         }
     }
 
-    @Test("a subcommand's --help shows its arguments", arguments: [
-        ("info", "USAGE: chunkjournal info <dir> [--json]"),
-        ("batches", "USAGE: chunkjournal batches <dir> [--json] [--entity <name>]"),
-        ("lookup", "USAGE: chunkjournal lookup <dir> [--json] <entity> [--reverse] [<key> ...]"),
-        ("verify", "USAGE: chunkjournal verify <dir> [--json]"),
-    ])
+    @Test(
+        "a subcommand's --help shows its arguments",
+        arguments: [
+            ("info", "USAGE: chunkjournal info <dir> [--json]"),
+            ("batches", "USAGE: chunkjournal batches <dir> [--json] [--entity <name>]"),
+            ("lookup", "USAGE: chunkjournal lookup <dir> [--json] <entity> [--reverse] [<key> ...]"),
+            ("verify", "USAGE: chunkjournal verify <dir> [--json]"),
+        ])
     func subcommandHelp(subcommand: String, usage: String) throws {
         let result = try chunkjournal(subcommand, "--help")
         #expect(result.exitCode == 0)
@@ -58,11 +60,12 @@ struct ChunkJournalUsageTests {
                 let result = try chunkjournal(subcommand, journal.directory)
                 #expect(result.exitCode == 3, "\(subcommand): \(result)")
                 #expect(result.stdout == "")
-                #expect(result.stderr == """
-                    chunkjournal: error: \(header): journal format version 2 is newer than this reader \
-                    (it reads up to 1); use a newer chunkmigrate
+                #expect(
+                    result.stderr == """
+                        chunkjournal: error: \(header): journal format version 2 is newer than this reader \
+                        (it reads up to 1); use a newer chunkmigrate
 
-                    """, "\(subcommand)")
+                        """, "\(subcommand)")
             }
         }
     }

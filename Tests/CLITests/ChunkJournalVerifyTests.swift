@@ -50,8 +50,9 @@ struct ChunkJournalVerifyTests {
             let output = lines(result.stdout)
             #expect(output.first == "damaged: 1 problem (10 records, 3 segments checked)", "\(result)")
             #expect(output.dropFirst().first?.hasPrefix("1. [damaged-segment] \(segment): checksum mismatch") == true, "\(result)")
-            #expect(result.stderr.hasPrefix(
-                "chunkjournal: error: the journal at \(journal.directory) is damaged: \(segment): checksum mismatch"), "\(result)")
+            #expect(
+                result.stderr.hasPrefix(
+                    "chunkjournal: error: the journal at \(journal.directory) is damaged: \(segment): checksum mismatch"), "\(result)")
             #expect(lines(result.stderr).count == 1)
 
             let json = try chunkjournal("verify", journal.directory, "--json")
@@ -72,8 +73,9 @@ struct ChunkJournalVerifyTests {
             #expect(result.exitCode == 1)
             let output = lines(result.stdout)
             #expect(output.first == "damaged: 1 problem (10 records, 4 segments checked)", "\(result)")
-            #expect(output.dropFirst().first?.hasPrefix(
-                "1. [damaged-record] \(journal.logPath): record 10 at offset \(offset) is torn") == true, "\(result)")
+            #expect(
+                output.dropFirst().first?.hasPrefix(
+                    "1. [damaged-record] \(journal.logPath): record 10 at offset \(offset) is torn") == true, "\(result)")
             #expect(result.stderr.contains("\(journal.logPath): record 10 at offset \(offset) is torn"))
         }
     }
@@ -86,14 +88,16 @@ struct ChunkJournalVerifyTests {
             try JournalFixture.flipByte(at: 18, of: journal.logPath)
             let verify = try chunkjournal("verify", journal.directory)
             #expect(verify.exitCode == 1)
-            #expect(lines(verify.stdout).dropFirst().first?.hasPrefix(
-                "1. [damaged-record] \(journal.logPath): record 0 at offset 8: checksum mismatch") == true, "\(verify)")
+            #expect(
+                lines(verify.stdout).dropFirst().first?.hasPrefix(
+                    "1. [damaged-record] \(journal.logPath): record 0 at offset 8: checksum mismatch") == true, "\(verify)")
 
             let info = try chunkjournal("info", journal.directory)
             #expect(info.exitCode == 3)
             #expect(info.stdout == "")
-            #expect(info.stderr.hasPrefix("chunkjournal: error: \(journal.logPath): record 0 at offset 8: checksum mismatch"),
-                    "\(info)")
+            #expect(
+                info.stderr.hasPrefix("chunkjournal: error: \(journal.logPath): record 0 at offset 8: checksum mismatch"),
+                "\(info)")
         }
     }
 
@@ -102,16 +106,19 @@ struct ChunkJournalVerifyTests {
         try withTemporaryDirectory { parent in
             let journal = try JournalFixture.make(in: parent, finished: false)
             let writer = try JournalFixture.openWriter(journal.directory)
-            try writer.write(IDMapSegment(entity: 1, batch: 2, mapping: .preserve, destinationBase: 61,
-                                          sourceKeys: Array(61...80)))
+            try writer.write(
+                IDMapSegment(
+                    entity: 1, batch: 2, mapping: .preserve, destinationBase: 61,
+                    sourceKeys: Array(61...80)))
             writer.close()
             let result = try chunkjournal("verify", journal.directory)
             #expect(result.exitCode == 0)
-            #expect(lines(result.stdout) == [
-                "intact: 6 records, 3 segments checked",
-                "note: pending segment \(journal.segmentPath(entity: 1, batch: 2)): no record names it yet; "
-                    + "resuming the job deletes or logs it",
-            ], "\(result)")
+            #expect(
+                lines(result.stdout) == [
+                    "intact: 6 records, 3 segments checked",
+                    "note: pending segment \(journal.segmentPath(entity: 1, batch: 2)): no record names it yet; "
+                        + "resuming the job deletes or logs it",
+                ], "\(result)")
             #expect(result.stderr == "")
         }
     }

@@ -13,13 +13,17 @@ struct ChunkMigrateCompletionTests {
             let schema = try String(contentsOfFile: demo.schema, encoding: .utf8)
             try SQLiteShell.execute(destination, schema + "\nPRAGMA journal_mode = WAL;")
             try demo.kill("job", at: "after-complete:job:0")
-            #expect(try SQLiteShell.integer(destination,
-                "SELECT count(*) FROM sqlite_schema WHERE name LIKE '_chunkmigrate%'") == 2)
+            #expect(
+                try SQLiteShell.integer(
+                    destination,
+                    "SELECT count(*) FROM sqlite_schema WHERE name LIKE '_chunkmigrate%'") == 2)
 
             let again = try demo.run("job")
             #expect(again.exitCode == 0, "\(again)")
-            #expect(try SQLiteShell.integer(destination,
-                "SELECT count(*) FROM sqlite_schema WHERE name LIKE '_chunkmigrate%'") == 0)
+            #expect(
+                try SQLiteShell.integer(
+                    destination,
+                    "SELECT count(*) FROM sqlite_schema WHERE name LIKE '_chunkmigrate%'") == 0)
             #expect(try SQLiteShell.query(destination, "PRAGMA journal_mode") == ["'wal'"])
             let check = try chunkmigrate("check-demo", "--source", demo.source, "--destination", destination)
             #expect(check.exitCode == 0, "\(check)")

@@ -141,7 +141,9 @@ struct ChunkMigrateErrorTests {
             arguments[arguments.firstIndex(of: "--destination")! + 1] = destination
             let refused = try chunkmigrate(arguments)
             #expect(refused.exitCode == 3, "\(refused)")
-            #expect(refused.stderr.contains("\(destination), entity Conversation: the destination already holds rows in conversation"), "\(refused)")
+            #expect(
+                refused.stderr.contains("\(destination), entity Conversation: the destination already holds rows in conversation"),
+                "\(refused)")
             #expect(!FileManager.default.fileExists(atPath: demo.journal("second")), "the refused job left its journal")
             #expect(try SQLiteShell.dump(destination) == before)
 
@@ -162,7 +164,8 @@ struct ChunkMigrateErrorTests {
             try FileManager.default.createDirectory(atPath: directory + "/broken", withIntermediateDirectories: false)
             let broken = directory + "/broken/source.sqlite"
             try FileManager.default.copyItem(atPath: demo.source, toPath: broken)
-            try SQLiteShell.execute(broken, "UPDATE conversation SET archived = 0; UPDATE message SET conversation_id = 999999 WHERE id = 2850;")
+            try SQLiteShell.execute(
+                broken, "UPDATE conversation SET archived = 0; UPDATE message SET conversation_id = 999999 WHERE id = 2850;")
             var object = try demo.planObject()
             changeRelationship(&object, entity: 1, column: "conversation_id") { $0["missing"] = "fail" }
             let plan = try demo.writePlan(object, to: "strict-plan.json")
@@ -170,8 +173,10 @@ struct ChunkMigrateErrorTests {
 
             let failed = try demo.run("job", source: broken, plan: plan)
             #expect(failed.exitCode == 1, "\(failed)")
-            for part in ["entity Message", "batch 5", "source key 2850", "column conversation_id",
-                         "conversation_id 999999 has no mapping in Conversation"] {
+            for part in [
+                "entity Message", "batch 5", "source key 2850", "column conversation_id",
+                "conversation_id 999999 has no mapping in Conversation",
+            ] {
                 #expect(failed.stderr.contains(part), "\(failed)")
             }
             // Batches 1...4 stay committed; batch 5 was rolled back and its segment removed.

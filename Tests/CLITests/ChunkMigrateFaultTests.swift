@@ -9,8 +9,9 @@ struct ChunkMigrateFaultTests {
     /// Mounts a tmpfs of `megabytes` at `path`; false where the machine does not allow it.
     static func mountTmpfs(_ path: String, megabytes: Int, remount: Bool = false) -> Bool {
         guard let mount = ["/usr/bin/mount", "/bin/mount"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }),
-              let result = try? runExecutable(URL(fileURLWithPath: mount),
-                  ["-t", "tmpfs", "-o", (remount ? "remount," : "") + "size=\(megabytes)m", "tmpfs", path])
+            let result = try? runExecutable(
+                URL(fileURLWithPath: mount),
+                ["-t", "tmpfs", "-o", (remount ? "remount," : "") + "size=\(megabytes)m", "tmpfs", path])
         else { return false }
         return result.exitCode == 0
     }
@@ -18,8 +19,10 @@ struct ChunkMigrateFaultTests {
     /// Runs `body` with a tmpfs of `megabytes` mounted at `directory/disk`, and the arguments of
     /// `chunkmigrate run` for the demo job with its destination and journal there. Does nothing,
     /// saying so, where the machine cannot mount one.
-    static func withTmpfs(in directory: String, megabytes: Int, demo: DemoWorkspace, test: String,
-                          _ body: (_ disk: String, _ arguments: [String]) throws -> Void) throws {
+    static func withTmpfs(
+        in directory: String, megabytes: Int, demo: DemoWorkspace, test: String,
+        _ body: (_ disk: String, _ arguments: [String]) throws -> Void
+    ) throws {
         let disk = directory + "/disk"
         try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
         guard mountTmpfs(disk, megabytes: megabytes) else {
@@ -27,8 +30,12 @@ struct ChunkMigrateFaultTests {
             return
         }
         defer { unmount(disk) }
-        try body(disk, ["run", "--source", demo.source, "--destination", disk + "/job.sqlite", "--schema", demo.schema,
-                        "--plan", demo.plan, "--journal", disk + "/job.journal", "--batch-size", "500", "--quiet"])
+        try body(
+            disk,
+            [
+                "run", "--source", demo.source, "--destination", disk + "/job.sqlite", "--schema", demo.schema,
+                "--plan", demo.plan, "--journal", disk + "/job.journal", "--batch-size", "500", "--quiet",
+            ])
     }
 
     static func unmount(_ path: String) {
@@ -92,8 +99,10 @@ struct ChunkMigrateFaultTests {
             try demo.complete("reference")
             let process = Process()
             process.executableURL = BuiltProduct.directory.appendingPathComponent("chunkmigrate")
-            process.arguments = ["run", "--source", demo.source, "--destination", demo.destination("job"), "--schema", demo.schema,
-                                 "--plan", demo.plan, "--journal", demo.journal("job"), "--batch-size", "100", "--quiet"]
+            process.arguments = [
+                "run", "--source", demo.source, "--destination", demo.destination("job"), "--schema", demo.schema,
+                "--plan", demo.plan, "--journal", demo.journal("job"), "--batch-size", "100", "--quiet",
+            ]
             let errors = directory + "/stderr"
             _ = FileManager.default.createFile(atPath: errors, contents: nil)
             process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
@@ -108,7 +117,8 @@ struct ChunkMigrateFaultTests {
             process.terminate()
             process.waitUntilExit()
             let stderr = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
-            #expect(process.terminationReason == .exit && process.terminationStatus == 143, "status \(process.terminationStatus): \(stderr)")
+            #expect(
+                process.terminationReason == .exit && process.terminationStatus == 143, "status \(process.terminationStatus): \(stderr)")
             #expect(stderr.contains("signal 15"), "\(stderr)")
             let reader = try JournalReader(directory: demo.journal("job"))
             #expect(reader.state == .interrupted)

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Runs the built `chunkmigrate` with `arguments`, and with `environment` on top of this
@@ -41,8 +41,9 @@ struct DemoWorkspace {
         guard result.exitCode == 0, !result.killedBySignal else {
             throw CLITestError("chunkmigrate generate failed: \(result)")
         }
-        return DemoWorkspace(directory: directory, source: store + "/source.sqlite",
-                             schema: store + "/destination-schema.sql", plan: store + "/plan.json", messages: messages)
+        return DemoWorkspace(
+            directory: directory, source: store + "/source.sqlite",
+            schema: store + "/destination-schema.sql", plan: store + "/plan.json", messages: messages)
     }
 
     /// `directory/NAME.sqlite` and `directory/NAME.journal`.
@@ -51,13 +52,17 @@ struct DemoWorkspace {
 
     /// The arguments of `chunkmigrate run` into the job `name` (`NAME.sqlite`, `NAME.journal`).
     func runArguments(_ name: String, source: String? = nil, plan: String? = nil) -> [String] {
-        ["run", "--source", source ?? self.source, "--destination", destination(name), "--schema", schema,
-         "--plan", plan ?? self.plan, "--journal", journal(name), "--batch-size", String(Self.batchSize), "--quiet"]
+        [
+            "run", "--source", source ?? self.source, "--destination", destination(name), "--schema", schema,
+            "--plan", plan ?? self.plan, "--journal", journal(name), "--batch-size", String(Self.batchSize), "--quiet",
+        ]
     }
 
     /// Runs the job `name` with `chunkmigrate run`.
-    func run(_ name: String, source: String? = nil, plan: String? = nil,
-             environment: [String: String] = [:]) throws -> CommandResult {
+    func run(
+        _ name: String, source: String? = nil, plan: String? = nil,
+        environment: [String: String] = [:]
+    ) throws -> CommandResult {
         try chunkmigrate(runArguments(name, source: source, plan: plan), environment: environment)
     }
 
@@ -99,8 +104,10 @@ struct DemoWorkspace {
 }
 
 /// Changes entity `index`'s relationship `column` of a plan object.
-func changeRelationship(_ plan: inout [String: Any], entity index: Int, column: String,
-                        _ change: (inout [String: Any]) -> Void) {
+func changeRelationship(
+    _ plan: inout [String: Any], entity index: Int, column: String,
+    _ change: (inout [String: Any]) -> Void
+) {
     var entities = plan["entities"] as! [[String: Any]]
     var relationships = entities[index]["relationships"] as! [String: Any]
     var relationship = relationships[column] as! [String: Any]
@@ -163,7 +170,8 @@ enum SQLiteShell {
         var dump: [String: [String]] = [:]
         for table in try tables(path) {
             let quoted = "\"" + table.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-            dump[table] = try query(path, "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = '\(table)'")
+            dump[table] =
+                try query(path, "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = '\(table)'")
                 + query(path, "SELECT rowid, * FROM \(quoted) ORDER BY rowid")
         }
         return dump

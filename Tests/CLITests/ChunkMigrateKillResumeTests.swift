@@ -26,8 +26,9 @@ struct ChunkMigrateKillResumeTests {
         KillPoint(point: "after-fixup-commit", entity: "Message", batch: 1),
     ]
 
-    @Test("a kill leaves the state its point names, and the same command finishes the job as if uninterrupted",
-          arguments: points)
+    @Test(
+        "a kill leaves the state its point names, and the same command finishes the job as if uninterrupted",
+        arguments: points)
     func killAndRunAgain(_ kill: KillPoint) throws {
         try withTemporaryDirectory { directory in
             let demo = try DemoWorkspace.generate(in: directory)
@@ -63,13 +64,15 @@ struct ChunkMigrateKillResumeTests {
     }
 
     /// Every kill point of the kill-and-resume tests, by suite.
-    static let everyKillPoint: [String] = points.map(\.value) + ChunkMigrateCoreDataTests.killPoints
+    static let everyKillPoint: [String] =
+        points.map(\.value) + ChunkMigrateCoreDataTests.killPoints
         + ChunkMigrateCoreDataTests.demoKillPoints + ChunkMigrateCoreDataTests.stepKillPoints + ChunkMigrateCoreDataTests.inPlaceKillPoints
 
     @Test("every crash point of the job is one at which a kill-and-resume test kills it", arguments: CrashPoint.allCases)
     func everyCrashPointIsKilledAt(_ point: CrashPoint) {
-        #expect(Self.everyKillPoint.contains { $0.hasPrefix(point.rawValue + ":") },
-                "no kill-and-resume test kills at \(point.rawValue): add one where it fires")
+        #expect(
+            Self.everyKillPoint.contains { $0.hasPrefix(point.rawValue + ":") },
+            "no kill-and-resume test kills at \(point.rawValue): add one where it fires")
     }
 
     /// Checks what the destination's checkpoint, the journal's log and its segments say right
@@ -80,7 +83,8 @@ struct ChunkMigrateKillResumeTests {
         let message = try #require(journal.entityIndex(named: "Message"))
         let logged = journal.batches(entity: message).map(\.batch)
         func checkpoint(_ phase: String) throws -> [String] {
-            try SQLiteShell.query(destination,
+            try SQLiteShell.query(
+                destination,
                 "SELECT batch FROM _chunkmigrate_checkpoint WHERE entity = \(message) AND phase = '\(phase)'")
         }
         let segment3 = FileManager.default.fileExists(atPath: journal.layout.segment(entity: message, batch: 3))

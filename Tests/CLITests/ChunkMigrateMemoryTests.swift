@@ -20,8 +20,10 @@ struct ChunkMigrateMemoryTests {
     func peak(messages: Int, in directory: String, options: [String]) throws -> Report {
         let demo = try DemoWorkspace.generate(in: directory + "/\(messages)", messages: messages)
         let result = try chunkmigrate(
-            ["run", "--source", demo.source, "--destination", demo.destination("job"), "--schema", demo.schema,
-             "--plan", demo.plan, "--journal", demo.journal("job"), "--json", "--quiet"] + options)
+            [
+                "run", "--source", demo.source, "--destination", demo.destination("job"), "--schema", demo.schema,
+                "--plan", demo.plan, "--journal", demo.journal("job"), "--json", "--quiet",
+            ] + options)
         #expect(result.exitCode == 0, "\(result)")
         return try JSONDecoder().decode(Report.self, from: Data(result.stdout.utf8))
     }
@@ -37,8 +39,9 @@ struct ChunkMigrateMemoryTests {
             #expect(small.state == "complete" && large.state == "complete")
             #expect(large.run.sourceRows > 3 * small.run.sourceRows)
             #expect(large.run.peakResidentBytes < 64 << 20, "peak \(large.run.peakResidentBytes) bytes")
-            #expect(large.run.peakResidentBytes - small.run.peakResidentBytes < 2 << 20,
-                    "peak grew from \(small.run.peakResidentBytes) to \(large.run.peakResidentBytes) bytes")
+            #expect(
+                large.run.peakResidentBytes - small.run.peakResidentBytes < 2 << 20,
+                "peak grew from \(small.run.peakResidentBytes) to \(large.run.peakResidentBytes) bytes")
         }
     }
 
@@ -52,8 +55,9 @@ struct ChunkMigrateMemoryTests {
             #expect(small.state == "complete" && large.state == "complete")
             #expect(large.run.sourceRows > 7 * small.run.sourceRows)
             #expect(large.run.peakResidentBytes < 64 << 20, "peak \(large.run.peakResidentBytes) bytes")
-            #expect(Double(large.run.peakResidentBytes) < 1.1 * Double(small.run.peakResidentBytes),
-                    "peak grew from \(small.run.peakResidentBytes) to \(large.run.peakResidentBytes) bytes")
+            #expect(
+                Double(large.run.peakResidentBytes) < 1.1 * Double(small.run.peakResidentBytes),
+                "peak grew from \(small.run.peakResidentBytes) to \(large.run.peakResidentBytes) bytes")
         }
     }
 }

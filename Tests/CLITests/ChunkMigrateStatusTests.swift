@@ -20,10 +20,12 @@ struct ChunkMigrateStatusTests {
             conversationsKept = try SQLiteShell.integer(source, "SELECT count(*) FROM conversation WHERE archived = 0")
             messagesSkipped = try SQLiteShell.integer(source, "SELECT count(*) FROM message m WHERE \(archived)")
             messageLabels = try SQLiteShell.integer(source, "SELECT count(*) FROM message_label")
-            messageLabelsSkipped = try SQLiteShell.integer(source,
+            messageLabelsSkipped = try SQLiteShell.integer(
+                source,
                 "SELECT count(*) FROM message_label l JOIN message m ON m.id = l.message_id WHERE \(archived)")
             skippedAmongFirst = { n in
-                try SQLiteShell.integer(source,
+                try SQLiteShell.integer(
+                    source,
                     "SELECT count(*) FROM (SELECT * FROM message ORDER BY id LIMIT \(n)) m WHERE \(archived)")
             }
         }
@@ -44,14 +46,17 @@ struct ChunkMigrateStatusTests {
             let text = try chunkmigrate("status", journal)
             #expect(text.exitCode == 0, "\(text)")
             // The last line: what the destination holds and the free space of its volume.
-            #expect(lines(text.stdout).last?.hasPrefix("  space: the destination holds ") == true && text.stdout.contains(" free on its volume"))
-            #expect(lines(text.stdout).dropLast() == [
-                "job \(jobID): interrupted",
-                "  Conversation: \(expected.conversationsKept) rows written in 1 batch, complete",
-                "  Message: \(400 - skipped) rows written, \(skipped) skipped, in 2 batches, next after source key 1200",
-                "  Label: 0 rows written in 0 batches, not started",
-                "  MessageLabel: 0 rows written in 0 batches, not started",
-            ], "\(text)")
+            #expect(
+                lines(text.stdout).last?.hasPrefix("  space: the destination holds ") == true && text.stdout.contains(" free on its volume")
+            )
+            #expect(
+                lines(text.stdout).dropLast() == [
+                    "job \(jobID): interrupted",
+                    "  Conversation: \(expected.conversationsKept) rows written in 1 batch, complete",
+                    "  Message: \(400 - skipped) rows written, \(skipped) skipped, in 2 batches, next after source key 1200",
+                    "  Label: 0 rows written in 0 batches, not started",
+                    "  MessageLabel: 0 rows written in 0 batches, not started",
+                ], "\(text)")
 
             let interrupted = try JobStatusReport.read(journal)
             #expect(interrupted.jobID == jobID)
@@ -59,11 +64,15 @@ struct ChunkMigrateStatusTests {
             #expect(interrupted.lastFailure == nil)
             #expect(interrupted.source == demo.source)
             #expect(interrupted.destination == demo.destination("job"))
-            #expect(try interrupted.entity("Message") == .init(
-                name: "Message", batches: 2, rowsRead: 400, rowsWritten: 400 - skipped, rowsSkipped: skipped,
-                cursor: 1200, complete: false))
-            #expect(try interrupted.entity("Label") == .init(
-                name: "Label", batches: 0, rowsRead: 0, rowsWritten: 0, rowsSkipped: 0, cursor: nil, complete: false))
+            #expect(
+                try interrupted.entity("Message")
+                    == .init(
+                        name: "Message", batches: 2, rowsRead: 400, rowsWritten: 400 - skipped, rowsSkipped: skipped,
+                        cursor: 1200, complete: false))
+            #expect(
+                try interrupted.entity("Label")
+                    == .init(
+                        name: "Label", batches: 0, rowsRead: 0, rowsWritten: 0, rowsSkipped: 0, cursor: nil, complete: false))
 
             // resume DIR finishes it; --json prints the final status on stdout.
             let resumed = try chunkmigrate("resume", journal, "--batch-size", "200", "--json")

@@ -16,8 +16,9 @@ struct ChunkMigrateSummaryTests {
             let demo = try DemoWorkspace.generate(in: directory)
             let result = try Self.run(demo, "job")
             #expect(result.exitCode == 0, "\(result)")
-            #expect(lines(result.stderr).last == "chunkmigrate: complete: \(demo.destination("job")) is the migrated store; "
-                + "put it in place of the old one, then remove the journal \(demo.journal("job"))", "\(result)")
+            #expect(
+                lines(result.stderr).last == "chunkmigrate: complete: \(demo.destination("job")) is the migrated store; "
+                    + "put it in place of the old one, then remove the journal \(demo.journal("job"))", "\(result)")
             // One batch of Conversation; Message's skipped rows and its batches apart.
             #expect(result.stderr.contains(" rows written in 1 batch, complete"), "\(result)")
             #expect(result.stderr.contains(" skipped, in ") && !result.stderr.contains(" skipped in "), "\(result)")

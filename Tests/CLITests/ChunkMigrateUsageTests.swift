@@ -11,9 +11,11 @@ struct ChunkMigrateUsageTests {
         #expect(result.stderr == "")
         let help = lines(result.stdout)
         #expect(help.contains("Exit codes:"), "\(result)")
-        for code in ["0    the job is complete", "1    a batch failed", "2    usage error or invalid plan",
-                     "3    a store or the journal cannot be used", "4    the disk is full", "5    another process is running",
-                     "130  stopped by SIGINT, 143 by SIGTERM"] {
+        for code in [
+            "0    the job is complete", "1    a batch failed", "2    usage error or invalid plan",
+            "3    a store or the journal cannot be used", "4    the disk is full", "5    another process is running",
+            "130  stopped by SIGINT, 143 by SIGTERM",
+        ] {
             #expect(help.contains { $0.hasPrefix("  " + code) }, "no line for exit code \(code)")
         }
         for subcommand in ["run", "resume", "status", "demo", "generate"] {
@@ -30,7 +32,9 @@ struct ChunkMigrateUsageTests {
         #expect(!text.contains("(default: 1)") && !text.contains("0 - allocate"), "\(result.stdout)")
     }
 
-    @Test("empty-store names a bundle's version with --model-version, reads --version NAME as before without showing it, and its help has one --version: chunkmigrate's")
+    @Test(
+        "empty-store names a bundle's version with --model-version, reads --version NAME as before without showing it, and its help has one --version: chunkmigrate's"
+    )
     func emptyStoreModelVersion() throws {
         try withTemporaryDirectory { directory in
             // A bundle of two versions: the generated Core Data pair's models, the newer current.
@@ -40,7 +44,8 @@ struct ChunkMigrateUsageTests {
             try FileManager.default.copyItem(atPath: directory + "/pair/old.xcdatamodel", toPath: bundle + "/App.xcdatamodel")
             try FileManager.default.copyItem(atPath: directory + "/pair/new.xcdatamodel", toPath: bundle + "/App 2.xcdatamodel")
             // The model's Account is new in version 2: the version asked for is the one written.
-            #expect(try chunkmigrate("empty-store", "--models", bundle, "--model-version", "App", directory + "/named.sqlite").exitCode == 0)
+            #expect(
+                try chunkmigrate("empty-store", "--models", bundle, "--model-version", "App", directory + "/named.sqlite").exitCode == 0)
             #expect(try chunkmigrate("empty-store", "--models", bundle, "--version", "App", directory + "/before.sqlite").exitCode == 0)
             #expect(try chunkmigrate("empty-store", "--models", bundle, directory + "/current.sqlite").exitCode == 0)
             let named = try SQLiteShell.tables(directory + "/named.sqlite")
@@ -48,17 +53,26 @@ struct ChunkMigrateUsageTests {
             let current = try SQLiteShell.tables(directory + "/current.sqlite")
             #expect(!named.contains("ZACCOUNT") && current.contains("ZACCOUNT"), "\(named)")
 
-            let twice = try chunkmigrate("empty-store", "--models", bundle, "--model-version", "App", "--version", "App", directory + "/twice.sqlite")
+            let twice = try chunkmigrate(
+                "empty-store", "--models", bundle, "--model-version", "App", "--version", "App", directory + "/twice.sqlite")
             #expect(twice.exitCode == 2 && twice.stderr.contains("give the version once, with --model-version"), "\(twice)")
             let unknown = try chunkmigrate("empty-store", "--models", bundle, "--model-version", "App 9", directory + "/unknown.sqlite")
-            #expect(unknown.exitCode == 2 && unknown.stderr.contains(#"--model-version App 9: the model bundle has no such version (it has App, App 2); did you mean "App 2"?"#),
-                    "\(unknown)")
+            #expect(
+                unknown.exitCode == 2
+                    && unknown.stderr.contains(
+                        #"--model-version App 9: the model bundle has no such version (it has App, App 2); did you mean "App 2"?"#),
+                "\(unknown)")
             // plan's versions by name are refused in the same words.
-            let plan = try chunkmigrate("plan", "--source", directory + "/named.sqlite", "--destination", directory + "/current.sqlite",
-                                        "--models", bundle, "--from-version", "Apq", "--out", directory + "/plan.json")
-            #expect(plan.exitCode == 2 && plan.stderr.contains(#"--from-version Apq: the model bundle has no such version (it has App, App 2); did you mean "App"?"#),
-                    "\(plan)")
-            let alone = try chunkmigrate("empty-store", "--model", bundle + "/App.xcdatamodel", "--model-version", "App", directory + "/alone.sqlite")
+            let plan = try chunkmigrate(
+                "plan", "--source", directory + "/named.sqlite", "--destination", directory + "/current.sqlite",
+                "--models", bundle, "--from-version", "Apq", "--out", directory + "/plan.json")
+            #expect(
+                plan.exitCode == 2
+                    && plan.stderr.contains(
+                        #"--from-version Apq: the model bundle has no such version (it has App, App 2); did you mean "App"?"#),
+                "\(plan)")
+            let alone = try chunkmigrate(
+                "empty-store", "--model", bundle + "/App.xcdatamodel", "--model-version", "App", directory + "/alone.sqlite")
             #expect(alone.exitCode == 2 && alone.stderr.contains("--model-version names a version of --models"), "\(alone)")
 
             let help = try chunkmigrate("empty-store", "--help")
@@ -69,12 +83,14 @@ struct ChunkMigrateUsageTests {
         }
     }
 
-    @Test("a usage error exits 2, as the help says, and prints the usage on stderr", arguments: [
-        ["run", "--plan", "plan.json"],
-        ["run", "--source", "a", "--destination", "b", "--plan", "c", "--journal", "d", "--batch-size", "0"],
-        ["run", "--source", "a", "--destination", "b", "--plan", "c", "--journal", "d", "--batch-size", "4194305"],
-        ["frobnicate"],
-    ])
+    @Test(
+        "a usage error exits 2, as the help says, and prints the usage on stderr",
+        arguments: [
+            ["run", "--plan", "plan.json"],
+            ["run", "--source", "a", "--destination", "b", "--plan", "c", "--journal", "d", "--batch-size", "0"],
+            ["run", "--source", "a", "--destination", "b", "--plan", "c", "--journal", "d", "--batch-size", "4194305"],
+            ["frobnicate"],
+        ])
     func usageError(_ arguments: [String]) throws {
         let result = try chunkmigrate(arguments)
         #expect(result.exitCode == 2 && !result.killedBySignal, "\(result)")
@@ -101,12 +117,14 @@ struct ChunkMigrateUsageTests {
             let result = try chunkmigrate("demo", "--messages", "2000", "--directory", folder)
             #expect(result.exitCode == 0, "\(result)")
             let output = lines(result.stdout)
-            #expect(output.contains(
-                "check: every kept row is there once and every relationship points where it pointed in the source"), "\(result)")
+            #expect(
+                output.contains(
+                    "check: every kept row is there once and every relationship points where it pointed in the source"), "\(result)")
             #expect(output.contains { cells($0) == ["message", "2000", "1800"] }, "\(result)")
             #expect(output.contains { cells($0) == ["label", "20", "20"] }, "\(result)")
-            let check = try chunkmigrate("check-demo", "--source", folder + "/source.sqlite",
-                                         "--destination", folder + "/destination.sqlite")
+            let check = try chunkmigrate(
+                "check-demo", "--source", folder + "/source.sqlite",
+                "--destination", folder + "/destination.sqlite")
             #expect(check.exitCode == 0, "\(check)")
             #expect(try JobStatusReport.read(folder + "/journal").state == "complete")
         }

@@ -32,7 +32,9 @@ struct ReadmeCommandLineTests {
                 outputs[command.prefix(2).joined(separator: " ")] = result
             }
             // What the comments say: the job is complete, and the key looked up has a destination.
-            #expect(outputs["chunkmigrate status"]?.stdout.contains(": complete") == true, "\(String(describing: outputs["chunkmigrate status"]))")
+            #expect(
+                outputs["chunkmigrate status"]?.stdout.contains(": complete") == true,
+                "\(String(describing: outputs["chunkmigrate status"]))")
             #expect(outputs["chunkjournal lookup"]?.stdout.isEmpty == false, "\(String(describing: outputs["chunkjournal lookup"]))")
         }
     }

@@ -15,13 +15,15 @@ struct CoreDataAppsTests {
     }
 
     static let outcomes: [String: Outcome] = [
-        "loopkit/Model-v1.sqlite": .refused("the app's mapping model Modelv1v4.xcmappingmodel migrates version Model to Modelv4 with custom migration policies"),
+        "loopkit/Model-v1.sqlite": .refused(
+            "the app's mapping model Modelv1v4.xcmappingmodel migrates version Model to Modelv4 with custom migration policies")
     ]
 
     static let stores = CoreDataStoreVersionTests.appStores.map(\.store)
 
-    @Test("each store reaches the app's current model (every row, key and value of what the two models share kept, the job's check passing), or is refused naming the mapping model or the code its path needs",
-          .enabled(if: CoreDataStoreTests.fixture("apps/INDEX.md") != nil, "shared/fixtures/coredata/apps is absent"), arguments: stores)
+    @Test(
+        "each store reaches the app's current model (every row, key and value of what the two models share kept, the job's check passing), or is refused naming the mapping model or the code its path needs",
+        .enabled(if: CoreDataStoreTests.fixture("apps/INDEX.md") != nil, "shared/fixtures/coredata/apps is absent"), arguments: stores)
     func reachesTheCurrentModel(_ name: String) throws {
         let (_, bundles, _) = try #require(CoreDataStoreVersionTests.appStores.first { $0.store == name })
         let app = CoreDataStoreVersionTests.app(of: name)
@@ -39,8 +41,9 @@ struct CoreDataAppsTests {
             return
         }
         let inferred = try MigrationPlan.infer(source: source, destination: destination, options: InferenceOptions(modelBundle: bundle))
-        let job = try MigrationJob.start(plan: inferred.plan, source: source, destination: destination, journal: folder.path("journal"),
-                                         options: MigrationOptions(batchSize: 3), logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: inferred.plan, source: source, destination: destination, journal: folder.path("journal"),
+            options: MigrationOptions(batchSize: 3), logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
         #expect(job.storeCheck?.isValid == true, "\(job.storeCheck?.violations ?? [])")
         try Self.expectSharedValuesKept(from: source, to: destination, bundle: bundle)
@@ -56,12 +59,14 @@ struct CoreDataAppsTests {
         // entity of that name with other entities' rows: Apptentive's ATMessage).
         for entity in before.entities where after.entity(named: entity.name) != nil && !entity.isAbstract {
             guard let a = old.entity(named: entity.name), let b = new.entity(named: entity.name),
-                  let fromTable = old.table(of: entity.name), let toTable = new.table(of: entity.name) else { continue }
+                let fromTable = old.table(of: entity.name), let toTable = new.table(of: entity.name)
+            else { continue }
             var columns: [(String, String)] = []
             for (_, property) in before.allProperties(of: entity.name) {
                 guard let type = property.attribute?.type, property.attribute?.derivation == nil, !property.isTransient,
-                      after.property(property.name, of: entity.name)?.property.attribute?.type == type,
-                      let x = old.column(of: property.name, entity: entity.name), let y = new.column(of: property.name, entity: entity.name) else { continue }
+                    after.property(property.name, of: entity.name)?.property.attribute?.type == type,
+                    let x = old.column(of: property.name, entity: entity.name), let y = new.column(of: property.name, entity: entity.name)
+                else { continue }
                 columns.append((x.name, y.name))
             }
             let fromColumns = (["Z_PK"] + columns.map(\.0)).map(SQL.quote).joined(separator: ", ")
@@ -74,10 +79,14 @@ struct CoreDataAppsTests {
         }
     }
 
-    @Test("Apptentive's stores through the app's five mapping models: its text, file and automated messages merged into one message entity, automated 0, 0 and 1 as the mapping model's constants say, its upgrade requests and display types dropped, every event, survey response, sender and attachment kept",
-          .enabled(if: CoreDataStoreTests.fixture("apps/apptentive-ios/CASE.md") != nil, "shared/fixtures/coredata/apps is absent"),
-          arguments: ["ATDataModelv1.sqlite", "ATDataModelv2.sqlite", "ATDataModelv3.sqlite", "ATDataModelv4.sqlite", "v2WALDatabase/ATDataModel.sqlite",
-                      "v3WALDatabase/ATDataModel.sqlite", "v2CorruptDatabase/ATDataModel.sqlite"])
+    @Test(
+        "Apptentive's stores through the app's five mapping models: its text, file and automated messages merged into one message entity, automated 0, 0 and 1 as the mapping model's constants say, its upgrade requests and display types dropped, every event, survey response, sender and attachment kept",
+        .enabled(if: CoreDataStoreTests.fixture("apps/apptentive-ios/CASE.md") != nil, "shared/fixtures/coredata/apps is absent"),
+        arguments: [
+            "ATDataModelv1.sqlite", "ATDataModelv2.sqlite", "ATDataModelv3.sqlite", "ATDataModelv4.sqlite",
+            "v2WALDatabase/ATDataModel.sqlite",
+            "v3WALDatabase/ATDataModel.sqlite", "v2CorruptDatabase/ATDataModel.sqlite",
+        ])
     func apptentiveMessagesMerged(_ name: String) throws {
         let app = "apps/apptentive-ios/"
         let bundle = try CoreDataModelBundle.read(contentsOf: try #require(CoreDataStoreTests.fixture(app + "ATDataModel.xcdatamodeld")))
@@ -86,26 +95,36 @@ struct CoreDataAppsTests {
         let source = try CoreDataStoreTests.copy(app + name, into: folder)
         let destination = folder.path("current.sqlite")
         try CoreDataEmptyStore.create(at: destination, model: try #require(bundle.version(named: bundle.current)).model)
-        let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, options: InferenceOptions(modelBundle: bundle))
-        #expect(inferred.decisions.contains { $0.contains("ATDataModel v4 to v5.xcmappingmodel, in place of an inferred mapping") }, "\(inferred.decisions)")
+        let inferred = try CoreDataMigrationTests.migrate(
+            source, into: destination, folder: folder, options: InferenceOptions(modelBundle: bundle))
+        #expect(
+            inferred.decisions.contains { $0.contains("ATDataModel v4 to v5.xcmappingmodel, in place of an inferred mapping") },
+            "\(inferred.decisions)")
         let old = try Database(path: source.path, mode: .source), new = try Database(path: destination.path, mode: .source)
         func count(_ database: Database, _ entity: String) throws -> Int64 {
-            try database.scalar("SELECT count(*) FROM ZATRECORD WHERE Z_ENT = (SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = '\(entity)')").integer ?? -1
+            try database.scalar("SELECT count(*) FROM ZATRECORD WHERE Z_ENT = (SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = '\(entity)')")
+                .integer ?? -1
         }
         let text = try count(old, "ATTextMessage"), file = try count(old, "ATFileMessage"), automated = try count(old, "ATAutomatedMessage")
         // The messages, by key: each source message's row, automated as its entity mapping says.
-        let expected = try old.rows("""
+        let expected = try old.rows(
+            """
             SELECT r.Z_PK, CASE p.Z_NAME WHEN 'ATAutomatedMessage' THEN 1 ELSE 0 END FROM ZATRECORD AS r JOIN Z_PRIMARYKEY AS p ON p.Z_ENT = r.Z_ENT
             WHERE p.Z_NAME IN ('ATTextMessage', 'ATFileMessage', 'ATAutomatedMessage') ORDER BY r.Z_PK
             """)
-        let messages = try new.rows("SELECT Z_PK, ZAUTOMATED FROM ZATRECORD WHERE Z_ENT = (SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = 'ATMessage') ORDER BY Z_PK")
+        let messages = try new.rows(
+            "SELECT Z_PK, ZAUTOMATED FROM ZATRECORD WHERE Z_ENT = (SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = 'ATMessage') ORDER BY Z_PK"
+        )
         #expect(messages == expected, "\(messages) against \(expected)")
         #expect(Int64(messages.count) == text + file + automated)
         for entity in ["ATEvent", "ATSurveyResponse"] {
             #expect(try count(new, entity) == count(old, entity), "\(entity)")
         }
-        #expect(try new.scalar("SELECT count(*) FROM ZATMESSAGESENDER").integer == old.scalar("SELECT count(*) FROM ZATMESSAGESENDER").integer)
-        #expect(try new.scalar("SELECT count(*) FROM ZATFILEATTACHMENT").integer == old.scalar("SELECT count(*) FROM ZATFILEATTACHMENT").integer)
+        #expect(
+            try new.scalar("SELECT count(*) FROM ZATMESSAGESENDER").integer == old.scalar("SELECT count(*) FROM ZATMESSAGESENDER").integer)
+        #expect(
+            try new.scalar("SELECT count(*) FROM ZATFILEATTACHMENT").integer == old.scalar("SELECT count(*) FROM ZATFILEATTACHMENT").integer
+        )
         if name == "ATDataModelv4.sqlite" {
             // What the fixture's own account of it says: 3 text and 2 automated messages, 2 of the
             // 5 automated.
@@ -113,8 +132,11 @@ struct CoreDataAppsTests {
         }
     }
 
-    @Test("the sync metadata at version 3 to 4: what the app's own test asserts after its migration (features, their states and timestamps, the settings' metadata, the new lastSyncLocalTimestamp empty)",
-          .enabled(if: CoreDataStoreTests.fixture("apps/ddg-browserserviceskit-syncmetadata/SyncMetadata_V3.sqlite") != nil, "shared/fixtures/coredata/apps is absent"))
+    @Test(
+        "the sync metadata at version 3 to 4: what the app's own test asserts after its migration (features, their states and timestamps, the settings' metadata, the new lastSyncLocalTimestamp empty)",
+        .enabled(
+            if: CoreDataStoreTests.fixture("apps/ddg-browserserviceskit-syncmetadata/SyncMetadata_V3.sqlite") != nil,
+            "shared/fixtures/coredata/apps is absent"))
     func syncMetadata() throws {
         let app = "apps/ddg-browserserviceskit-syncmetadata/"
         let bundle = try CoreDataModelBundle.read(contentsOf: try #require(CoreDataStoreTests.fixture(app + "SyncMetadata.xcdatamodeld")))
@@ -124,7 +146,8 @@ struct CoreDataAppsTests {
         try CoreDataEmptyStore.create(at: destination, model: try #require(bundle.version(named: bundle.current)).model)
         _ = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, options: InferenceOptions(modelBundle: bundle))
         let database = try Database(path: destination.path, mode: .source)
-        let features = try database.rows("SELECT ZNAME, ZSTATE, ZLASTMODIFIED, ZLASTSYNCLOCALTIMESTAMP FROM ZSYNCFEATUREENTITY ORDER BY ZNAME")
+        let features = try database.rows(
+            "SELECT ZNAME, ZSTATE, ZLASTMODIFIED, ZLASTSYNCLOCALTIMESTAMP FROM ZSYNCFEATUREENTITY ORDER BY ZNAME")
         #expect(features.map { $0[0] } == [.text("TestFeature-01"), .text("TestFeature-02")], "\(features)")
         #expect(features.map { $0[1] } == [.text("needsRemoteDataFetch"), .text("readyToSync")])
         #expect(features[0][2] == .null && features[1][2] == .text("1234"), "\(features)")

@@ -26,18 +26,23 @@ struct CoreDataCarriedTests {
         let join = try #require(layout.joinTables.first)
         let folderSide = try #require(join.sides.first { $0.target == layout.entity(named: "Folder")?.number })
         let noteSide = try #require(join.sides.first { $0.target == layout.entity(named: "Note")?.number })
-        let source = try CoreDataTesting.store(model, at: folder.path("Notes.sqlite"), uuid: "C0000000-0000-0000-0000-000000000001", rows: """
-            INSERT INTO ZFOLDER (Z_PK, Z_ENT, Z_OPT, ZTITLE) VALUES (1, 1, 1, 'Inbox');
-            INSERT INTO ZNOTE (Z_PK, Z_ENT, Z_OPT, ZBODY) VALUES (1, 2, 1, 'a'), (2, 2, 1, NULL), (3, 2, 1, NULL), (4, 2, 1, 'd');
-            INSERT INTO \(join.name) (\(folderSide.column), \(noteSide.column)) VALUES (1, 1), (7, 4);
-            """)
+        let source = try CoreDataTesting.store(
+            model, at: folder.path("Notes.sqlite"), uuid: "C0000000-0000-0000-0000-000000000001",
+            rows: """
+                INSERT INTO ZFOLDER (Z_PK, Z_ENT, Z_OPT, ZTITLE) VALUES (1, 1, 1, 'Inbox');
+                INSERT INTO ZNOTE (Z_PK, Z_ENT, Z_OPT, ZBODY) VALUES (1, 2, 1, 'a'), (2, 2, 1, NULL), (3, 2, 1, NULL), (4, 2, 1, 'd');
+                INSERT INTO \(join.name) (\(folderSide.column), \(noteSide.column)) VALUES (1, 1), (7, 4);
+                """)
         let destination = try CoreDataTesting.store(model, at: folder.path("Migrated.sqlite"), uuid: "C0000000-0000-0000-0000-000000000002")
         return (source, destination)
     }
 
-    static func run(_ plan: MigrationPlan, _ stores: (source: URL, destination: URL), in folder: TemporaryFolder) throws -> CoreDataStoreCheck.Report {
-        let job = try MigrationJob.start(plan: plan, source: stores.source, destination: stores.destination, journal: folder.path("journal"),
-                                         options: MigrationOptions(batchSize: 2), logger: quietLogger)
+    static func run(_ plan: MigrationPlan, _ stores: (source: URL, destination: URL), in folder: TemporaryFolder) throws
+        -> CoreDataStoreCheck.Report
+    {
+        let job = try MigrationJob.start(
+            plan: plan, source: stores.source, destination: stores.destination, journal: folder.path("journal"),
+            options: MigrationOptions(batchSize: 2), logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
         return try #require(job.storeCheck)
     }
@@ -50,7 +55,10 @@ struct CoreDataCarriedTests {
         let report = try Self.run(try MigrationPlan.infer(source: stores.source, destination: stores.destination).plan, stores, in: folder)
         #expect(report.isValid, "\(report.violations)")
         #expect(report.carried.count == 2, "\(report.carried)")
-        #expect(report.carried.contains { $0.hasPrefix("ZNOTE.ZBODY: 2 rows of Note have no value for the required Note.body, the first with Z_PK 2") })
+        #expect(
+            report.carried.contains {
+                $0.hasPrefix("ZNOTE.ZBODY: 2 rows of Note have no value for the required Note.body, the first with Z_PK 2")
+            })
         #expect(report.carried.contains { $0.contains(": 1 rows point at no row of Folder") })
         // The check of the migrated store alone finds the same, as violations.
         #expect(try CoreDataStoreCheck.run(store: stores.destination).violations.count == 2)
@@ -58,30 +66,40 @@ struct CoreDataCarriedTests {
 
     @Test("a NULL the migration brought about fails the job's check: in a row the source had a value in, or in more rows than the source")
     func introducedIsAViolation() throws {
-        for (expression, count) in [("CASE WHEN Z_PK = 4 THEN NULL ELSE ZBODY END", 3), ("CASE WHEN Z_PK = 2 THEN 'b' WHEN Z_PK = 4 THEN NULL ELSE ZBODY END", 2)] {
+        for (expression, count) in [
+            ("CASE WHEN Z_PK = 4 THEN NULL ELSE ZBODY END", 3), ("CASE WHEN Z_PK = 2 THEN 'b' WHEN Z_PK = 4 THEN NULL ELSE ZBODY END", 2),
+        ] {
             let folder = try TemporaryFolder()
             let stores = try Self.stores(in: folder)
             var plan = try MigrationPlan.infer(source: stores.source, destination: stores.destination).plan
             let note = try #require(plan.entities.firstIndex { $0.destination.table == "ZNOTE" })
             plan.entities[note].columns["ZBODY"] = expression
             let report = try Self.run(plan, stores, in: folder)
-            #expect(report.violations == ["ZNOTE.ZBODY: \(count) rows of Note have no value for the required Note.body, the first with Z_PK \(count == 3 ? 2 : 3)"],
-                    "\(expression): \(report.violations)")
+            #expect(
+                report.violations == [
+                    "ZNOTE.ZBODY: \(count) rows of Note have no value for the required Note.body, the first with Z_PK \(count == 3 ? 2 : 3)"
+                ],
+                "\(expression): \(report.violations)")
             // The join row is the source's still.
             #expect(report.carried.count == 1 && report.carried[0].contains("point at no row of Folder"), "\(report.carried)")
         }
     }
 
-    @Test("a store whose Z_PRIMARYKEY still names an entity as it was before a rename (Core Data numbers entities from the model and never reads the name) migrates as any other")
+    @Test(
+        "a store whose Z_PRIMARYKEY still names an entity as it was before a rename (Core Data numbers entities from the model and never reads the name) migrates as any other"
+    )
     func entityNameFromBeforeARename() throws {
         let folder = try TemporaryFolder()
         let stores = try Self.stores(in: folder)
         try Database(path: stores.source.path, mode: .readWrite).execute("UPDATE Z_PRIMARYKEY SET Z_NAME = 'Memo' WHERE Z_NAME = 'Note'")
         let inferred = try MigrationPlan.infer(source: stores.source, destination: stores.destination)
-        #expect(inferred.notes.contains { $0.hasPrefix("Z_PRIMARYKEY of the source names entity 2 Memo, its name before a rename to Note") }, "\(inferred.notes)")
+        #expect(
+            inferred.notes.contains { $0.hasPrefix("Z_PRIMARYKEY of the source names entity 2 Memo, its name before a rename to Note") },
+            "\(inferred.notes)")
         let report = try Self.run(inferred.plan, stores, in: folder)
         #expect(report.isValid, "\(report.violations)")
-        #expect(try CoreDataMigrationTests.rows(stores.destination, "ZNOTE", columns: "Z_PK, Z_ENT, ZBODY")
+        #expect(
+            try CoreDataMigrationTests.rows(stores.destination, "ZNOTE", columns: "Z_PK, Z_ENT, ZBODY")
                 == (try CoreDataMigrationTests.rows(stores.source, "ZNOTE", columns: "Z_PK, Z_ENT, ZBODY")))
         #expect(try CoreDataMigrationTests.entityNames(stores.destination)[2] == "Note")
     }
@@ -90,7 +108,8 @@ struct CoreDataCarriedTests {
     func sameFinding() {
         typealias Finding = CoreDataStoreCheck.Finding
         let had = Finding(.required, entity: "Note", property: "text", count: 2, keys: [2, 3], line: "")
-        let names = CoreDataStoreCheck.Report.SourceNames(entities: ["Memo": "Note"], properties: ["Memo.body": ["body", "text"]], keysKept: ["Memo"])
+        let names = CoreDataStoreCheck.Report.SourceNames(
+            entities: ["Memo": "Note"], properties: ["Memo.body": ["body", "text"]], keysKept: ["Memo"])
         let same = CoreDataStoreCheck.Report.same
         #expect(same(Finding(.required, entity: "Memo", property: "body", count: 2, keys: [2, 3], line: ""), had, names))
         #expect(same(Finding(.required, entity: "Memo", property: "body", count: 1, keys: [3], line: ""), had, names))
@@ -98,10 +117,14 @@ struct CoreDataCarriedTests {
         #expect(!same(Finding(.required, entity: "Memo", property: "body", count: 3, keys: [2, 3, 4], line: ""), had, names))
         #expect(!same(Finding(.dangling, entity: "Memo", property: "body", count: 1, line: ""), had, names))
         #expect(!same(Finding(.required, entity: "Memo", property: "title", count: 1, line: ""), had, names))
-        #expect(!same(Finding(.required, entity: "Note", property: "body", count: 1, line: ""),
-                      Finding(.required, entity: "Folder", property: "body", count: 1, line: ""), .init()))
+        #expect(
+            !same(
+                Finding(.required, entity: "Note", property: "body", count: 1, line: ""),
+                Finding(.required, entity: "Folder", property: "body", count: 1, line: ""), .init()))
         // Keys allocated anew: the count alone.
-        #expect(same(Finding(.required, entity: "Memo", property: "body", count: 2, keys: [8, 9], line: ""), had,
-                     .init(entities: ["Memo": "Note"], properties: ["Memo.body": ["body", "text"]])))
+        #expect(
+            same(
+                Finding(.required, entity: "Memo", property: "body", count: 2, keys: [8, 9], line: ""), had,
+                .init(entities: ["Memo": "Note"], properties: ["Memo.body": ["body", "text"]])))
     }
 }

@@ -12,15 +12,17 @@ struct CoreDataCorpusTests {
     /// Every store under `real/` and `corpus/`.
     static let stores = CoreDataLayoutTests.allStores.filter { $0.hasPrefix("real/") || $0.hasPrefix("corpus/") }
 
-    @Test("each store migrated into an emptied copy of itself is the store again: every table, trigger and metadata key; the job's check passes",
-          .enabled(if: !stores.isEmpty, "shared/fixtures/coredata is absent"), arguments: stores)
+    @Test(
+        "each store migrated into an emptied copy of itself is the store again: every table, trigger and metadata key; the job's check passes",
+        .enabled(if: !stores.isEmpty, "shared/fixtures/coredata is absent"), arguments: stores)
     func identity(_ name: String) throws {
         let folder = try TemporaryFolder()
         let source = try CoreDataModelTests.copy(name, into: folder)
         let destination = try CoreDataTesting.emptiedCopy(of: source, named: "migrated.sqlite", in: folder)
         let inferred = try MigrationPlan.infer(source: source, destination: destination)
-        let job = try MigrationJob.start(plan: inferred.plan, source: source, destination: destination, journal: folder.path("journal"),
-                                         options: MigrationOptions(batchSize: 500), logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: inferred.plan, source: source, destination: destination, journal: folder.path("journal"),
+            options: MigrationOptions(batchSize: 500), logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
         let report = try #require(job.storeCheck)
         #expect(report.isValid, "\(report.violations)")

@@ -20,9 +20,11 @@ struct CoreDataHistoryTests {
 
     static func stores(in folder: TemporaryFolder, history: String, destinationHistory: Bool = true) throws -> (URL, URL) {
         let source = folder.path("old.sqlite"), destination = folder.path("new.sqlite")
-        try CoreDataEmptyStore.create(at: source, model: try CoreDataTesting.model(old), uuid: "C0000000-0000-0000-0000-000000000001",
-                                      persistentHistory: true)
-        try Database(path: source.path, mode: .readWrite).execute("""
+        try CoreDataEmptyStore.create(
+            at: source, model: try CoreDataTesting.model(old), uuid: "C0000000-0000-0000-0000-000000000001",
+            persistentHistory: true)
+        try Database(path: source.path, mode: .readWrite).execute(
+            """
             BEGIN;
             INSERT INTO ZBOOK (Z_PK, Z_ENT, Z_OPT, ZTITLE) VALUES (1, 1, 1, 'a'), (2, 1, 2, 'b');
             INSERT INTO ZLOAN (Z_PK, Z_ENT, Z_OPT) VALUES (1, 2, 1);
@@ -33,8 +35,9 @@ struct CoreDataHistoryTests {
             \(history)
             COMMIT;
             """)
-        try CoreDataEmptyStore.create(at: destination, model: try CoreDataTesting.model(new), uuid: "C0000000-0000-0000-0000-000000000002",
-                                      persistentHistory: destinationHistory)
+        try CoreDataEmptyStore.create(
+            at: destination, model: try CoreDataTesting.model(new), uuid: "C0000000-0000-0000-0000-000000000002",
+            persistentHistory: destinationHistory)
         return (source, destination)
     }
 
@@ -51,24 +54,34 @@ struct CoreDataHistoryTests {
         UPDATE Z_PRIMARYKEY SET Z_MAX = 2 WHERE Z_ENT = 16003;
         """
 
-    @Test("history is kept with its numbers, entity numbers by name, cut off after the last change of a removed entity, its numbering never behind")
+    @Test(
+        "history is kept with its numbers, entity numbers by name, cut off after the last change of a removed entity, its numbering never behind"
+    )
     func historyCarried() throws {
         let folder = try TemporaryFolder()
         let (source, destination) = try Self.stores(in: folder, history: Self.history)
         let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder, batchSize: 2)
-        #expect(inferred.notes.contains { $0.contains("transactions 1-81 recorded changes to entities the destination model does not have") })
-        #expect(inferred.decisions.contains { $0.hasPrefix("ACHANGE.ZCOLUMNS: left empty for updates of entities whose properties changed (Shelf)") })
+        #expect(
+            inferred.notes.contains { $0.contains("transactions 1-81 recorded changes to entities the destination model does not have") })
+        #expect(
+            inferred.decisions.contains {
+                $0.hasPrefix("ACHANGE.ZCOLUMNS: left empty for updates of entities whose properties changed (Shelf)")
+            })
 
         let database = try Database(path: destination.path, mode: .source)
         #expect(try database.rows("SELECT Z_PK FROM ATRANSACTION ORDER BY Z_PK") == [[.integer(82)], [.integer(83)], [.integer(84)]])
         // Book 1 -> 2, Shelf 3 -> 3; the update of Shelf loses its column bits, Book's keeps them.
-        #expect(try database.rows("SELECT Z_PK, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS FROM ACHANGE ORDER BY Z_PK") == [
-            [.integer(88), .integer(1), .integer(2), .integer(2), .integer(83), .blob([1])],
-            [.integer(89), .integer(1), .integer(3), .integer(7), .integer(83), .null],
-            [.integer(90), .integer(0), .integer(3), .integer(7), .integer(84), .null],
-        ])
+        #expect(
+            try database.rows("SELECT Z_PK, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS FROM ACHANGE ORDER BY Z_PK") == [
+                [.integer(88), .integer(1), .integer(2), .integer(2), .integer(83), .blob([1])],
+                [.integer(89), .integer(1), .integer(3), .integer(7), .integer(83), .null],
+                [.integer(90), .integer(0), .integer(3), .integer(7), .integer(84), .null],
+            ])
         #expect(try database.rows("SELECT ZNAME FROM ATRANSACTIONSTRING ORDER BY Z_PK") == [[.text("app")], [.text("widget")]])
-        #expect(try database.rows("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT > 16000 ORDER BY Z_ENT") == [[.integer(90)], [.integer(84)], [.integer(2)]])
+        #expect(
+            try database.rows("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT > 16000 ORDER BY Z_ENT") == [
+                [.integer(90)], [.integer(84)], [.integer(2)],
+            ])
         #expect(try CoreDataStoreCheck.run(store: destination).violations == [])
     }
 
@@ -77,7 +90,10 @@ struct CoreDataHistoryTests {
         let folder = try TemporaryFolder()
         let (source, destination) = try Self.stores(in: folder, history: Self.history, destinationHistory: false)
         let inferred = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder)
-        #expect(inferred.notes.contains("ACHANGE: the destination has no persistent history (created without NSPersistentHistoryTrackingKey); the source's is not carried"))
+        #expect(
+            inferred.notes.contains(
+                "ACHANGE: the destination has no persistent history (created without NSPersistentHistoryTrackingKey); the source's is not carried"
+            ))
         #expect(inferred.plan.entities.allSatisfy { !$0.destination.table.hasPrefix("A") })
     }
 
@@ -92,7 +108,8 @@ struct CoreDataHistoryTests {
         """
 
     static func addMirroring(to store: URL, entities: (metadata: Int64, zone: Int64), rows: String) throws {
-        try Database(path: store.path, mode: .readWrite).execute("""
+        try Database(path: store.path, mode: .readWrite).execute(
+            """
             BEGIN; \(mirroring)
             INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (\(entities.metadata), 'NSCKRecordMetadata', 0, 0),
                 (\(entities.zone), 'NSCKRecordZone', 0, 0);
@@ -105,37 +122,50 @@ struct CoreDataHistoryTests {
     func mirroringCarried() throws {
         let folder = try TemporaryFolder()
         let (source, destination) = try Self.stores(in: folder, history: "")
-        try Self.addMirroring(to: source, entities: (16004, 16005), rows: """
-            INSERT INTO ANSCKRECORDZONE VALUES (1, 16005, 1, 'com.apple.coredata.cloudkit.zone', '__defaultOwner__', x'cafe');
-            INSERT INTO ANSCKRECORDMETADATA VALUES (3, 16004, 1, 1, 2, 0, 1, 'B2', x'0102'), (5, 16004, 1, 3, 7, 1, 1, 'S7', x'0304');
-            UPDATE Z_PRIMARYKEY SET Z_MAX = 5 WHERE Z_ENT = 16004; UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_ENT = 16005;
-            """)
+        try Self.addMirroring(
+            to: source, entities: (16004, 16005),
+            rows: """
+                INSERT INTO ANSCKRECORDZONE VALUES (1, 16005, 1, 'com.apple.coredata.cloudkit.zone', '__defaultOwner__', x'cafe');
+                INSERT INTO ANSCKRECORDMETADATA VALUES (3, 16004, 1, 1, 2, 0, 1, 'B2', x'0102'), (5, 16004, 1, 3, 7, 1, 1, 'S7', x'0304');
+                UPDATE Z_PRIMARYKEY SET Z_MAX = 5 WHERE Z_ENT = 16004; UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_ENT = 16005;
+                """)
         // The destination's container numbered its entities otherwise, and set up a zone of its
         // own: the source's mirroring state takes its place.
-        try Self.addMirroring(to: destination, entities: (16010, 16011),
-                              rows: "INSERT INTO ANSCKRECORDZONE VALUES (1, 16011, 1, 'com.apple.coredata.cloudkit.zone', '__defaultOwner__', NULL);")
+        try Self.addMirroring(
+            to: destination, entities: (16010, 16011),
+            rows: "INSERT INTO ANSCKRECORDZONE VALUES (1, 16011, 1, 'com.apple.coredata.cloudkit.zone', '__defaultOwner__', NULL);")
         try Database(path: source.path, mode: .readWrite).execute("DELETE FROM ZLOAN")
         _ = try CoreDataMigrationTests.migrate(source, into: destination, folder: folder)
         let database = try Database(path: destination.path, mode: .source)
-        #expect(try database.rows("SELECT Z_PK, Z_ENT, ZENTITYID, ZENTITYPK, ZNEEDSUPLOAD, ZRECORDZONE, ZCKRECORDNAME, ZCKRECORDSYSTEMFIELDS FROM ANSCKRECORDMETADATA ORDER BY Z_PK") == [
-            [.integer(3), .integer(16010), .integer(2), .integer(2), .integer(0), .integer(1), .text("B2"), .blob([1, 2])],
-            [.integer(5), .integer(16010), .integer(3), .integer(7), .integer(1), .integer(1), .text("S7"), .blob([3, 4])],
-        ])
-        #expect(try database.rows("SELECT Z_ENT, ZCKRECORDZONENAME, ZCURRENTCHANGETOKEN FROM ANSCKRECORDZONE")
+        #expect(
+            try database.rows(
+                "SELECT Z_PK, Z_ENT, ZENTITYID, ZENTITYPK, ZNEEDSUPLOAD, ZRECORDZONE, ZCKRECORDNAME, ZCKRECORDSYSTEMFIELDS FROM ANSCKRECORDMETADATA ORDER BY Z_PK"
+            ) == [
+                [.integer(3), .integer(16010), .integer(2), .integer(2), .integer(0), .integer(1), .text("B2"), .blob([1, 2])],
+                [.integer(5), .integer(16010), .integer(3), .integer(7), .integer(1), .integer(1), .text("S7"), .blob([3, 4])],
+            ])
+        #expect(
+            try database.rows("SELECT Z_ENT, ZCKRECORDZONENAME, ZCURRENTCHANGETOKEN FROM ANSCKRECORDZONE")
                 == [[.integer(16011), .text("com.apple.coredata.cloudkit.zone"), .blob([0xca, 0xfe])]])
-        #expect(try database.rows("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT IN (16010, 16011) ORDER BY Z_ENT") == [[.integer(5)], [.integer(1)]])
+        #expect(
+            try database.rows("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT IN (16010, 16011) ORDER BY Z_ENT") == [
+                [.integer(5)], [.integer(1)],
+            ])
     }
 
     @Test("CloudKit records of a removed entity, or a destination without mirroring tables, are refused with what to do")
     func mirroringRefused() throws {
         let folder = try TemporaryFolder()
         let (source, destination) = try Self.stores(in: folder, history: "")
-        try Self.addMirroring(to: source, entities: (16004, 16005), rows: "INSERT INTO ANSCKRECORDMETADATA (Z_PK, Z_ENT, Z_OPT, ZENTITYID, ZENTITYPK) VALUES (1, 16004, 1, 2, 1);")
+        try Self.addMirroring(
+            to: source, entities: (16004, 16005),
+            rows: "INSERT INTO ANSCKRECORDMETADATA (Z_PK, Z_ENT, Z_OPT, ZENTITYID, ZENTITYPK) VALUES (1, 16004, 1, 2, 1);")
         let missing = #expect(throws: MigrationError.self) { try MigrationPlan.infer(source: source, destination: destination) }
         #expect(missing?.message.contains("the destination has no ANSCKRECORDMETADATA") == true, "\(String(describing: missing))")
         try Self.addMirroring(to: destination, entities: (16004, 16005), rows: "")
         let stray = #expect(throws: MigrationError.self) { try MigrationPlan.infer(source: source, destination: destination) }
-        #expect(stray?.message.contains("ANSCKRECORDMETADATA holds 1 rows for objects of entities the destination model does not have") == true,
-                "\(String(describing: stray))")
+        #expect(
+            stray?.message.contains("ANSCKRECORDMETADATA holds 1 rows for objects of entities the destination model does not have") == true,
+            "\(String(describing: stray))")
     }
 }

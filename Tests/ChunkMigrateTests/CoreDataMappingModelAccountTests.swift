@@ -24,15 +24,20 @@ struct CoreDataMappingModelAccountTests {
         var folder = (CoreDataStoreTests.fixtures.appendingPathComponent(path)).deletingLastPathComponent()
         while folder.path.hasPrefix(CoreDataStoreTests.fixtures.path), folder.path != CoreDataStoreTests.fixtures.path {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-            var bundles = try names.sorted().filter { $0.hasSuffix(".xcdatamodeld") }.map { try CoreDataModelBundle.read(contentsOf: folder.appendingPathComponent($0)) }
+            var bundles = try names.sorted().filter { $0.hasSuffix(".xcdatamodeld") }.map {
+                try CoreDataModelBundle.read(contentsOf: folder.appendingPathComponent($0))
+            }
             // Versions kept as loose model XML (`Model2.xcdatamodel.xml`).
             let loose = try names.sorted().filter { $0.hasSuffix(".xcdatamodel.xml") }.map { name in
-                CoreDataModelBundle.Version(name: String(name.dropLast(".xcdatamodel.xml".count)),
-                                            model: try CoreDataModel(xml: try Data(contentsOf: folder.appendingPathComponent(name)), file: name))
+                CoreDataModelBundle.Version(
+                    name: String(name.dropLast(".xcdatamodel.xml".count)),
+                    model: try CoreDataModel(xml: try Data(contentsOf: folder.appendingPathComponent(name)), file: name))
             }
             if let last = loose.last { bundles.append(CoreDataModelBundle(versions: loose, current: last.name)) }
             for bundle in bundles {
-                if let matched = file.matched(in: bundle), bundle.version(named: matched.source) != nil, bundle.version(named: matched.destination) != nil {
+                if let matched = file.matched(in: bundle), bundle.version(named: matched.source) != nil,
+                    bundle.version(named: matched.destination) != nil
+                {
                     return bundle
                 }
             }
@@ -62,8 +67,10 @@ struct CoreDataMappingModelAccountTests {
         }
         func version(_ side: String) throws -> CoreDataModelBundle.Version? {
             guard let base64 = embedded["\(side)modeldata"], let bytes = Data(base64Encoded: base64, options: .ignoreUnknownCharacters),
-                  let path = embedded["\(side)modelpath"] else { return nil }
-            let name = ((path.trimmingCharacters(in: .whitespacesAndNewlines) as NSString).lastPathComponent as NSString).deletingPathExtension
+                let path = embedded["\(side)modelpath"]
+            else { return nil }
+            let name = ((path.trimmingCharacters(in: .whitespacesAndNewlines) as NSString).lastPathComponent as NSString)
+                .deletingPathExtension
             // Older Xcode embeds its own editing archive (XDDevModel), not a compiled model.
             guard let model = try? CoreDataModel(archive: Array(bytes), file: "\(xml.path) (\(side)modeldata)") else { return nil }
             return .init(name: name, model: model)
@@ -72,8 +79,9 @@ struct CoreDataMappingModelAccountTests {
         return CoreDataModelBundle(versions: [source, destination], current: destination.name)
     }
 
-    @Test("every property mapping of every fixture mapping model, both forms, that gives a value is in the plan (read as it is, translated, computed, not stored, replaced by a step) or refused naming its entity mapping and property; a custom policy is refused by name",
-          .enabled(if: CoreDataStoreTests.fixture("SOURCES.md") != nil, "shared/fixtures/coredata is absent"))
+    @Test(
+        "every property mapping of every fixture mapping model, both forms, that gives a value is in the plan (read as it is, translated, computed, not stored, replaced by a step) or refused naming its entity mapping and property; a custom policy is refused by name",
+        .enabled(if: CoreDataStoreTests.fixture("SOURCES.md") != nil, "shared/fixtures/coredata is absent"))
     func everyPropertyMappingAccounted() throws {
         #expect(Self.mappingModels.count >= 12, "\(Self.mappingModels)")
         var carried = 0, refused = 0, models = 0
@@ -109,8 +117,10 @@ struct CoreDataMappingModelAccountTests {
                 #expect(error.message.contains(file.url.lastPathComponent), "\(path): \(error)")
             }
             let destinationLayout = try CoreDataLayout(model: try #require(bundle.version(named: file.destination)).model)
-            for mapping in file.generatingExpressions(source: try #require(bundle.version(named: file.source)).model,
-                                                      destination: try #require(bundle.version(named: file.destination)).model).entityMappings
+            for mapping in file.generatingExpressions(
+                source: try #require(bundle.version(named: file.source)).model,
+                destination: try #require(bundle.version(named: file.destination)).model
+            ).entityMappings
             where mapping.source != nil && mapping.destination != nil && mapping.kind != "Remove" {
                 for property in mapping.attributes + mapping.relationships {
                     guard let value = property.value, value != .constant(.null) else { continue }
@@ -119,32 +129,43 @@ struct CoreDataMappingModelAccountTests {
                         // What is read or translated has a value in the plan: its column's expression
                         // (an attribute's or a to-one's key; a to-many's pairs live elsewhere).
                         if let plan, [.readAsIs, .translated].contains(account.outcome), let entity = mapping.destination,
-                           destinationLayout.model.property(property.name, of: entity)?.property.relationship?.isToMany != true,
-                           let table = destinationLayout.table(of: entity), let column = destinationLayout.column(of: property.name, entity: entity) {
+                            destinationLayout.model.property(property.name, of: entity)?.property.relationship?.isToMany != true,
+                            let table = destinationLayout.table(of: entity),
+                            let column = destinationLayout.column(of: property.name, entity: entity)
+                        {
                             let expression = plan.entities.first { $0.destination.table == table.name }?.columns[column.name]
-                            #expect(expression != nil && expression != "NULL", "\(path): \(mapping.name).\(property.name) = \(value) carried as \(account.outcome), but \(table.name).\(column.name) is \(expression ?? "not in the plan")")
+                            #expect(
+                                expression != nil && expression != "NULL",
+                                "\(path): \(mapping.name).\(property.name) = \(value) carried as \(account.outcome), but \(table.name).\(column.name) is \(expression ?? "not in the plan")"
+                            )
                         }
                     } else if refusal.contains("entity mapping \(mapping.name) (") && refusal.contains(", \(property.name) = ") {
                         refused += 1
                     } else if let names = refusal.range(of: "entity mappings "),
-                              refusal[names.upperBound...].contains("\(mapping.name) (\(mapping.source!) -> \(mapping.destination!))") {
+                        refusal[names.upperBound...].contains("\(mapping.name) (\(mapping.source!) -> \(mapping.destination!))")
+                    {
                         // Refused with its whole entity mapping, named.
                         refused += 1
                     } else {
-                        Issue.record("\(path): \(mapping.name).\(property.name) = \(value) is neither in the plan nor refused\(refusal.isEmpty ? "" : " (refused: \(refusal))")")
+                        Issue.record(
+                            "\(path): \(mapping.name).\(property.name) = \(value) is neither in the plan nor refused\(refusal.isEmpty ? "" : " (refused: \(refusal))")"
+                        )
                     }
                 }
             }
             // As a path runs it: a mapping model with custom policies waits for a step, named.
             if !file.policies.isEmpty {
                 let error = #expect(throws: MigrationError.self) {
-                    try MigrationPlan.infer(source: source, destination: destination,
-                                            options: InferenceOptions(modelBundle: bundle, sourceVersion: file.source, destinationVersion: file.destination))
+                    try MigrationPlan.infer(
+                        source: source, destination: destination,
+                        options: InferenceOptions(modelBundle: bundle, sourceVersion: file.source, destinationVersion: file.destination))
                 }
                 #expect(file.policies.allSatisfy { error?.message.contains($0) == true }, "\(path): \(String(describing: error))")
             }
         }
-        print("mapping models: \(models); property mappings carried: \(carried), refused by name: \(refused); without their models: \(withoutModels)")
+        print(
+            "mapping models: \(models); property mappings carried: \(carried), refused by name: \(refused); without their models: \(withoutModels)"
+        )
         // CompiledMappingModel keeps the mapping model alone: its XML embeds Xcode's editing
         // archives of the models, not compiled models (CoreDataMappingModelTests reads it).
         #expect(withoutModels.allSatisfy { $0.hasPrefix("CompiledMappingModel/") }, "\(withoutModels)")

@@ -24,8 +24,9 @@ struct CoreDataModelTests {
         try CoreDataStoreTests.copy(name, into: folder)
     }
 
-    @Test("every fixture store's model cache decodes into a whole model naming exactly the entities of its Z_PRIMARYKEY",
-          .enabled(if: present, "shared/fixtures/coredata is absent"), arguments: cachedFixtures)
+    @Test(
+        "every fixture store's model cache decodes into a whole model naming exactly the entities of its Z_PRIMARYKEY",
+        .enabled(if: present, "shared/fixtures/coredata is absent"), arguments: cachedFixtures)
     func modelCaches(_ name: String) throws {
         let folder = try TemporaryFolder()
         let store = try Self.copy(name, into: folder)
@@ -37,11 +38,14 @@ struct CoreDataModelTests {
         try model.validate(file: name)
     }
 
-    @Test("what the caches say, spot by spot: inheritance, required attributes and their defaults, renaming identifiers, derived attributes, uniqueness constraints, ordered and inverse-less relationships",
-          .enabled(if: present, "shared/fixtures/coredata is absent"))
+    @Test(
+        "what the caches say, spot by spot: inheritance, required attributes and their defaults, renaming identifiers, derived attributes, uniqueness constraints, ordered and inverse-less relationships",
+        .enabled(if: present, "shared/fixtures/coredata is absent"))
     func modelDetails() throws {
         let folder = try TemporaryFolder()
-        func model(_ name: String) throws -> CoreDataModel { try #require(try CoreDataModel.read(store: try Self.copy(name, into: folder))) }
+        func model(_ name: String) throws -> CoreDataModel {
+            try #require(try CoreDataModel.read(store: try Self.copy(name, into: folder)))
+        }
 
         let messenger = try model("Messenger/store2-101-0.wiredatabase")
         #expect(messenger.versionIdentifiers == ["2.101.0"])
@@ -61,20 +65,29 @@ struct CoreDataModelTests {
         let photos = try model("PhotosLibrary/Photos.sqlite")
         let derived = try #require(photos.entity(named: "Asset")?.property(named: "derivedCameraCaptureDevice")?.attribute)
         #expect(derived.derivation == "additionalAttributes.cameraCaptureDevice")
-        #expect(photos.entity(named: "InternalResource")?.uniquenessConstraints == [["asset", "resourceType", "version", "recipeID", "compactUTI"]])
+        #expect(
+            photos.entity(named: "InternalResource")?.uniquenessConstraints == [
+                ["asset", "resourceType", "version", "recipeID", "compactUTI"]
+            ])
         let contributors = try #require(photos.entity(named: "Asset")?.property(named: "libraryScopeAssetContributors")?.relationship)
         #expect(contributors.isToMany && contributors.inverse == nil)
         #expect(photos.entity(named: "GenericAlbum")?.isAbstract == true)
     }
 
-    @Test("a store's model cache and the XML of the same version describe the same model",
-          .enabled(if: present && CoreDataStoreTests.fixture("Messenger/zmessaging.xcdatamodeld") != nil, "shared/fixtures/coredata is absent"))
+    @Test(
+        "a store's model cache and the XML of the same version describe the same model",
+        .enabled(
+            if: present && CoreDataStoreTests.fixture("Messenger/zmessaging.xcdatamodeld") != nil, "shared/fixtures/coredata is absent"))
     func cacheAndXMLAgree() throws {
         let folder = try TemporaryFolder()
-        for (store, version) in [("Messenger/store2-101-0.wiredatabase", "zmessaging2.101.0"), ("Messenger/store2-6.wiredatabase", "zmessaging2.6"),
-                                 ("ProgressiveMigration/CoreDataMigration_Example_2.sqlite", "CoreDataMigration_Example 2")] {
+        for (store, version) in [
+            ("Messenger/store2-101-0.wiredatabase", "zmessaging2.101.0"), ("Messenger/store2-6.wiredatabase", "zmessaging2.6"),
+            ("ProgressiveMigration/CoreDataMigration_Example_2.sqlite", "CoreDataMigration_Example 2"),
+        ] {
             let cached = try #require(try CoreDataModel.read(store: try Self.copy(store, into: folder)))
-            let bundle = store.hasPrefix("Messenger") ? "Messenger/zmessaging.xcdatamodeld" : "ProgressiveMigration/CoreDataMigration_Example.xcdatamodeld"
+            let bundle =
+                store.hasPrefix("Messenger")
+                ? "Messenger/zmessaging.xcdatamodeld" : "ProgressiveMigration/CoreDataMigration_Example.xcdatamodeld"
             let xml = try CoreDataModel.read(contentsOf: try #require(CoreDataStoreTests.fixture("\(bundle)/\(version).xcdatamodel")))
             let (a, b) = (Self.normalized(cached), Self.normalized(xml))
             let onlyCached = a.filter { !b.contains($0) }, onlyXML = b.filter { !a.contains($0) }
@@ -87,16 +100,21 @@ struct CoreDataModelTests {
     /// identifier equal to the name (the archive writes one for every property).
     static func normalized(_ model: CoreDataModel) -> [String] {
         model.entities.sorted { $0.name < $1.name }.flatMap { entity in
-            ["entity \(entity.name) parent \(entity.parent ?? "-") abstract \(entity.isAbstract) was \(entity.renamingIdentifier.map { $0 == entity.name ? "-" : $0 } ?? "-") unique \(entity.uniquenessConstraints)"]
+            [
+                "entity \(entity.name) parent \(entity.parent ?? "-") abstract \(entity.isAbstract) was \(entity.renamingIdentifier.map { $0 == entity.name ? "-" : $0 } ?? "-") unique \(entity.uniquenessConstraints)"
+            ]
                 + entity.properties.sorted { $0.name < $1.name }.map { property in
-                    var line = "  \(property.name) optional \(property.isOptional) transient \(property.isTransient) was \(property.previousName) hash \(property.versionHashModifier ?? "-")"
+                    var line =
+                        "  \(property.name) optional \(property.isOptional) transient \(property.isTransient) was \(property.previousName) hash \(property.versionHashModifier ?? "-")"
                     switch property.kind {
                     case let .attribute(attribute):
-                        line += " \(attribute.type.xmlName) default \(attribute.defaultValue.map { "\($0)" } ?? "-") external \(attribute.allowsExternalStorage)"
+                        line +=
+                            " \(attribute.type.xmlName) default \(attribute.defaultValue.map { "\($0)" } ?? "-") external \(attribute.allowsExternalStorage)"
                         line += " history \(attribute.preservesValueInHistoryOnDeletion)"
                         line += " derived \(attribute.derivation ?? "-") transformer \(attribute.valueTransformerName ?? "-")"
                     case let .relationship(relationship):
-                        line += " -> \(relationship.destination) inverse \(relationship.inverse ?? "-") many \(relationship.isToMany) ordered \(relationship.isOrdered)"
+                        line +=
+                            " -> \(relationship.destination) inverse \(relationship.inverse ?? "-") many \(relationship.isToMany) ordered \(relationship.isOrdered)"
                         line += " count \(relationship.minCount)...\(relationship.maxCount)"
                     }
                     return line
@@ -104,7 +122,9 @@ struct CoreDataModelTests {
         }
     }
 
-    @Test("a model archived, compressed as a model cache, and read back is the same model; equal models give equal bytes; a .mom file reads as the archive")
+    @Test(
+        "a model archived, compressed as a model cache, and read back is the same model; equal models give equal bytes; a .mom file reads as the archive"
+    )
     func archiveRoundTrip() throws {
         let model = try CoreDataDemoStore.destinationModel
         let archive = model.archived()
@@ -123,8 +143,9 @@ struct CoreDataModelTests {
         #expect(try CoreDataModel.read(contentsOf: folder.path("Model.xcdatamodel")) == model)
     }
 
-    @Test("every part of a model survives the archive: defaults of every kind, derivations, uniqueness constraints, renaming identifiers, version hash modifiers, external storage, history preserved on deletion, relationship counts, ordered and transient properties, abstract sub-entities; and the Messenger model's 90 versions",
-          arguments: [false, true])
+    @Test(
+        "every part of a model survives the archive: defaults of every kind, derivations, uniqueness constraints, renaming identifiers, version hash modifiers, external storage, history preserved on deletion, relationship counts, ordered and transient properties, abstract sub-entities; and the Messenger model's 90 versions",
+        arguments: [false, true])
     func richArchiveRoundTrip(_ messenger: Bool) throws {
         var models: [CoreDataModel] = []
         if messenger {
@@ -133,30 +154,35 @@ struct CoreDataModelTests {
             #expect(versions.count == 90)
             models = try versions.map { try CoreDataModel.read(contentsOf: bundle.appendingPathComponent($0)) }
         } else {
-            models = [try CoreDataTesting.model("""
-                <entity name="Asset" elementID="Photo" versionHashModifier="v2">
-                  <attribute name="taken" optional="YES" attributeType="Date" defaultDateTimeInterval="600000000.5"/>
-                  <attribute name="price" attributeType="Decimal" defaultValueString="12.5"/>
-                  <attribute name="pixels" optional="YES" attributeType="Integer 64" defaultValueString="-9000000000"/>
-                  <attribute name="flagged" attributeType="Boolean" defaultValueString="YES"/>
-                  <attribute name="id" optional="YES" attributeType="UUID" defaultValueString="0F0E0D0C-0B0A-0908-0706-050403020100" preserveAfterDeletion="YES"/>
-                  <attribute name="blob" optional="YES" attributeType="Binary" allowsExternalBinaryDataStorage="YES"/>
-                  <attribute name="tagCount" optional="YES" attributeType="Integer 64" derived="YES" derivationExpression="tags.@count"/>
-                  <attribute name="scratch" optional="YES" transient="YES" attributeType="Undefined"/>
-                  <attribute name="title" attributeType="String" defaultValueString="it's untitled" elementID="name" versionHashModifier="x"/>
-                  <attribute name="colors" optional="YES" attributeType="Transformable" valueTransformerName="NSSecureUnarchiveFromData"/>
-                  <relationship name="tags" optional="YES" toMany="YES" minCount="1" maxCount="5" ordered="YES" destinationEntity="Tag" inverseName="assets"/>
-                  <uniquenessConstraints><uniquenessConstraint><constraint value="title"/><constraint value="taken"/></uniquenessConstraint></uniquenessConstraints>
-                </entity>
-                <entity name="Video" parentEntity="Asset" isAbstract="YES"><attribute name="seconds" attributeType="Double" defaultValueString="0.25"/></entity>
-                <entity name="Tag"><relationship name="assets" optional="YES" toMany="YES" destinationEntity="Asset" inverseName="tags"/>
-                  <relationship name="owner" optional="YES" maxCount="1" destinationEntity="Video"/></entity>
-                """, identifier: "7.1")]
+            models = [
+                try CoreDataTesting.model(
+                    """
+                    <entity name="Asset" elementID="Photo" versionHashModifier="v2">
+                      <attribute name="taken" optional="YES" attributeType="Date" defaultDateTimeInterval="600000000.5"/>
+                      <attribute name="price" attributeType="Decimal" defaultValueString="12.5"/>
+                      <attribute name="pixels" optional="YES" attributeType="Integer 64" defaultValueString="-9000000000"/>
+                      <attribute name="flagged" attributeType="Boolean" defaultValueString="YES"/>
+                      <attribute name="id" optional="YES" attributeType="UUID" defaultValueString="0F0E0D0C-0B0A-0908-0706-050403020100" preserveAfterDeletion="YES"/>
+                      <attribute name="blob" optional="YES" attributeType="Binary" allowsExternalBinaryDataStorage="YES"/>
+                      <attribute name="tagCount" optional="YES" attributeType="Integer 64" derived="YES" derivationExpression="tags.@count"/>
+                      <attribute name="scratch" optional="YES" transient="YES" attributeType="Undefined"/>
+                      <attribute name="title" attributeType="String" defaultValueString="it's untitled" elementID="name" versionHashModifier="x"/>
+                      <attribute name="colors" optional="YES" attributeType="Transformable" valueTransformerName="NSSecureUnarchiveFromData"/>
+                      <relationship name="tags" optional="YES" toMany="YES" minCount="1" maxCount="5" ordered="YES" destinationEntity="Tag" inverseName="assets"/>
+                      <uniquenessConstraints><uniquenessConstraint><constraint value="title"/><constraint value="taken"/></uniquenessConstraint></uniquenessConstraints>
+                    </entity>
+                    <entity name="Video" parentEntity="Asset" isAbstract="YES"><attribute name="seconds" attributeType="Double" defaultValueString="0.25"/></entity>
+                    <entity name="Tag"><relationship name="assets" optional="YES" toMany="YES" destinationEntity="Asset" inverseName="tags"/>
+                      <relationship name="owner" optional="YES" maxCount="1" destinationEntity="Video"/></entity>
+                    """, identifier: "7.1")
+            ]
         }
         for model in models {
             // The same model, whatever order the archive lists entities in (by name, as Core Data's).
             let decoded = try CoreDataModel(archive: model.archived(), file: "archive")
-            #expect(Self.normalized(decoded) == Self.normalized(model), "\(Self.normalized(decoded).filter { !Self.normalized(model).contains($0) })")
+            #expect(
+                Self.normalized(decoded) == Self.normalized(model),
+                "\(Self.normalized(decoded).filter { !Self.normalized(model).contains($0) })")
             #expect(decoded.versionIdentifiers == model.versionIdentifiers)
         }
         if !messenger {
@@ -172,7 +198,9 @@ struct CoreDataModelTests {
         }
     }
 
-    @Test("a model that is not whole, a file that is not a model, and a damaged model cache (one inflating past 16 MiB too) are refused naming the file")
+    @Test(
+        "a model that is not whole, a file that is not a model, and a damaged model cache (one inflating past 16 MiB too) are refused naming the file"
+    )
     func refusals() throws {
         let dangling = #expect(throws: MigrationError.self) {
             try CoreDataTesting.model("<entity name=\"A\"><relationship name=\"b\" maxCount=\"1\" destinationEntity=\"B\"/></entity>")
@@ -193,8 +221,11 @@ struct CoreDataModelTests {
         // A bomb: a little DEFLATE that inflates past any model cache (17 MiB of zeros).
         let bomb = RawDeflate.deflate([UInt8](repeating: 0, count: RawDeflate.modelCacheLimit + (1 << 20)))
         #expect(bomb.count < 100_000)
-        for (content, words) in [("x'00ff00ff00ff'", "does not inflate"), ("x'\(RawDeflate.deflate(Array("bplist00 garbage".utf8)).map { String(format: "%02x", $0) }.joined())'", "not a keyed archive"),
-                                 ("x'\(bomb.map { String(format: "%02x", $0) }.joined())'", "expands past 16777216 bytes")] {
+        for (content, words) in [
+            ("x'00ff00ff00ff'", "does not inflate"),
+            ("x'\(RawDeflate.deflate(Array("bplist00 garbage".utf8)).map { String(format: "%02x", $0) }.joined())'", "not a keyed archive"),
+            ("x'\(bomb.map { String(format: "%02x", $0) }.joined())'", "expands past 16777216 bytes"),
+        ] {
             try execute("UPDATE Z_MODELCACHE SET Z_CONTENT = \(content)", on: store)
             let damaged = #expect(throws: MigrationError.self) { try CoreDataModel.read(store: store) }
             #expect(damaged?.file == store.path && damaged?.message.contains(words) == true, "\(String(describing: damaged))")
@@ -203,7 +234,9 @@ struct CoreDataModelTests {
         #expect(try CoreDataModel.read(store: store) == nil)
     }
 
-    @Test("the binary property list codec: every type round-trips, Foundation's own output reads, and damaged input is refused without reading out of bounds")
+    @Test(
+        "the binary property list codec: every type round-trips, Foundation's own output reads, and damaged input is refused without reading out of bounds"
+    )
     func propertyLists() throws {
         let value = PropertyList.dictionary([
             "small": .integer(7), "medium": .integer(70_000), "large": .integer(7_000_000_000), "negative": .integer(-5),
@@ -215,10 +248,15 @@ struct CoreDataModelTests {
         let bytes = value.binary()
         #expect(try PropertyList(binary: bytes) == value)
 
-        let foundation = try PropertyListSerialization.data(fromPropertyList: ["name": "Post", "count": 3, "items": [1.5, true]],
-                                                             format: .binary, options: 0)
-        #expect(try PropertyList(binary: Array(foundation)) == .dictionary(["name": .string("Post"), "count": .integer(3),
-                                                                            "items": .array([.real(1.5), .bool(true)])]))
+        let foundation = try PropertyListSerialization.data(
+            fromPropertyList: ["name": "Post", "count": 3, "items": [1.5, true]],
+            format: .binary, options: 0)
+        #expect(
+            try PropertyList(binary: Array(foundation))
+                == .dictionary([
+                    "name": .string("Post"), "count": .integer(3),
+                    "items": .array([.real(1.5), .bool(true)]),
+                ]))
         // Every truncation and every single-byte change either reads or is refused; none crashes.
         for length in stride(from: 0, to: bytes.count, by: 7) { _ = try? PropertyList(binary: Array(bytes[..<length])) }
         for index in stride(from: 8, to: bytes.count, by: 3) {
@@ -252,7 +290,8 @@ struct CoreDataModelTests {
         var nested: [UInt8] = []
         for index in 0..<300 { nested += [0xA1] + two(index + 1) }
         nested += [0x08]
-        let deep = Array("bplist00".utf8) + nested + (0...300).flatMap { two(8 + 3 * $0) }
+        let deep =
+            Array("bplist00".utf8) + nested + (0...300).flatMap { two(8 + 3 * $0) }
             + [0, 0, 0, 0, 0, 0, 2, 2] + [0, 0, 0, 0, 0, 0] + two(301) + [UInt8](repeating: 0, count: 8)
             + [0, 0, 0, 0, 0, 0] + two(8 + nested.count)
         let deepError = #expect(throws: PropertyList.Malformed.self) { try PropertyList(binary: deep) }
@@ -263,7 +302,11 @@ struct CoreDataModelTests {
         shared += [0x08]
         // (Read path by path, this would not finish.)
         let sharedValue = try PropertyList(binary: list(shared, offsets: (0...40).map { UInt8(8 + 3 * $0) }))
-        if case let .array(elements) = sharedValue { #expect(elements.count == 2 && elements[0] == elements[1]) } else { Issue.record("not an array") }
+        if case let .array(elements) = sharedValue {
+            #expect(elements.count == 2 && elements[0] == elements[1])
+        } else {
+            Issue.record("not an array")
+        }
     }
 
     @Test("raw DEFLATE: round trips at every size, reads zlib's and Apple's streams, refuses garbage, truncation and output past its limit")

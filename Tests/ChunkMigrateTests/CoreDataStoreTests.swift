@@ -28,8 +28,9 @@ struct CoreDataStoreTests {
         return copy
     }
 
-    @Test("notes and folders of NoteStore.sqlite: sub-entities filtered by Z_ENT, the folder relationship through the ID map",
-          .enabled(if: fixture("NoteStore.sqlite") != nil, "shared/fixtures/coredata/NoteStore.sqlite is absent"))
+    @Test(
+        "notes and folders of NoteStore.sqlite: sub-entities filtered by Z_ENT, the folder relationship through the ID map",
+        .enabled(if: fixture("NoteStore.sqlite") != nil, "shared/fixtures/coredata/NoteStore.sqlite is absent"))
     func noteStore() throws {
         let folder = try TemporaryFolder()
         let source = try Self.copy("NoteStore.sqlite", into: folder)
@@ -39,11 +40,13 @@ struct CoreDataStoreTests {
         let folderEntity = try #require(number["ICFolder"])
         let noteEntity = try #require(number["ICNote"])
         let plan = MigrationPlan(entities: [
-            EntityMapping(name: "Note", source: .init(table: "ZICCLOUDSYNCINGOBJECT", key: "Z_PK", where: "Z_ENT = \(noteEntity)"),
-                          destination: .init(table: "note", key: "id"), columns: ["title": "ZTITLE1"],
-                          relationships: ["folder_id": .init(from: "ZFOLDER", to: "Folder", missing: .null)]),
-            EntityMapping(name: "Folder", source: .init(table: "ZICCLOUDSYNCINGOBJECT", key: "Z_PK", where: "Z_ENT = \(folderEntity)"),
-                          destination: .init(table: "folder", key: "id"), columns: ["title": "ZTITLE2"]),
+            EntityMapping(
+                name: "Note", source: .init(table: "ZICCLOUDSYNCINGOBJECT", key: "Z_PK", where: "Z_ENT = \(noteEntity)"),
+                destination: .init(table: "note", key: "id"), columns: ["title": "ZTITLE1"],
+                relationships: ["folder_id": .init(from: "ZFOLDER", to: "Folder", missing: .null)]),
+            EntityMapping(
+                name: "Folder", source: .init(table: "ZICCLOUDSYNCINGOBJECT", key: "Z_PK", where: "Z_ENT = \(folderEntity)"),
+                destination: .init(table: "folder", key: "id"), columns: ["title": "ZTITLE2"]),
         ])
         let destination = folder.path("notes.sqlite")
         let job = try MigrationJob.start(
@@ -55,35 +58,42 @@ struct CoreDataStoreTests {
             options: MigrationOptions(batchSize: 2), logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
 
-        let sourceNotes = try Database(path: source.path, mode: .source).rows("""
+        let sourceNotes = try Database(path: source.path, mode: .source).rows(
+            """
             SELECT n.ZTITLE1, f.ZTITLE2 FROM ZICCLOUDSYNCINGOBJECT n
             LEFT JOIN ZICCLOUDSYNCINGOBJECT f ON f.Z_PK = n.ZFOLDER AND f.Z_ENT = \(folderEntity)
             WHERE n.Z_ENT = \(noteEntity) ORDER BY n.Z_PK
             """)
-        let migrated = try Database(path: destination.path, mode: .readOnly).rows("""
+        let migrated = try Database(path: destination.path, mode: .readOnly).rows(
+            """
             SELECT n.title, f.title FROM note n LEFT JOIN folder f ON f.id = n.folder_id ORDER BY n.id
             """)
         #expect(sourceNotes.count >= 5)
         #expect(migrated == sourceNotes)
-        #expect(try scalar("SELECT count(*) FROM folder", on: destination).integer
+        #expect(
+            try scalar("SELECT count(*) FROM folder", on: destination).integer
                 == (try Database(path: source.path, mode: .source).scalar(
-                    "SELECT count(*) FROM ZICCLOUDSYNCINGOBJECT WHERE Z_ENT = \(folderEntity)").integer))
+                    "SELECT count(*) FROM ZICCLOUDSYNCINGOBJECT WHERE Z_ENT = \(folderEntity)"
+                ).integer))
         #expect(try sha256(of: source) == before)
         #expect(!FileManager.default.fileExists(atPath: source.path + "-wal"))
         #expect(!FileManager.default.fileExists(atPath: source.path + "-shm"))
     }
 
-    @Test("books and users of the objc.io BookMigration store (model 1), rollback-journal Core Data",
-          .enabled(if: fixture("BookMigration/Model1.sqlite") != nil, "shared/fixtures/coredata/BookMigration is absent"))
+    @Test(
+        "books and users of the objc.io BookMigration store (model 1), rollback-journal Core Data",
+        .enabled(if: fixture("BookMigration/Model1.sqlite") != nil, "shared/fixtures/coredata/BookMigration is absent"))
     func bookMigration() throws {
         let folder = try TemporaryFolder()
         let source = try Self.copy("BookMigration/Model1.sqlite", into: folder)
         let plan = MigrationPlan(entities: [
-            EntityMapping(name: "Book", source: .init(table: "ZBOOK", key: "Z_PK"), destination: .init(table: "book"),
-                          columns: ["title": "ZTITLE", "author": "ZAUTHORNAME"],
-                          relationships: ["user_id": .init(from: "ZUSER", to: "User")]),
-            EntityMapping(name: "User", source: .init(table: "ZUSER", key: "Z_PK"), destination: .init(table: "user"),
-                          keys: .preserve, columns: ["user_number": "ZUSERID"]),
+            EntityMapping(
+                name: "Book", source: .init(table: "ZBOOK", key: "Z_PK"), destination: .init(table: "book"),
+                columns: ["title": "ZTITLE", "author": "ZAUTHORNAME"],
+                relationships: ["user_id": .init(from: "ZUSER", to: "User")]),
+            EntityMapping(
+                name: "User", source: .init(table: "ZUSER", key: "Z_PK"), destination: .init(table: "user"),
+                keys: .preserve, columns: ["user_number": "ZUSERID"]),
         ])
         let destination = folder.path("books.sqlite")
         let job = try MigrationJob.start(

@@ -20,17 +20,20 @@ enum CoreDataTesting {
     /// An empty store of `model` at `url`, then `rows` (SQL) run on it (without its triggers) and
     /// every root's `Z_MAX` raised to its table's largest key.
     @discardableResult
-    static func store(_ model: CoreDataModel, at url: URL, uuid: String, metadata: [String: String] = [:], rows: String = "") throws -> URL {
+    static func store(_ model: CoreDataModel, at url: URL, uuid: String, metadata: [String: String] = [:], rows: String = "") throws -> URL
+    {
         try CoreDataEmptyStore.create(at: url, model: model, uuid: uuid, metadata: metadata)
         let database = try Database(path: url.path, mode: .readWrite)
         // Core Data's triggers (derived attributes) call functions of its own connections: the
         // rows go in without them, with the values given.
         let triggers = try database.rows("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'")
-        try database.execute("BEGIN; " + triggers.map { "DROP TRIGGER \(SQL.quote($0[0].text!));" }.joined() + " \(rows); "
-                             + triggers.map { $0[1].text! + ";" }.joined() + " COMMIT;")
+        try database.execute(
+            "BEGIN; " + triggers.map { "DROP TRIGGER \(SQL.quote($0[0].text!));" }.joined() + " \(rows); "
+                + triggers.map { $0[1].text! + ";" }.joined() + " COMMIT;")
         let layout = try CoreDataLayout(model: model)
         for table in layout.tables.values {
-            try database.execute("UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT ifnull(max(Z_PK), 0) FROM \(table.name)) WHERE Z_ENT = \(table.root)")
+            try database.execute(
+                "UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT ifnull(max(Z_PK), 0) FROM \(table.name)) WHERE Z_ENT = \(table.root)")
         }
         return url
     }
@@ -45,18 +48,21 @@ enum CoreDataTesting {
             try FileManager.default.copyItem(atPath: store.path + suffix, toPath: copy.path + suffix)
         }
         let database = try Database(path: copy.path, mode: .readWrite)
-        let tables = try database.rows("""
+        let tables = try database.rows(
+            """
             SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
             AND name NOT IN ('Z_PRIMARYKEY', 'Z_METADATA', 'Z_MODELCACHE')
-            """).compactMap { $0[0].text }.filter { !shadowTables(in: database).contains($0) }
+            """
+        ).compactMap { $0[0].text }.filter { !shadowTables(in: database).contains($0) }
         // The store's triggers call functions only Core Data's connections have: out of the way
         // while the rows go, then back as they were.
         let triggers = try database.rows("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'")
         let uuid = UUID().uuidString
-        try database.execute("BEGIN; " + triggers.map { "DROP TRIGGER \(SQL.quote($0[0].text!));" }.joined()
-                             + tables.map { "DELETE FROM \(SQL.quote($0));" }.joined()
-                             + " UPDATE Z_PRIMARYKEY SET Z_MAX = 0; UPDATE Z_METADATA SET Z_UUID = '\(uuid)';"
-                             + triggers.map { $0[1].text! + ";" }.joined() + " COMMIT;")
+        try database.execute(
+            "BEGIN; " + triggers.map { "DROP TRIGGER \(SQL.quote($0[0].text!));" }.joined()
+                + tables.map { "DELETE FROM \(SQL.quote($0));" }.joined()
+                + " UPDATE Z_PRIMARYKEY SET Z_MAX = 0; UPDATE Z_METADATA SET Z_UUID = '\(uuid)';"
+                + triggers.map { $0[1].text! + ";" }.joined() + " COMMIT;")
         let metadata = try CoreDataMetadata.read(database, file: copy.path)
         if var plist = metadata.plist {
             plist = plist.filter { CoreDataMetadata.isCoreDataKey($0.key) }
@@ -82,8 +88,12 @@ enum CoreDataTesting {
         var names: [String] = []
         for entity in model.entities {
             for property in entity.properties where property.attribute?.allowsExternalStorage == true {
-                guard let table = layout.table(of: entity.name), let column = layout.column(of: property.name, entity: entity.name) else { continue }
-                for row in try database.rows("SELECT \(column.name) FROM \(table.name) WHERE \(column.name) >= x'02' AND \(column.name) < x'03'") {
+                guard let table = layout.table(of: entity.name), let column = layout.column(of: property.name, entity: entity.name) else {
+                    continue
+                }
+                for row in try database.rows(
+                    "SELECT \(column.name) FROM \(table.name) WHERE \(column.name) >= x'02' AND \(column.name) < x'03'")
+                {
                     guard case let .blob(bytes) = row[0], let name = CoreDataFinishing.externalFileName(bytes) else { continue }
                     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
                     try Data(name.utf8).write(to: folder.appendingPathComponent(name))
@@ -103,8 +113,9 @@ enum CoreDataTesting {
     /// The tables SQLite keeps an R-tree's nodes in (`<index>_node`, `_parent`, `_rowid`), whose
     /// bytes depend on the order rows came in: the index's rows are compared instead.
     static func shadowTables(in database: Database) -> Set<String> {
-        let virtual = (try? database.rows("SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'")
-            .compactMap { $0[0].text }) ?? []
+        let virtual =
+            (try? database.rows("SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'")
+                .compactMap { $0[0].text }) ?? []
         return Set(virtual.flatMap { name in ["_node", "_parent", "_rowid"].map { name + $0 } })
     }
 
@@ -125,8 +136,12 @@ enum CoreDataTesting {
             result[table] = try database.rows("SELECT \(list) FROM \(SQL.quote(table)) ORDER BY \(list)")
         }
         let metadata = try CoreDataMetadata.read(database, file: store.path)
-        result["Z_METADATA"] = [[.integer(metadata.version), metadata.uuid.map(SQLiteValue.text) ?? .null,
-                                 .text(describe(metadata.plist ?? [:]))]]
+        result["Z_METADATA"] = [
+            [
+                .integer(metadata.version), metadata.uuid.map(SQLiteValue.text) ?? .null,
+                .text(describe(metadata.plist ?? [:])),
+            ]
+        ]
         return result
     }
 

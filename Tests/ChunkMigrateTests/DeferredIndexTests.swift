@@ -13,13 +13,15 @@ struct DeferredIndexTests {
         CREATE UNIQUE INDEX item_code_unique ON item (code, id);
         """
     static let plan = MigrationPlan(entities: [
-        EntityMapping(name: "Item", source: .init(table: "item", key: "id"), destination: .init(table: "item", key: "id"),
-                      keys: .preserve, columns: ["tag": "tag", "code": "code"]),
+        EntityMapping(
+            name: "Item", source: .init(table: "item", key: "id"), destination: .init(table: "item", key: "id"),
+            keys: .preserve, columns: ["tag": "tag", "code": "code"])
     ])
 
     static func source(in folder: TemporaryFolder) throws -> URL {
         let source = folder.path("source.sqlite")
-        try execute("""
+        try execute(
+            """
             CREATE TABLE item (id INTEGER PRIMARY KEY, tag INTEGER, code TEXT);
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500)
             INSERT INTO item SELECT i * 2, (i * 7919) % 13, CASE WHEN i % 3 = 0 THEN NULL ELSE 'c' || i END FROM n;
@@ -42,19 +44,22 @@ struct DeferredIndexTests {
 
         let destination = folder.path("new.sqlite")
         try execute(Self.schema, on: destination)
-        let job = try MigrationJob.start(plan: Self.plan, source: source, destination: destination, journal: folder.path("journal"),
-                                         options: MigrationOptions(batchSize: 100), logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: Self.plan, source: source, destination: destination, journal: folder.path("journal"),
+            options: MigrationOptions(batchSize: 100), logger: quietLogger)
         // Between batches: only the unique index is there, and the other two are recorded.
         #expect(try job.runBlocking(for: .zero) == .paused)
         #expect(try Self.indexes(destination).map { $0[0] } == [.text("item_code_unique")])
-        #expect(try scalar("SELECT group_concat(name, ' ') FROM _chunkmigrate_index", on: destination)
+        #expect(
+            try scalar("SELECT group_concat(name, ' ') FROM _chunkmigrate_index", on: destination)
                 == .text("item_code_partial item_tag"))
 
         #expect(try job.runBlocking() == .complete)
         #expect(try Self.indexes(destination) == expected)
         #expect(try scalar("SELECT count(*) FROM sqlite_schema WHERE name LIKE '_chunkmigrate%'", on: destination) == .integer(0))
         #expect(try Database(path: destination.path, mode: .readOnly).rows("PRAGMA integrity_check") == [[.text("ok")]])
-        #expect(try scalar("SELECT count(*) FROM item INDEXED BY item_tag WHERE tag = 3", on: destination)
+        #expect(
+            try scalar("SELECT count(*) FROM item INDEXED BY item_tag WHERE tag = 3", on: destination)
                 == (try scalar("SELECT count(*) FROM item WHERE tag = 3", on: source)))
     }
 
@@ -64,8 +69,9 @@ struct DeferredIndexTests {
         let source = try Self.source(in: folder)
         let destination = folder.path("new.sqlite")
         try execute(Self.schema, on: destination)
-        _ = try MigrationJob.start(plan: Self.plan, source: source, destination: destination, journal: folder.path("journal"),
-                                   options: MigrationOptions(batchSize: 1000), logger: quietLogger)
+        _ = try MigrationJob.start(
+            plan: Self.plan, source: source, destination: destination, journal: folder.path("journal"),
+            options: MigrationOptions(batchSize: 1000), logger: quietLogger)
         var runs = 0
         var sawOneBuilt = false
         while true {
@@ -88,8 +94,9 @@ struct DeferredIndexTests {
         reading.entities[0].columns["code"] = "(SELECT max(code) FROM main.item) || code"
         let destination = folder.path("reading.sqlite")
         try execute(Self.schema, on: destination)
-        let job = try MigrationJob.start(plan: reading, source: source, destination: destination, journal: folder.path("reading"),
-                                         options: MigrationOptions(batchSize: 100), logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: reading, source: source, destination: destination, journal: folder.path("reading"),
+            options: MigrationOptions(batchSize: 100), logger: quietLogger)
         #expect(try job.runBlocking(for: .zero) == .paused)
         #expect(try Self.indexes(destination).count == 3)
 
@@ -97,8 +104,9 @@ struct DeferredIndexTests {
         options.defersIndexes = false
         let other = folder.path("kept.sqlite")
         try execute(Self.schema, on: other)
-        let kept = try MigrationJob.start(plan: Self.plan, source: source, destination: other, journal: folder.path("kept"),
-                                          options: options, logger: quietLogger)
+        let kept = try MigrationJob.start(
+            plan: Self.plan, source: source, destination: other, journal: folder.path("kept"),
+            options: options, logger: quietLogger)
         #expect(try kept.runBlocking(for: .zero) == .paused)
         #expect(try Self.indexes(other).count == 3)
     }

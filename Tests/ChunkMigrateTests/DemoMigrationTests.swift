@@ -25,7 +25,8 @@ struct DemoMigrationTests {
         // preserve: label keys are the source's.
         #expect(try scalar("SELECT group_concat(id) FROM (SELECT id FROM label ORDER BY id LIMIT 3)", on: destination) == .text("10,20,30"))
         // allocate: destination keys are dense, in source-key order.
-        #expect(try scalar("SELECT min(id) || '-' || max(id) || '-' || count(*) FROM message", on: destination)
+        #expect(
+            try scalar("SELECT min(id) || '-' || max(id) || '-' || count(*) FROM message", on: destination)
                 == .text("1-\(kept)-\(kept)"))
         // The self-reference with forward references went through the fix-up pass.
         let journal = try JournalReader(directory: folder.path("journal").path)
@@ -52,7 +53,9 @@ struct DemoMigrationTests {
         #expect(reference == other)
     }
 
-    @Test("the fix-up pass reads the self-references each copy batch recorded as it deferred them, and writes what a scan of the source writes: with every batch recorded, with none (a limit of 0), and with some (a limit half of them pass)")
+    @Test(
+        "the fix-up pass reads the self-references each copy batch recorded as it deferred them, and writes what a scan of the source writes: with every batch recorded, with none (a limit of 0), and with some (a limit half of them pass)"
+    )
     func fixupFromRecordedDeferrals() throws {
         let folder = try TemporaryFolder()
         let files = try DemoStore.generate(in: folder.path("store"), messages: 3_000)
@@ -64,12 +67,14 @@ struct DemoMigrationTests {
         func migrate(_ name: String, deferralLimit: Int) throws -> Result {
             var options = MigrationOptions(batchSize: 300)
             options.deferralLimit = deferralLimit
-            let job = try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: folder.path(name + ".sqlite"),
-                                             journal: folder.path(name + ".journal"), schema: DemoStore.destinationSchema,
-                                             options: options, logger: quietLogger)
+            let job = try MigrationJob.start(
+                plan: DemoStore.plan, source: files.source, destination: folder.path(name + ".sqlite"),
+                journal: folder.path(name + ".journal"), schema: DemoStore.destinationSchema,
+                options: options, logger: quietLogger)
             #expect(try job.runBlocking() == .complete)
             let journal = try JournalReader(directory: folder.path(name + ".journal").path)
-            let updated: [UInt32] = journal.fixups.map { (record: FixupRecord) -> UInt32 in record.rowsUpdated &* 1_000 &+ record.rowsNulled }
+            let updated: [UInt32] = journal.fixups.map { (record: FixupRecord) -> UInt32 in record.rowsUpdated &* 1_000 &+ record.rowsNulled
+            }
             let rows = try dump(folder.path(name + ".sqlite"))
             return Result(rows: rows, fromRecords: job.lastRunFixupsFromRecords, updated: updated)
         }
@@ -81,7 +86,9 @@ struct DemoMigrationTests {
         #expect(deferred.first != deferred.last, "\(deferred)")
         let some = try migrate("some", deferralLimit: deferred[deferred.count / 2])
         #expect(scanned.fromRecords == 0)
-        #expect(recorded.fromRecords == recorded.updated.count && recorded.fromRecords > 5, "\(recorded.fromRecords) of \(recorded.updated.count)")
+        #expect(
+            recorded.fromRecords == recorded.updated.count && recorded.fromRecords > 5,
+            "\(recorded.fromRecords) of \(recorded.updated.count)")
         #expect(some.fromRecords > 0 && some.fromRecords < recorded.fromRecords, "\(some.fromRecords) of \(recorded.fromRecords)")
         #expect(recorded.rows == scanned.rows && some.rows == scanned.rows)
         #expect(recorded.updated == scanned.updated && some.updated == scanned.updated && scanned.updated.contains { $0 >= 1_000 })
@@ -122,22 +129,27 @@ struct DemoMigrationTests {
     }
 
     /// Starts a one-table job over `rows` people with keys 1...rows, kept where `filter` says.
-    private func startPeople(_ rows: Int, where filter: String? = nil, options: MigrationOptions,
-                             in folder: TemporaryFolder) throws -> MigrationJob {
+    private func startPeople(
+        _ rows: Int, where filter: String? = nil, options: MigrationOptions,
+        in folder: TemporaryFolder
+    ) throws -> MigrationJob {
         let source = folder.path("source.sqlite")
-        try execute("""
+        try execute(
+            """
             CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT);
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows))
             INSERT INTO person SELECT i, 'p' || i FROM n;
             """, on: source)
         let plan = MigrationPlan(entities: [
-            EntityMapping(name: "Person", source: .init(table: "person", key: "id", where: filter),
-                          destination: .init(table: "person", key: "id"), columns: ["name": "name"]),
+            EntityMapping(
+                name: "Person", source: .init(table: "person", key: "id", where: filter),
+                destination: .init(table: "person", key: "id"), columns: ["name": "name"])
         ])
-        return try MigrationJob.start(plan: plan, source: source, destination: folder.path("new.sqlite"),
-                                      journal: folder.path("journal"),
-                                      schema: "CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT);",
-                                      options: options, logger: quietLogger)
+        return try MigrationJob.start(
+            plan: plan, source: source, destination: folder.path("new.sqlite"),
+            journal: folder.path("journal"),
+            schema: "CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT);",
+            options: options, logger: quietLogger)
     }
 
     /// Runs one batch in each of `count` jobs resumed from `journal`, as processes started after
@@ -198,15 +210,20 @@ struct DemoMigrationTests {
         let message = try #require(plan.entities.firstIndex { $0.name == "Message" })
         plan.entities[message].columns["text"] = "gate(body)"
         var options = MigrationOptions(batchSize: 20)
-        options.functions = [SQLFunction(name: "gate", argumentCount: 1) { arguments in
-            if calls.withLock({ $0 += 1; return $0 }) == 100 {
-                while work.withLock({ $0 }) == nil { usleep(1000) }
-                work.withLock { $0 }?.cancel()
+        options.functions = [
+            SQLFunction(name: "gate", argumentCount: 1) { arguments in
+                if calls.withLock({
+                    $0 += 1; return $0
+                }) == 100 {
+                    while work.withLock({ $0 }) == nil { usleep(1000) }
+                    work.withLock { $0 }?.cancel()
+                }
+                return arguments[0]
             }
-            return arguments[0]
-        }]
-        let job = try MigrationJob.start(plan: plan, source: files.source, destination: destination, journal: journal,
-                                         schema: DemoStore.destinationSchema, options: options, logger: quietLogger)
+        ]
+        let job = try MigrationJob.start(
+            plan: plan, source: files.source, destination: destination, journal: journal,
+            schema: DemoStore.destinationSchema, options: options, logger: quietLogger)
         let updates = job.progressUpdates()
         let task = Task { try await job.run() }
         work.withLock { $0 = task }

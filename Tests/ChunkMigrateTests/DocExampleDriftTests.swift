@@ -27,7 +27,9 @@ struct DocExampleDriftTests {
                 if trimmed == "// end", let block = open {
                     blocks.append(block)
                     open = nil
-                } else if trimmed.hasPrefix("// README") || trimmed.range(of: #"^// [\w+]+\.(swift|md)\b"#, options: .regularExpression) != nil {
+                } else if trimmed.hasPrefix("// README")
+                    || trimmed.range(of: #"^// [\w+]+\.(swift|md)\b"#, options: .regularExpression) != nil
+                {
                     if let open { Issue.record("\(open) has no // end before the next marker") }
                     open = Block(marker: String(trimmed.dropFirst(3)), file: name, line: number + 1, lines: [])
                 } else if let block = open {
@@ -103,10 +105,13 @@ struct DocExampleDriftTests {
     static func codeBlocks(ofFile name: String) throws -> [[String]] {
         try (sourceFiles[name] ?? []).flatMap { url in
             let lines = try String(contentsOf: url, encoding: .utf8).components(separatedBy: "\n")
-            return codeBlocks(of: name.hasSuffix(".md") ? lines : lines.compactMap { line in
-                let trimmed = normalized(line)
-                return trimmed.hasPrefix("///") ? String(trimmed.dropFirst(3)) : nil
-            })
+            return codeBlocks(
+                of: name.hasSuffix(".md")
+                    ? lines
+                    : lines.compactMap { line in
+                        let trimmed = normalized(line)
+                        return trimmed.hasPrefix("///") ? String(trimmed.dropFirst(3)) : nil
+                    })
         }
     }
 
@@ -145,7 +150,10 @@ struct DocExampleDriftTests {
         for document in documents {
             for code in document.blocks {
                 let marked = blocks.contains { Self.marker($0.marker, names: document.name) && $0.lines == code }
-                #expect(marked, "\(document.name): this Swift block is no marked example of DocExampleTests: \(code.prefix(2).joined(separator: " / "))")
+                #expect(
+                    marked,
+                    "\(document.name): this Swift block is no marked example of DocExampleTests: \(code.prefix(2).joined(separator: " / "))"
+                )
             }
         }
     }

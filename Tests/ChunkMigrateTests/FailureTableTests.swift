@@ -21,11 +21,15 @@ struct FailureTableTests {
         let folder = try TemporaryFolder()
         let source = folder.path("source.sqlite")
         try execute("CREATE TABLE node (id INTEGER PRIMARY KEY, title TEXT);", on: source)
-        let plan = MigrationPlan(entities: [EntityMapping(name: "Node", source: .init(table: "nodes"),
-                                                          destination: .init(table: "node"), columns: ["title": "title"])])
+        let plan = MigrationPlan(entities: [
+            EntityMapping(
+                name: "Node", source: .init(table: "nodes"),
+                destination: .init(table: "node"), columns: ["title": "title"])
+        ])
         let error = try #require(throws: MigrationError.self) {
-            try MigrationJob.start(plan: plan, source: source, destination: folder.path("new.sqlite"), journal: folder.path("journal"),
-                                   schema: "CREATE TABLE node (title TEXT);", logger: quietLogger)
+            try MigrationJob.start(
+                plan: plan, source: source, destination: folder.path("new.sqlite"), journal: folder.path("journal"),
+                schema: "CREATE TABLE node (title TEXT);", logger: quietLogger)
         }
         #expect(error.code == .invalidPlan)
         #expect(error.message.contains("entities[0].source.table"))
@@ -37,8 +41,9 @@ struct FailureTableTests {
         let folder = try TemporaryFolder()
         let files = try DemoStore.generate(in: folder.path("store"), messages: 100)
         let error = try #require(throws: MigrationError.self) {
-            try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: folder.path("missing.sqlite"),
-                                   journal: folder.path("journal"), logger: quietLogger)
+            try MigrationJob.start(
+                plan: DemoStore.plan, source: files.source, destination: folder.path("missing.sqlite"),
+                journal: folder.path("journal"), logger: quietLogger)
         }
         #expect(error.code == .store)
         #expect(error.file == folder.path("missing.sqlite").path)
@@ -60,9 +65,10 @@ struct FailureTableTests {
         let before = try Data(contentsOf: bad)
         var error: MigrationError?
         do {
-            let job = try MigrationJob.start(plan: DemoStore.plan, source: bad, destination: folder.path("new.sqlite"),
-                                             journal: folder.path("journal"), schema: DemoStore.destinationSchema,
-                                             logger: quietLogger)
+            let job = try MigrationJob.start(
+                plan: DemoStore.plan, source: bad, destination: folder.path("new.sqlite"),
+                journal: folder.path("journal"), schema: DemoStore.destinationSchema,
+                logger: quietLogger)
             _ = try job.runBlocking()
         } catch let caught as MigrationError {
             error = caught
@@ -89,7 +95,9 @@ struct FailureTableTests {
 
 @Suite("Device errors")
 struct DeviceErrorTests {
-    @Test("a device that fails a write or sync (EIO from the journal's files, SQLite's disk I/O error) is a device error, as a full disk is a full disk; other failures are not")
+    @Test(
+        "a device that fails a write or sync (EIO from the journal's files, SQLite's disk I/O error) is a device error, as a full disk is a full disk; other failures are not"
+    )
     func deviceErrors() {
         let cases: [(any Error, MigrationError.Code)] = [
             (SQLiteError(.syncFailed, message: "disk I/O error", file: "new.sqlite"), .deviceError),  // SQLITE_IOERR_FSYNC
@@ -105,18 +113,36 @@ struct DeviceErrorTests {
         }
     }
 
-    @Test("an error of any step whose cause is a failing device or a full disk takes that code, through causes and Foundation's file errors (an in-place step, a store that does not open, a file that does not read stopped with exit 1 or 3)")
+    @Test(
+        "an error of any step whose cause is a failing device or a full disk takes that code, through causes and Foundation's file errors (an in-place step, a store that does not open, a file that does not read stopped with exit 1 or 3)"
+    )
     func deviceErrorsThroughCauses() {
         let eio = SQLiteError(.syncFailed, message: "disk I/O error", file: "store.sqlite")
         let cases: [(MigrationError, MigrationError.Code)] = [
             (MigrationError(.batch, "in-place step Note failed: disk I/O error", cause: eio), .deviceError),
-            (MigrationError(.invalidPlan, "cannot read the plan file", cause: JournalError(.deviceError, "read failed: Input/output error")), .deviceError),
-            (MigrationError(.store, "outer", cause: MigrationError(.batch, "inner", cause: JournalError(.diskFull, "write failed"))), .diskFull),
+            (
+                MigrationError(
+                    .invalidPlan, "cannot read the plan file", cause: JournalError(.deviceError, "read failed: Input/output error")),
+                .deviceError
+            ),
+            (
+                MigrationError(.store, "outer", cause: MigrationError(.batch, "inner", cause: JournalError(.diskFull, "write failed"))),
+                .diskFull
+            ),
             (MigrationError(.store, "copy", cause: NSError(domain: NSPOSIXErrorDomain, code: Int(EIO))), .deviceError),
-            (MigrationError(.store, "copy", cause: NSError(domain: NSCocoaErrorDomain, code: CocoaError.fileWriteUnknown.rawValue,
-                                                           userInfo: [NSUnderlyingErrorKey: NSError(domain: NSPOSIXErrorDomain, code: Int(ENOSPC))])), .diskFull),
+            (
+                MigrationError(
+                    .store, "copy",
+                    cause: NSError(
+                        domain: NSCocoaErrorDomain, code: CocoaError.fileWriteUnknown.rawValue,
+                        userInfo: [NSUnderlyingErrorKey: NSError(domain: NSPOSIXErrorDomain, code: Int(ENOSPC))])), .diskFull
+            ),
             (MigrationError(.batch, "constraint", cause: SQLiteError(.constraint, message: "NOT NULL constraint failed")), .batch),
-            (MigrationError(.invalidPlan, "cannot read the plan file", cause: JournalError(.notFound, "open failed: No such file or directory")), .invalidPlan),
+            (
+                MigrationError(
+                    .invalidPlan, "cannot read the plan file", cause: JournalError(.notFound, "open failed: No such file or directory")),
+                .invalidPlan
+            ),
             (MigrationError(.store, "copy", cause: NSError(domain: NSPOSIXErrorDomain, code: Int(EACCES))), .store),
         ]
         for (error, code) in cases {
@@ -129,30 +155,40 @@ struct DeviceErrorTests {
         let folder = try TemporaryFolder()
         let database = try Database(path: folder.path("f.sqlite").path, mode: .readWriteCreate)
         try database.createFunction("read_file", argumentCount: 0, deterministic: false) { _ in
-            throw MigrationError(.store, "cannot read the external file A1", cause: JournalError(.deviceError, "read failed: Input/output error"))
+            throw MigrationError(
+                .store, "cannot read the external file A1", cause: JournalError(.deviceError, "read failed: Input/output error"))
         }
         try database.createFunction("fail_plainly", argumentCount: 0, deterministic: false) { _ in
             throw MigrationError(.batch, "no such value")
         }
         let failed = #expect(throws: SQLiteError.self) { try database.scalar("SELECT read_file()") }
-        #expect(failed?.isDeviceError == true && failed?.message.contains("cannot read the external file A1") == true, "\(String(describing: failed))")
+        #expect(
+            failed?.isDeviceError == true && failed?.message.contains("cannot read the external file A1") == true,
+            "\(String(describing: failed))")
         let plain = #expect(throws: SQLiteError.self) { try database.scalar("SELECT fail_plainly()") }
         #expect(plain?.isDeviceError == false && plain?.isDiskFull == false)
         #expect(MigrationError.wrapping(failed!).code == .deviceError)
     }
 
-    @Test("a file that cannot be looked at for another reason than its absence (a loop of symbolic links) is an error naming it, not a missing file")
+    @Test(
+        "a file that cannot be looked at for another reason than its absence (a loop of symbolic links) is an error naming it, not a missing file"
+    )
     func statFailureIsNoAbsence() throws {
         let folder = try TemporaryFolder()
         let loop = folder.path("loop.sqlite").path
         try FileManager.default.createSymbolicLink(atPath: loop, withDestinationPath: loop)
         let error = #expect(throws: MigrationError.self) {
-            try Stores.open(source: loop, destination: folder.path("new.sqlite").path, schema: "CREATE TABLE t(a);", options: MigrationOptions())
+            try Stores.open(
+                source: loop, destination: folder.path("new.sqlite").path, schema: "CREATE TABLE t(a);", options: MigrationOptions())
         }
-        #expect(error?.file == loop && error?.message.contains("cannot look for the file") == true && error?.message.contains("does not exist") == false,
-                "\(String(describing: error))")
+        #expect(
+            error?.file == loop && error?.message.contains("cannot look for the file") == true
+                && error?.message.contains("does not exist") == false,
+            "\(String(describing: error))")
         let plan = #expect(throws: MigrationError.self) { try MigrationError.contents(of: loop, what: "the plan file", code: .invalidPlan) }
-        #expect(plan?.code == .invalidPlan && plan?.message.contains("cannot read the plan file: open failed:") == true, "\(String(describing: plan))")
+        #expect(
+            plan?.code == .invalidPlan && plan?.message.contains("cannot read the plan file: open failed:") == true,
+            "\(String(describing: plan))")
     }
 }
 

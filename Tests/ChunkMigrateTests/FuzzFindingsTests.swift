@@ -11,12 +11,17 @@ struct FuzzFindingsTests {
         return try Data(contentsOf: url)
     }
 
-    @Test("model XML and a mapping model's XML that Foundation's parser stops the process on (a name that is not UTF-8, a processing instruction without data) are refused naming the file",
-          arguments: ["name-not-utf8.xml", "processing-instruction-without-data.xml", "pi-named-like-the-declaration.xml", "pi-in-utf16.xml", "pi-in-utf7.xml"])
+    @Test(
+        "model XML and a mapping model's XML that Foundation's parser stops the process on (a name that is not UTF-8, a processing instruction without data) are refused naming the file",
+        arguments: [
+            "name-not-utf8.xml", "processing-instruction-without-data.xml", "pi-named-like-the-declaration.xml", "pi-in-utf16.xml",
+            "pi-in-utf7.xml",
+        ])
     func xmlParserStoppers(_ name: String) throws {
         let data = try Self.finding(name)
         let model = #expect(throws: MigrationError.self) { try CoreDataModel(xml: data, file: name) }
-        #expect(model?.file == name && model?.message.contains("not a Core Data model's contents XML") == true, "\(String(describing: model))")
+        #expect(
+            model?.file == name && model?.message.contains("not a Core Data model's contents XML") == true, "\(String(describing: model))")
         let folder = try TemporaryFolder()
         let url = folder.path("xcmapping.xml")
         try data.write(to: url)
@@ -24,16 +29,21 @@ struct FuzzFindingsTests {
         #expect(mapping?.file == url.path, "\(String(describing: mapping))")
         // An XML declaration is no processing instruction of that kind, UTF-8 declared or not.
         for declaration in [#"<?xml version="1.0"?>"#, #"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>"#] {
-            #expect(try CoreDataModel(xml: Data((declaration + #"<model><entity name="A"/></model>"#).utf8), file: "m").entities.map(\.name) == ["A"])
+            #expect(
+                try CoreDataModel(xml: Data((declaration + #"<model><entity name="A"/></model>"#).utf8), file: "m").entities.map(\.name)
+                    == ["A"])
         }
     }
 
-    @Test("a default value of 20,000 digits then 20,000 signs is read once: the number at its start, as NSString reads it (it read every prefix again, quadratic)")
+    @Test(
+        "a default value of 20,000 digits then 20,000 signs is read once: the number at its start, as NSString reads it (it read every prefix again, quadratic)"
+    )
     func longDefaultValue() throws {
         let model = try CoreDataModel(xml: try Self.finding("default-value-quadratic.xml"), file: "m")
         #expect(model.entity(named: "E")?.property(named: "a")?.attribute?.defaultValue == .real(.infinity))
         for (text, value) in [("1.5e3x", 1500.0), ("-2.", -2), (".25", 0.25), ("7e", 7), ("7e+", 7), ("--5", 0), ("abc", 0)] {
-            let xml = #"<model><entity name="E"><attribute name="a" attributeType="Double" defaultValueString="\#(text)"/></entity></model>"#
+            let xml =
+                #"<model><entity name="E"><attribute name="a" attributeType="Double" defaultValueString="\#(text)"/></entity></model>"#
             let read = try CoreDataModel(xml: Data(xml.utf8), file: "m")
             #expect(read.entity(named: "E")?.property(named: "a")?.attribute?.defaultValue == .real(value), "\(text)")
         }
@@ -64,14 +74,17 @@ struct FuzzFindingsTests {
         }
         #expect(elements.count == 4096 && first.count == 4096)
         // One storage for all: the elements' bytes are at one address.
-        let addresses = Set(elements.prefix(64).compactMap { element -> UInt? in
-            guard case let .data(bytes) = element else { return nil }
-            return bytes.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
-        })
+        let addresses = Set(
+            elements.prefix(64).compactMap { element -> UInt? in
+                guard case let .data(bytes) = element else { return nil }
+                return bytes.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+            })
         #expect(addresses.count == 1, "\(addresses.count) copies")
     }
 
-    @Test("a plan whose relationships chain 10,000 entities is ordered on a thread with a 512 KiB stack, targets first (one call frame per entity overflowed a worker thread's stack from 6,000)")
+    @Test(
+        "a plan whose relationships chain 10,000 entities is ordered on a thread with a 512 KiB stack, targets first (one call frame per entity overflowed a worker thread's stack from 6,000)"
+    )
     func relationshipChain() throws {
         let count = 10_000
         let entities = (0..<count).map { index -> [String: Any] in

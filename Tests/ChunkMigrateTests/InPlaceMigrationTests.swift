@@ -11,20 +11,25 @@ struct InPlaceMigrationTests {
         var options = MigrationOptions(batchSize: batchSize)
         options.checksFreeSpace = false
         var runs = 0
-        while try InPlaceMigration.startOrResume(plan: plan, store: store, target: target, options: options).runBlocking(for: .zero) == .paused {
+        while try InPlaceMigration.startOrResume(plan: plan, store: store, target: target, options: options).runBlocking(for: .zero)
+            == .paused
+        {
             runs += 1
         }
         return runs
     }
 
-    @Test("the demo pair (every entity renumbered, a join table renamed, a new derived count, history, triggers) in place, paused after every batch, equals the copy path; a half-migrated store is told apart")
+    @Test(
+        "the demo pair (every entity renumbered, a join table renamed, a new derived count, history, triggers) in place, paused after every batch, equals the copy path; a half-migrated store is told apart"
+    )
     func demoEqualsCopyPath() throws {
         let folder = try TemporaryFolder()
         let files = try CoreDataDemoStore.generate(in: folder.url, rows: 600)
         let plan = try MigrationPlan.infer(source: files.old, destination: files.new).plan
         let copied = folder.path("copied.sqlite")
         try FileManager.default.copyItem(at: files.new, to: copied)
-        let job = try MigrationJob.start(plan: plan, source: files.old, destination: copied, journal: folder.path("journal"), logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: plan, source: files.old, destination: copied, journal: folder.path("journal"), logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
 
         let store = folder.path("store.sqlite")
@@ -32,10 +37,14 @@ struct InPlaceMigrationTests {
         // One batch, then the store is half-migrated: every entry point says so.
         var options = MigrationOptions(batchSize: 2)
         options.checksFreeSpace = false
-        #expect(try InPlaceMigration.startOrResume(plan: plan, store: store, target: files.new, options: options).runBlocking(for: .zero) == .paused)
+        #expect(
+            try InPlaceMigration.startOrResume(plan: plan, store: store, target: files.new, options: options).runBlocking(for: .zero)
+                == .paused)
         #expect(InPlaceMigration.isHalfMigrated(store))
-        for attempt in [{ _ = try CoreDataStoreCheck.run(store: store) },
-                        { _ = try MigrationPlan.infer(source: store, destination: files.new) }] as [() throws -> Void] {
+        for attempt in [
+            { _ = try CoreDataStoreCheck.run(store: store) },
+            { _ = try MigrationPlan.infer(source: store, destination: files.new) },
+        ] as [() throws -> Void] {
             let error = #expect(throws: MigrationError.self) { try attempt() }
             #expect(error?.message.contains("part-way through an in-place migration") == true, "\(String(describing: error))")
         }
@@ -44,7 +53,9 @@ struct InPlaceMigrationTests {
         let status = try #require(try InPlaceMigration.status(of: store))
         #expect(status.target == files.new.path && status.stepsDone < status.steps && status.currentStep != nil, "\(status)")
         // Towards another model than the one it started with: refused.
-        let other = #expect(throws: MigrationError.self) { try InPlaceMigration.startOrResume(plan: plan, store: store, target: files.old, options: options) }
+        let other = #expect(throws: MigrationError.self) {
+            try InPlaceMigration.startOrResume(plan: plan, store: store, target: files.old, options: options)
+        }
         #expect(other?.code == .mismatch, "\(String(describing: other))")
         // Paused from its progress, then continued from the store alone, one batch a run.
         let pausing = try #require(try InPlaceMigration.resume(store: store, options: options))
@@ -60,17 +71,23 @@ struct InPlaceMigrationTests {
         #expect(CoreDataTesting.difference(try CoreDataTesting.contents(store), try CoreDataTesting.contents(copied)) == nil)
         #expect(try CoreDataStoreCheck.run(store: store).violations == [])
         let indexes = "SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL ORDER BY name"
-        #expect(try Database(path: store.path, mode: .source).rows(indexes) == (try Database(path: files.new.path, mode: .source).rows(indexes)))
+        #expect(
+            try Database(path: store.path, mode: .source).rows(indexes) == (try Database(path: files.new.path, mode: .source).rows(indexes))
+        )
     }
 
-    @Test("a small change (an optional attribute on Folder) in place: a column added, a derived count that stays right left as it is, the copy path's store")
+    @Test(
+        "a small change (an optional attribute on Folder) in place: a column added, a derived count that stays right left as it is, the copy path's store"
+    )
     func smallChange() throws {
         let folder = try TemporaryFolder()
         let files = try CoreDataDemoStore.generate(in: folder.url, rows: 600)
-        let xml = CoreDataDemoStore.sourceModelXML.replacingOccurrences(of: "<entity name=\"Folder\">", with: """
-            <entity name="Folder">
-                    <attribute name="color" optional="YES" attributeType="String"/>
-            """)
+        let xml = CoreDataDemoStore.sourceModelXML.replacingOccurrences(
+            of: "<entity name=\"Folder\">",
+            with: """
+                <entity name="Folder">
+                        <attribute name="color" optional="YES" attributeType="String"/>
+                """)
         #expect(xml != CoreDataDemoStore.sourceModelXML)
         let target = folder.path("target.sqlite")
         try CoreDataEmptyStore.create(at: target, model: try CoreDataModel(xml: Data(xml.utf8), file: "small"), persistentHistory: true)
@@ -78,22 +95,30 @@ struct InPlaceMigrationTests {
         #expect(plan.coreData?.derived.map(\.attribute).contains("Folder.itemCount") == true)
         let copied = folder.path("copied.sqlite")
         try FileManager.default.copyItem(at: target, to: copied)
-        #expect(try MigrationJob.start(plan: plan, source: files.old, destination: copied, journal: folder.path("journal"),
-                                       logger: quietLogger).runBlocking() == .complete)
+        #expect(
+            try MigrationJob.start(
+                plan: plan, source: files.old, destination: copied, journal: folder.path("journal"),
+                logger: quietLogger
+            ).runBlocking() == .complete)
         let store = folder.path("store.sqlite")
         try FileManager.default.copyItem(at: files.old, to: store)
         var options = MigrationOptions(batchSize: 50)
         options.checksFreeSpace = false
         let job = try InPlaceMigration.startOrResume(plan: plan, store: store, target: target, options: options)
-        let steps = try Database(path: store.path, mode: .readOnly).rows("SELECT step FROM _chunkmigrate_inplace_step").compactMap(\.first?.text)
-        #expect(!steps.contains { $0.contains("derive Folder.itemCount") } && steps.contains { $0.contains("add columns to ZFOLDER") }, "\(steps)")
+        let steps = try Database(path: store.path, mode: .readOnly).rows("SELECT step FROM _chunkmigrate_inplace_step").compactMap(
+            \.first?.text)
+        #expect(
+            !steps.contains { $0.contains("derive Folder.itemCount") } && steps.contains { $0.contains("add columns to ZFOLDER") },
+            "\(steps)")
         #expect(job.touchedTables == ["ACHANGE", "ZFOLDER"])
         #expect(try job.runBlocking() == .complete)
         #expect(CoreDataTesting.difference(try CoreDataTesting.contents(store), try CoreDataTesting.contents(copied)) == nil)
         #expect(try CoreDataStoreCheck.run(store: store).violations == [])
     }
 
-    @Test("an in-place job runs as a copy runs: a cancelled task pauses it before its first batch; run(for:) on its own thread reports its batches to progressUpdates(), the fraction never going back and 1 only in the last report; status is read from another thread while it runs; the store then equals the one runBlocking migrates")
+    @Test(
+        "an in-place job runs as a copy runs: a cancelled task pauses it before its first batch; run(for:) on its own thread reports its batches to progressUpdates(), the fraction never going back and 1 only in the last report; status is read from another thread while it runs; the store then equals the one runBlocking migrates"
+    )
     func runsThroughTheJobShell() async throws {
         let folder = try TemporaryFolder()
         let files = try CoreDataDemoStore.generate(in: folder.url, rows: 300)
@@ -102,7 +127,8 @@ struct InPlaceMigrationTests {
         options.checksFreeSpace = false
         let blocking = folder.path("blocking.sqlite"), store = folder.path("store.sqlite")
         for copy in [blocking, store] { try FileManager.default.copyItem(at: files.old, to: copy) }
-        #expect(try InPlaceMigration.startOrResume(plan: plan, store: blocking, target: files.new, options: options).runBlocking() == .complete)
+        #expect(
+            try InPlaceMigration.startOrResume(plan: plan, store: blocking, target: files.new, options: options).runBlocking() == .complete)
 
         let job = try InPlaceMigration.startOrResume(plan: plan, store: store, target: files.new, options: options)
         #expect(try #require(job.status).steps > 1)
@@ -136,7 +162,9 @@ struct InPlaceMigrationTests {
         #expect(CoreDataTesting.difference(try CoreDataTesting.contents(store), try CoreDataTesting.contents(blocking)) == nil)
     }
 
-    @Test("one in-place job per store: while a job runs, another job of the store is refused (busy) before it reads or writes anything, as is a second run of the same job; once the job is done, the store opens again with nothing to do and no lock file left beside it")
+    @Test(
+        "one in-place job per store: while a job runs, another job of the store is refused (busy) before it reads or writes anything, as is a second run of the same job; once the job is done, the store opens again with nothing to do and no lock file left beside it"
+    )
     func oneJobPerStore() throws {
         let folder = try TemporaryFolder()
         let files = try CoreDataDemoStore.generate(in: folder.url, rows: 300)
@@ -150,18 +178,21 @@ struct InPlaceMigrationTests {
         // and another run of this one.
         var other: MigrationError?, resumed: MigrationError?, nested: MigrationError?
         var contents: [String: [[SQLiteValue]]]?, after: [String: [[SQLiteValue]]]?
-        #expect(try first.runBlocking { _ in
-            guard other == nil else { return }
-            contents = try? CoreDataTesting.contents(store)
-            other = #expect(throws: MigrationError.self) {
-                _ = try InPlaceMigration.startOrResume(plan: plan, store: store, target: files.new, options: options)
-            }
-            resumed = #expect(throws: MigrationError.self) { _ = try InPlaceMigration.resume(store: store, options: options) }
-            nested = #expect(throws: MigrationError.self) { _ = try first.runBlocking() }
-            after = try? CoreDataTesting.contents(store)
-        } == .complete)
+        #expect(
+            try first.runBlocking { _ in
+                guard other == nil else { return }
+                contents = try? CoreDataTesting.contents(store)
+                other = #expect(throws: MigrationError.self) {
+                    _ = try InPlaceMigration.startOrResume(plan: plan, store: store, target: files.new, options: options)
+                }
+                resumed = #expect(throws: MigrationError.self) { _ = try InPlaceMigration.resume(store: store, options: options) }
+                nested = #expect(throws: MigrationError.self) { _ = try first.runBlocking() }
+                after = try? CoreDataTesting.contents(store)
+            } == .complete)
         for error in [other, resumed] {
-            #expect(error?.code == .busy && error?.message.contains(InPlaceMigration.lockPath(of: store)) == true, "\(String(describing: error))")
+            #expect(
+                error?.code == .busy && error?.message.contains(InPlaceMigration.lockPath(of: store)) == true,
+                "\(String(describing: error))")
         }
         #expect(nested?.code == .busy, "\(String(describing: nested))")
         #expect(contents != nil && after != nil && CoreDataTesting.difference(after!, contents!) == nil)
@@ -170,8 +201,10 @@ struct InPlaceMigrationTests {
         #expect(try CoreDataStoreCheck.run(store: store).violations == [])
     }
 
-    @Test("the Messenger stores migrated in place equal Core Data's own migration of them, table by table",
-          .enabled(if: CoreDataOracleTests.present, "shared/fixtures/coredata is absent"), arguments: CoreDataOracleTests.pairs.map { "\($0.old) -> \($0.new)" })
+    @Test(
+        "the Messenger stores migrated in place equal Core Data's own migration of them, table by table",
+        .enabled(if: CoreDataOracleTests.present, "shared/fixtures/coredata is absent"),
+        arguments: CoreDataOracleTests.pairs.map { "\($0.old) -> \($0.new)" })
     func sameAsCoreData(_ pair: String) throws {
         let (old, new, change) = CoreDataOracleTests.pairs.first { "\($0.old) -> \($0.new)" == pair }!
         let folder = try TemporaryFolder()
@@ -188,9 +221,10 @@ struct InPlaceMigrationTests {
         #expect(try CoreDataStoreCheck.run(store: store).violations == [])
     }
 
-    @Test("every pair of Messenger/pairs.txt migrated in place equals Core Data's own migration, table by table",
-          .enabled(if: !CoreDataOracleTests.everyPair.isEmpty, "shared/fixtures/coredata/Messenger/pairs.txt is absent"),
-          arguments: CoreDataOracleTests.everyPair)
+    @Test(
+        "every pair of Messenger/pairs.txt migrated in place equals Core Data's own migration, table by table",
+        .enabled(if: !CoreDataOracleTests.everyPair.isEmpty, "shared/fixtures/coredata/Messenger/pairs.txt is absent"),
+        arguments: CoreDataOracleTests.everyPair)
     func everyPairSameAsCoreData(_ pair: String) throws {
         let (old, new) = CoreDataOracleTests.stores(of: pair)
         let folder = try TemporaryFolder()
@@ -210,40 +244,59 @@ struct InPlaceMigrationTests {
         #expect(difference == nil, "\(difference ?? "")")
     }
 
-    @Test("a store without a model cache (written before iOS 10) migrates in place to a target without one, its models given to the plan, as the copy path migrates it; entity numbers from each store's Z_PRIMARYKEY")
+    @Test(
+        "a store without a model cache (written before iOS 10) migrates in place to a target without one, its models given to the plan, as the copy path migrates it; entity numbers from each store's Z_PRIMARYKEY"
+    )
     func withoutModelCache() throws {
         let folder = try TemporaryFolder()
         let old = try CoreDataTesting.model(CoreDataCarriedTests.model)
         // The new model adds an entity that sorts first (every number shifts) and an attribute with a default.
-        let new = try CoreDataTesting.model("""
+        let new = try CoreDataTesting.model(
+            """
             <entity name="Archive"><attribute name="title" optional="YES" attributeType="String"/></entity>
-            """ + CoreDataCarriedTests.model.replacingOccurrences(of: #"<attribute name="body" attributeType="String"/>"#,
-                                                                  with: #"<attribute name="body" attributeType="String"/><attribute name="pinned" attributeType="Boolean" defaultValueString="NO"/>"#))
+            """
+                + CoreDataCarriedTests.model.replacingOccurrences(
+                    of: #"<attribute name="body" attributeType="String"/>"#,
+                    with:
+                        #"<attribute name="body" attributeType="String"/><attribute name="pinned" attributeType="Boolean" defaultValueString="NO"/>"#
+                ))
         let stores = try CoreDataCarriedTests.stores(in: folder)
         let target = try CoreDataTesting.store(new, at: folder.path("Target.sqlite"), uuid: "C0000000-0000-0000-0000-000000000003")
         for store in [stores.source, target] {
             try Database(path: store.path, mode: .readWrite).execute("DELETE FROM Z_MODELCACHE")
         }
         #expect(try CoreDataModel.read(store: stores.source) == nil)
-        let plan = try MigrationPlan.infer(source: stores.source, destination: target,
-                                           options: InferenceOptions(sourceModel: old, destinationModel: new)).plan
+        let plan = try MigrationPlan.infer(
+            source: stores.source, destination: target,
+            options: InferenceOptions(sourceModel: old, destinationModel: new)
+        ).plan
         let copied = folder.path("copied.sqlite")
         try FileManager.default.copyItem(at: target, to: copied)
         var options = MigrationOptions(batchSize: 2)
         options.checksStore = false
-        #expect(try MigrationJob.start(plan: plan, source: stores.source, destination: copied, journal: folder.path("journal"),
-                                       options: options, logger: quietLogger).runBlocking() == .complete)
+        #expect(
+            try MigrationJob.start(
+                plan: plan, source: stores.source, destination: copied, journal: folder.path("journal"),
+                options: options, logger: quietLogger
+            ).runBlocking() == .complete)
         #expect(try Self.migrateInPlace(plan, store: stores.source, target: target) > 2)
         #expect(CoreDataTesting.difference(try CoreDataTesting.contents(stores.source), try CoreDataTesting.contents(copied)) == nil)
-        #expect(try CoreDataMigrationTests.rows(stores.source, "ZNOTE", columns: "Z_ENT, ZPINNED") == Array(repeating: [SQLiteValue.integer(3), .integer(0)], count: 4))
+        #expect(
+            try CoreDataMigrationTests.rows(stores.source, "ZNOTE", columns: "Z_ENT, ZPINNED")
+                == Array(repeating: [SQLiteValue.integer(3), .integer(0)], count: 4))
     }
 
-    @Test("in place, the check at the end carries what the store already was (required values left NULL, a join row to a deleted row) and fails on what the job brought about")
+    @Test(
+        "in place, the check at the end carries what the store already was (required values left NULL, a join row to a deleted row) and fails on what the job brought about"
+    )
     func sourceAnomaliesCarriedInPlace() throws {
         let folder = try TemporaryFolder()
-        let new = try CoreDataTesting.model(CoreDataCarriedTests.model.replacingOccurrences(
-            of: #"<attribute name="body" attributeType="String"/>"#,
-            with: #"<attribute name="body" attributeType="String"/><attribute name="pinned" attributeType="Boolean" defaultValueString="NO"/>"#))
+        let new = try CoreDataTesting.model(
+            CoreDataCarriedTests.model.replacingOccurrences(
+                of: #"<attribute name="body" attributeType="String"/>"#,
+                with:
+                    #"<attribute name="body" attributeType="String"/><attribute name="pinned" attributeType="Boolean" defaultValueString="NO"/>"#
+            ))
         let stores = try CoreDataCarriedTests.stores(in: folder)
         let target = try CoreDataTesting.store(new, at: folder.path("Target.sqlite"), uuid: "C0000000-0000-0000-0000-000000000003")
         var plan = try MigrationPlan.infer(source: stores.source, destination: target).plan
@@ -252,8 +305,10 @@ struct InPlaceMigrationTests {
         let job = try InPlaceMigration.startOrResume(plan: plan, store: stores.source, target: target, options: options)
         #expect(try job.runBlocking() == .complete)
         let report = try job.checkStore()
-        #expect(report.isValid && report.carried.count == 1 && report.carried[0].hasPrefix("ZNOTE.ZBODY: 2 rows of Note have no value for the required Note.body"),
-                "\(report.violations) \(report.carried)")
+        #expect(
+            report.isValid && report.carried.count == 1
+                && report.carried[0].hasPrefix("ZNOTE.ZBODY: 2 rows of Note have no value for the required Note.body"),
+            "\(report.violations) \(report.carried)")
 
         // The same store, a plan that writes NULL into a third row: that one is the job's.
         let other = try TemporaryFolder()
@@ -262,7 +317,10 @@ struct InPlaceMigrationTests {
         plan.entities[note].columns["ZBODY"] = "CASE WHEN Z_PK = 4 THEN NULL ELSE ZBODY END"
         let broken = try InPlaceMigration.startOrResume(plan: plan, store: again.source, target: target, options: options)
         #expect(try broken.runBlocking() == .complete)
-        #expect(try broken.checkStore().violations == ["ZNOTE.ZBODY: 3 rows of Note have no value for the required Note.body, the first with Z_PK 2"])
+        #expect(
+            try broken.checkStore().violations == [
+                "ZNOTE.ZBODY: 3 rows of Note have no value for the required Note.body, the first with Z_PK 2"
+            ])
     }
 
     @Test("a plan that needs the copy path is refused with the reason, the store untouched")
@@ -271,8 +329,11 @@ struct InPlaceMigrationTests {
         let files = try CoreDataDemoStore.generate(in: folder.url, rows: 50)
         let plan = try MigrationPlan.infer(source: files.old, destination: files.new, options: InferenceOptions(keys: .allocate)).plan
         let before = try Data(contentsOf: files.old)
-        let error = #expect(throws: MigrationError.self) { try InPlaceMigration.startOrResume(plan: plan, store: files.old, target: files.new) }
-        #expect(error?.message.hasPrefix("this migration needs the copy path (run without --in-place): entities[") == true
+        let error = #expect(throws: MigrationError.self) {
+            try InPlaceMigration.startOrResume(plan: plan, store: files.old, target: files.new)
+        }
+        #expect(
+            error?.message.hasPrefix("this migration needs the copy path (run without --in-place): entities[") == true
                 && error?.message.contains("gives its rows new keys") == true, "\(String(describing: error))")
         #expect(try Data(contentsOf: files.old) == before && !InPlaceMigration.isHalfMigrated(files.old))
     }
@@ -320,21 +381,26 @@ struct PlainInPlaceTests {
                 let columns = try database.rows("SELECT name FROM pragma_table_info(?1)", .text(name)).compactMap { $0[0].text }
                 let list = columns.map(SQL.quote).joined(separator: ", ")
                 let withoutRowid = (row[2].text ?? "").uppercased().contains("WITHOUT ROWID")
-                result[name] = try database.rows(withoutRowid ? "SELECT \(list) FROM \(SQL.quote(name)) ORDER BY 1"
-                                                              : "SELECT rowid, \(list) FROM \(SQL.quote(name)) ORDER BY rowid")
+                result[name] = try database.rows(
+                    withoutRowid
+                        ? "SELECT \(list) FROM \(SQL.quote(name)) ORDER BY 1"
+                        : "SELECT rowid, \(list) FROM \(SQL.quote(name)) ORDER BY rowid")
             }
         }
         return result
     }
 
-    @Test("a plain store in place, paused after every batch: a table renamed with a column renamed, one added and one converted, a filter, a column removed, an unchanged table left as it is, views, indexes and triggers: the copy path's store")
+    @Test(
+        "a plain store in place, paused after every batch: a table renamed with a column renamed, one added and one converted, a filter, a column removed, an unchanged table left as it is, views, indexes and triggers: the copy path's store"
+    )
     func equalsCopyPath() throws {
         let folder = try TemporaryFolder()
         let store = folder.path("store.sqlite")
         let database = try Database(path: store.path, mode: .readWriteCreate)
         try database.execute(Self.oldSchema)
         // Sparse keys, NULLs, archived notes.
-        try database.execute("""
+        try database.execute(
+            """
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
             INSERT INTO person (id, name, email, age) SELECT i * 7, CASE WHEN i % 10 = 0 THEN NULL ELSE 'P' || i END, 'P' || i || '@X.ORG', i % 60 FROM n;
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 900)
@@ -349,7 +415,8 @@ struct PlainInPlaceTests {
 
         let copied = folder.path("copied.sqlite")
         try InPlaceMigration.createTarget(at: copied, schema: Self.newSchema)
-        let job = try MigrationJob.start(plan: plan, source: store, destination: copied, journal: folder.path("journal"), logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: plan, source: store, destination: copied, journal: folder.path("journal"), logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
 
         let runs = try InPlaceMigrationTests.migrateInPlace(plan, store: store, target: target, batchSize: 50)
@@ -370,20 +437,29 @@ struct PlainInPlaceTests {
         try Database(path: store.path, mode: .readWriteCreate).execute(Self.oldSchema)
         let target = folder.path("target.sqlite")
         try InPlaceMigration.createTarget(at: target, schema: Self.newSchema)
-        for (change, reason) in [(#""keys": "preserve""#, "gives its rows new keys"),
-                                 (#""columns": { "person_id""#, "resolves relationships through the ID map")] {
-            let replacement = change.contains("keys") ? #""keys": "allocate""#
+        for (change, reason) in [
+            (#""keys": "preserve""#, "gives its rows new keys"),
+            (#""columns": { "person_id""#, "resolves relationships through the ID map"),
+        ] {
+            let replacement =
+                change.contains("keys")
+                ? #""keys": "allocate""#
                 : #""relationships": { "person_id": { "from": "person_id", "to": "Person" } }, "columns": { "person_id_unused""#
-            let json = Self.plan.replacingOccurrences(of: change, with: replacement).replacingOccurrences(of: #", "person_id_unused": "person_id""#, with: "")
+            let json = Self.plan.replacingOccurrences(of: change, with: replacement).replacingOccurrences(
+                of: #", "person_id_unused": "person_id""#, with: "")
             let plan = try MigrationPlan.decode(json: Data(json.utf8), file: "plan.json")
-            let error = #expect(throws: MigrationError.self) { try InPlaceMigration.startOrResume(plan: plan, store: store, target: target) }
+            let error = #expect(throws: MigrationError.self) {
+                try InPlaceMigration.startOrResume(plan: plan, store: store, target: target)
+            }
             #expect(error?.message.contains(reason) == true, "\(String(describing: error))")
             #expect(!InPlaceMigration.isHalfMigrated(store))
         }
     }
 
     /// A store of `schema` with rows, and a target of `target`; the plan decoded.
-    static func stores(_ schema: String, rows: String, target: String, plan: String, in folder: TemporaryFolder) throws -> (store: URL, target: URL, plan: MigrationPlan) {
+    static func stores(_ schema: String, rows: String, target: String, plan: String, in folder: TemporaryFolder) throws -> (
+        store: URL, target: URL, plan: MigrationPlan
+    ) {
         let store = folder.path("store.sqlite")
         try Database(path: store.path, mode: .readWriteCreate).execute(schema + rows)
         let targetURL = folder.path("target.sqlite")
@@ -391,9 +467,12 @@ struct PlainInPlaceTests {
         return (store, targetURL, try MigrationPlan.decode(json: Data(plan.utf8), file: "plan.json"))
     }
 
-    @Test("refused before anything is written: a plan that changes rows but no table, a row reading its own table, a WITHOUT ROWID table, rows that would break a unique index of the target")
+    @Test(
+        "refused before anything is written: a plan that changes rows but no table, a row reading its own table, a WITHOUT ROWID table, rows that would break a unique index of the target"
+    )
     func refusedBeforeWriting() throws {
-        let person = "CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT, boss INTEGER, email TEXT); CREATE INDEX person_name ON person (name);"
+        let person =
+            "CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT, boss INTEGER, email TEXT); CREATE INDEX person_name ON person (name);"
         let rows = "INSERT INTO person VALUES (1, 'ann', NULL, 'A@x'), (2, 'bob', 1, 'a@X'), (3, 'cy', 2, 'c@x');"
         func plan(_ columns: String, where condition: String? = nil, table: String = "person") -> String {
             #"{ "entities": [ { "name": "Person", "source": { "table": "person", "key": "id""#
@@ -402,20 +481,38 @@ struct PlainInPlaceTests {
         }
         let renamed = "CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT, boss INTEGER, email TEXT, boss_name TEXT);"
         let cases: [(schema: String, target: String, plan: String, reason: String)] = [
-            (person, person, plan(#""name": "upper(name)", "boss": "boss", "email": "email""#, where: "id > 1"), "changes rows of person but no table"),
-            (person, renamed, plan(#""name": "name", "boss": "boss", "email": "email", "boss_name": "(SELECT p.name FROM src.person p WHERE p.id = s.boss)""#, table: "people"),
-             "reads other rows of person, its own table"),
-            (person, renamed, plan(#""name": "name", "boss": "boss", "email": "(SELECT count(*) FROM main.people)""#, table: "people"), "reads the destination (main.)"),
-            ("CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT, boss INTEGER, email TEXT) WITHOUT ROWID;", renamed,
-             plan(#""name": "name", "boss": "boss", "email": "email""#, table: "people"), "WITHOUT ROWID"),
-            (person, renamed + "CREATE UNIQUE INDEX people_email ON people (email COLLATE NOCASE);",
-             plan(#""name": "name", "boss": "boss", "email": "lower(email)""#, table: "people"), "unique index people_email on people: 2 rows would have ('a@x')"),
+            (
+                person, person, plan(#""name": "upper(name)", "boss": "boss", "email": "email""#, where: "id > 1"),
+                "changes rows of person but no table"
+            ),
+            (
+                person, renamed,
+                plan(
+                    #""name": "name", "boss": "boss", "email": "email", "boss_name": "(SELECT p.name FROM src.person p WHERE p.id = s.boss)""#,
+                    table: "people"),
+                "reads other rows of person, its own table"
+            ),
+            (
+                person, renamed, plan(#""name": "name", "boss": "boss", "email": "(SELECT count(*) FROM main.people)""#, table: "people"),
+                "reads the destination (main.)"
+            ),
+            (
+                "CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT, boss INTEGER, email TEXT) WITHOUT ROWID;", renamed,
+                plan(#""name": "name", "boss": "boss", "email": "email""#, table: "people"), "WITHOUT ROWID"
+            ),
+            (
+                person, renamed + "CREATE UNIQUE INDEX people_email ON people (email COLLATE NOCASE);",
+                plan(#""name": "name", "boss": "boss", "email": "lower(email)""#, table: "people"),
+                "unique index people_email on people: 2 rows would have ('a@x')"
+            ),
         ]
         for (schema, target, json, reason) in cases {
             let folder = try TemporaryFolder()
             let given = try Self.stores(schema, rows: rows, target: target, plan: json, in: folder)
             let before = try Self.contents(given.store)
-            let error = #expect(throws: MigrationError.self) { try InPlaceMigration.startOrResume(plan: given.plan, store: given.store, target: given.target) }
+            let error = #expect(throws: MigrationError.self) {
+                try InPlaceMigration.startOrResume(plan: given.plan, store: given.store, target: given.target)
+            }
             #expect(error?.message.contains(reason) == true, "\(reason): \(String(describing: error))")
             #expect(try Self.contents(given.store) == before && !InPlaceMigration.isHalfMigrated(given.store), "\(reason)")
         }
@@ -429,16 +526,22 @@ struct PlainInPlaceTests {
             CREATE VIEW names AS SELECT name FROM people;
             CREATE TRIGGER names_insert INSTEAD OF INSERT ON names BEGIN INSERT INTO people (name) VALUES (NEW.name); END;
             """
-        let given = try Self.stores("CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT, age INTEGER);",
-                                    rows: "INSERT INTO person VALUES (1, 'ann', 30), (5, 'bob', 40);", target: target,
-                                    plan: #"{ "entities": [ { "name": "Person", "source": { "table": "person", "key": "id" }, "destination": { "table": "people", "key": "id" }, "keys": "preserve", "columns": { "name": "name" } } ] }"#,
-                                    in: folder)
+        let given = try Self.stores(
+            "CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT, age INTEGER);",
+            rows: "INSERT INTO person VALUES (1, 'ann', 30), (5, 'bob', 40);", target: target,
+            plan:
+                #"{ "entities": [ { "name": "Person", "source": { "table": "person", "key": "id" }, "destination": { "table": "people", "key": "id" }, "keys": "preserve", "columns": { "name": "name" } } ] }"#,
+            in: folder)
         _ = try Database(path: given.store.path, mode: .readWrite).scalar("PRAGMA journal_mode = WAL")
         for _ in 0..<2 {
-            #expect(try InPlaceMigration.startOrResume(plan: given.plan, store: given.store, target: given.target).runBlocking() == .complete)
+            #expect(
+                try InPlaceMigration.startOrResume(plan: given.plan, store: given.store, target: given.target).runBlocking() == .complete)
             let database = try Database(path: given.store.path, mode: .readWrite)
             #expect(try database.scalar("PRAGMA journal_mode").text == "wal")
-            #expect(try database.rows("SELECT id, name FROM people ORDER BY id") == [[.integer(1), .text("ann")], [.integer(5), .text("bob")]])
+            #expect(
+                try database.rows("SELECT id, name FROM people ORDER BY id") == [
+                    [.integer(1), .text("ann")], [.integer(5), .text("bob")],
+                ])
         }
         let database = try Database(path: given.store.path, mode: .readWrite)
         try database.execute("INSERT INTO names (name) VALUES ('cy')")

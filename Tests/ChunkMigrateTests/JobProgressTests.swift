@@ -19,13 +19,16 @@ struct JobProgressTests {
         return (outcome, await collector.value)
     }
 
-    @Test("over a Core Data store (copy, index builds, derived values, triggers, the check): the fraction never goes back, stays below 1 until the last report, which says complete with 1; each index build names its index and the index's own table, the derived values their table, the triggers none (the stream keeps the newest reports where its reader lags: these hold of any it keeps)")
+    @Test(
+        "over a Core Data store (copy, index builds, derived values, triggers, the check): the fraction never goes back, stays below 1 until the last report, which says complete with 1; each index build names its index and the index's own table, the derived values their table, the triggers none (the stream keeps the newest reports where its reader lags: these hold of any it keeps)"
+    )
     func fractionOverEveryPhase() async throws {
         let folder = try TemporaryFolder()
         let files = try CoreDataDemoStore.generate(in: folder.path("demo"), rows: 3_000)
         let plan = try MigrationPlan.infer(source: files.old, destination: files.new).plan
-        let job = try MigrationJob.start(plan: plan, source: files.old, destination: files.new, journal: folder.path("journal"),
-                                         options: MigrationOptions(batchSize: 200), logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: plan, source: files.old, destination: files.new, journal: folder.path("journal"),
+            options: MigrationOptions(batchSize: 200), logger: quietLogger)
         let (outcome, steps) = try await Self.reports(of: job)
         #expect(outcome == .complete)
         let fractions = steps.map(\.fraction)
@@ -39,26 +42,33 @@ struct JobProgressTests {
         for step in indexes {
             guard case let .index(name) = step.phase else { continue }
             let table = try destination.scalar("SELECT tbl_name FROM sqlite_schema WHERE type = 'index' AND name = ?1", .text(name)).text
-            #expect(step.table?.caseInsensitiveCompare(table ?? "") == .orderedSame, "\(name): \(String(describing: step.table)) against \(String(describing: table))")
-            #expect(plan.entities.first { $0.name == step.entity }?.destination.table.caseInsensitiveCompare(table ?? "") == .orderedSame,
-                    "\(name) reported under \(step.entity)")
+            #expect(
+                step.table?.caseInsensitiveCompare(table ?? "") == .orderedSame,
+                "\(name): \(String(describing: step.table)) against \(String(describing: table))")
+            #expect(
+                plan.entities.first { $0.name == step.entity }?.destination.table.caseInsensitiveCompare(table ?? "") == .orderedSame,
+                "\(name) reported under \(step.entity)")
         }
         let derived = try #require(steps.first { $0.phase == .finishing(step: "derive Tag.itemCount") })
         #expect(derived.table == "ZTAG")
         #expect(steps.contains { $0.phase == .finishing(step: "triggers") && $0.table == nil })
         #expect(steps.contains { $0.phase == .check })
-        #expect(steps.filter { $0.phase == .copy }.allSatisfy { step in
-            plan.entities.first { $0.name == step.entity }?.destination.table == step.table
-        })
+        #expect(
+            steps.filter { $0.phase == .copy }.allSatisfy { step in
+                plan.entities.first { $0.name == step.entity }?.destination.table == step.table
+            })
     }
 
-    @Test("paused after every batch and resumed until complete (every report kept, one or two a run): each run's fraction never goes back, the last report of the last run is complete with 1 and no earlier one is; when the copy ends, the work after it is still ahead; every phase reported")
+    @Test(
+        "paused after every batch and resumed until complete (every report kept, one or two a run): each run's fraction never goes back, the last report of the last run is complete with 1 and no earlier one is; when the copy ends, the work after it is still ahead; every phase reported"
+    )
     func fractionAcrossRuns() async throws {
         let folder = try TemporaryFolder()
         let files = try CoreDataDemoStore.generate(in: folder.path("demo"), rows: 600)
         let plan = try MigrationPlan.infer(source: files.old, destination: files.new).plan
-        var job = try MigrationJob.start(plan: plan, source: files.old, destination: files.new, journal: folder.path("journal"),
-                                         options: MigrationOptions(batchSize: 100), logger: quietLogger)
+        var job = try MigrationJob.start(
+            plan: plan, source: files.old, destination: files.new, journal: folder.path("journal"),
+            options: MigrationOptions(batchSize: 100), logger: quietLogger)
         var all: [MigrationProgress] = []
         var runs = 0
         while true {

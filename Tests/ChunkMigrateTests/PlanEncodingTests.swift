@@ -14,7 +14,8 @@ struct PlanEncodingTests {
     /// The plan of the Plans article (the README's until the guides moved to the DocC catalog, hence
     /// `EncodedPlans/readme.json`).
     static func documentedPlan() throws -> Data {
-        let article = try String(contentsOf: root.appendingPathComponent("Sources/ChunkMigrate/ChunkMigrate.docc/Plans.md"), encoding: .utf8)
+        let article = try String(
+            contentsOf: root.appendingPathComponent("Sources/ChunkMigrate/ChunkMigrate.docc/Plans.md"), encoding: .utf8)
         let section = article.components(separatedBy: "A plan is a JSON file")[1]
         let block = section.components(separatedBy: "```json\n")[1].components(separatedBy: "```")[0]
         return Data(block.utf8)
@@ -46,18 +47,27 @@ struct PlanEncodingTests {
             ("example", try MigrationPlan.decode(json: Data(contentsOf: root.appendingPathComponent("Examples/BookMigration/plan.json")))),
             ("jsonDefaultsLeftOut", try MigrationPlan.decode(json: Data(minimal.utf8))),
             ("jsonDefaultsSpelled", try MigrationPlan.decode(json: Data(spelled.utf8))),
-            ("initDefaults", MigrationPlan(entities: [
-                EntityMapping(name: "A", source: .init(table: "a"), destination: .init(table: "a")),
-                EntityMapping(name: "B", source: .init(table: "b", key: "id"), destination: .init(table: "b", key: "id"),
-                              relationships: ["a_id": .init(from: "a_id", to: "A")]),
-            ])),
-            ("initSpelled", MigrationPlan(entities: [
-                EntityMapping(name: "A", source: .init(table: "a"), destination: .init(table: "a"), keys: .allocate,
-                              columns: [:], relationships: [:],
-                              distinct: .init(source: "lower(name)", destination: "name")),
-                EntityMapping(name: "B", source: .init(table: "b", key: "id", where: "id > 0"), destination: .init(table: "b", key: "id"),
-                              keys: .preserve, relationships: ["a_id": .init(from: "name", to: "A", missing: .fail)]),
-            ])),
+            (
+                "initDefaults",
+                MigrationPlan(entities: [
+                    EntityMapping(name: "A", source: .init(table: "a"), destination: .init(table: "a")),
+                    EntityMapping(
+                        name: "B", source: .init(table: "b", key: "id"), destination: .init(table: "b", key: "id"),
+                        relationships: ["a_id": .init(from: "a_id", to: "A")]),
+                ])
+            ),
+            (
+                "initSpelled",
+                MigrationPlan(entities: [
+                    EntityMapping(
+                        name: "A", source: .init(table: "a"), destination: .init(table: "a"), keys: .allocate,
+                        columns: [:], relationships: [:],
+                        distinct: .init(source: "lower(name)", destination: "name")),
+                    EntityMapping(
+                        name: "B", source: .init(table: "b", key: "id", where: "id > 0"), destination: .init(table: "b", key: "id"),
+                        keys: .preserve, relationships: ["a_id": .init(from: "name", to: "A", missing: .fail)]),
+                ])
+            ),
             ("mutated", mutated),
         ]
     }
@@ -66,7 +76,9 @@ struct PlanEncodingTests {
         try Data(contentsOf: root.appendingPathComponent("Tests/ChunkMigrateTests/EncodedPlans/\(name).json"))
     }
 
-    @Test("a plan as an earlier version encoded it decodes to the same plan: the Plans article's, the demos', the example's, defaults left out or spelled")
+    @Test(
+        "a plan as an earlier version encoded it decodes to the same plan: the Plans article's, the demos', the example's, defaults left out or spelled"
+    )
     func earlierEncodingsDecodeAlike() throws {
         for (name, plan) in try Self.plans() {
             #expect(try MigrationPlan.decode(json: try Self.earlierEncoding(name)) == plan, "\(name)")
@@ -81,7 +93,8 @@ struct PlanEncodingTests {
             #expect(decoded == plan, "\(name)")
             #expect(try decoded.encodedJSON() == encoded, "\(name)")
         }
-        let text = String(decoding: try MigrationPlan.decode(json: try Self.earlierEncoding("jsonDefaultsLeftOut")).encodedJSON(), as: UTF8.self)
+        let text = String(
+            decoding: try MigrationPlan.decode(json: try Self.earlierEncoding("jsonDefaultsLeftOut")).encodedJSON(), as: UTF8.self)
         #expect(text.components(separatedBy: #""keys" : "allocate""#).count == 3)
         #expect(text.contains(#""missing" : "fail""#) && text.contains(#""columns" : {"#) && text.contains(#""relationships" : {"#))
     }
@@ -92,8 +105,9 @@ struct PlanEncodingTests {
         let files = try DemoStore.generate(in: folder.path("store"), messages: 3_000)
         let schema = try String(contentsOf: files.schema, encoding: .utf8)
         let destination = folder.path("new.sqlite"), journal = folder.path("journal")
-        let job = try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: destination, journal: journal,
-                                         schema: schema, options: MigrationOptions(batchSize: 200), logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: DemoStore.plan, source: files.source, destination: destination, journal: journal,
+            schema: schema, options: MigrationOptions(batchSize: 200), logger: quietLogger)
         #expect(try await job.run(for: .zero) != .complete)
         // The journal as the earlier version would have written it: its plan.json, and the
         // header's fingerprint of those bytes.

@@ -7,7 +7,8 @@ import ChunkMigrateDemo
 /// A small source with authors, posts that belong to an author, and a post that points at an
 /// author that does not exist (key 99).
 private func makeBlogSource(at url: URL, danglingAuthor: Bool = true) throws {
-    try execute("""
+    try execute(
+        """
         CREATE TABLE author (id INTEGER PRIMARY KEY, name TEXT NOT NULL, partner INTEGER);
         CREATE TABLE post (id INTEGER PRIMARY KEY, author INTEGER, title TEXT NOT NULL);
         INSERT INTO author VALUES (5, 'ada', 9), (7, 'bob', NULL), (9, 'cy', 5);
@@ -23,11 +24,13 @@ private let blogSchema = """
 
 private func blogPlan(missing: EntityMapping.MissingPolicy, headline: String = "title") -> MigrationPlan {
     MigrationPlan(entities: [
-        EntityMapping(name: "Article", source: .init(table: "post", key: "id"), destination: .init(table: "article", key: "id"),
-                      columns: ["headline": headline],
-                      relationships: ["writer_id": .init(from: "author", to: "Writer", missing: missing)]),
-        EntityMapping(name: "Writer", source: .init(table: "author", key: "id"), destination: .init(table: "writer", key: "id"),
-                      columns: ["name": "name"]),
+        EntityMapping(
+            name: "Article", source: .init(table: "post", key: "id"), destination: .init(table: "article", key: "id"),
+            columns: ["headline": headline],
+            relationships: ["writer_id": .init(from: "author", to: "Writer", missing: missing)]),
+        EntityMapping(
+            name: "Writer", source: .init(table: "author", key: "id"), destination: .init(table: "writer", key: "id"),
+            columns: ["name": "name"]),
     ])
 }
 
@@ -41,8 +44,9 @@ struct PlanFeatureTests {
         let destination = folder.path("new.sqlite")
         let journal = folder.path("journal")
         let options = MigrationOptions(batchSize: 2)
-        let job = try MigrationJob.start(plan: blogPlan(missing: .fail), source: source, destination: destination,
-                                         journal: journal, schema: blogSchema, options: options, logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: blogPlan(missing: .fail), source: source, destination: destination,
+            journal: journal, schema: blogSchema, options: options, logger: quietLogger)
         let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
         #expect(error.code == .missingMapping)
         #expect(error.entity == "Article")
@@ -51,7 +55,9 @@ struct PlanFeatureTests {
         #expect(error.column == "writer_id")
         #expect(error.description.contains("99"))
         // The batches before it are committed; the failed one is not.
-        #expect(try scalar("SELECT group_concat(headline, '|') FROM article", on: destination) == .text("negative keys work|first|second|third"))
+        #expect(
+            try scalar("SELECT group_concat(headline, '|') FROM article", on: destination) == .text("negative keys work|first|second|third")
+        )
         let status = try MigrationJob.status(at: journal)
         #expect(status.state == .failed)
         #expect(status.lastFailure?.contains("source key 6") == true)
@@ -61,9 +67,11 @@ struct PlanFeatureTests {
         let resumed = try MigrationJob.resume(at: journal, options: options, logger: quietLogger)
         #expect(try resumed.runBlocking() == .complete)
         #expect(try scalar("SELECT count(*) FROM article", on: destination) == .integer(7))
-        #expect(try scalar("""
-            SELECT w.name FROM article a JOIN writer w ON w.id = a.writer_id WHERE a.headline = 'dangling'
-            """, on: destination) == .text("bob"))
+        #expect(
+            try scalar(
+                """
+                SELECT w.name FROM article a JOIN writer w ON w.id = a.writer_id WHERE a.headline = 'dangling'
+                """, on: destination) == .text("bob"))
     }
 
     @Test("missing: null writes NULL and counts it; missing: skip leaves the row out and counts it")
@@ -74,9 +82,10 @@ struct PlanFeatureTests {
             try makeBlogSource(at: source)
             let destination = folder.path("new.sqlite")
             let journal = folder.path("journal")
-            let job = try MigrationJob.start(plan: blogPlan(missing: policy), source: source, destination: destination,
-                                             journal: journal, schema: blogSchema, options: MigrationOptions(batchSize: 3),
-                                             logger: quietLogger)
+            let job = try MigrationJob.start(
+                plan: blogPlan(missing: policy), source: source, destination: destination,
+                journal: journal, schema: blogSchema, options: MigrationOptions(batchSize: 3),
+                logger: quietLogger)
             #expect(try job.runBlocking() == .complete)
             let reader = try JournalReader(directory: journal.path)
             let articles = reader.batches(entity: 0)
@@ -109,22 +118,27 @@ struct PlanFeatureTests {
         try execute(blogSchema + "INSERT INTO writer VALUES (100, 'existing', NULL);", on: destination)
         let journal = folder.path("journal")
         let refused = try #require(throws: MigrationError.self) {
-            try MigrationJob.start(plan: blogPlan(missing: .fail), source: source, destination: destination, journal: journal,
-                                   options: MigrationOptions(batchSize: 2), logger: quietLogger)
+            try MigrationJob.start(
+                plan: blogPlan(missing: .fail), source: source, destination: destination, journal: journal,
+                options: MigrationOptions(batchSize: 2), logger: quietLogger)
         }
-        #expect(refused.entity == "Writer" && refused.file == destination.path
+        #expect(
+            refused.entity == "Writer" && refused.file == destination.path
                 && refused.message.contains("the destination already holds rows in writer"), "\(refused)")
         #expect(!FileManager.default.fileExists(atPath: journal.path))
         var options = MigrationOptions(batchSize: 2)
         options.appendToExistingRows = true
-        let job = try MigrationJob.start(plan: blogPlan(missing: .fail), source: source, destination: destination, journal: journal,
-                                         options: options, logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: blogPlan(missing: .fail), source: source, destination: destination, journal: journal,
+            options: options, logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
         let writers = try scalar("SELECT group_concat(id || ':' || name, ' ') FROM (SELECT * FROM writer ORDER BY id)", on: destination)
         #expect(writers == .text("100:existing 101:ada 102:bob 103:cy"))
-        #expect(try scalar("""
-            SELECT group_concat(a.headline || '=' || ifnull(w.name, '-'), ' ') FROM article a LEFT JOIN writer w ON w.id = a.writer_id
-            """, on: destination) == .text("negative keys work=bob first=ada second=ada third=cy dangling=bob anonymous=- last=bob"))
+        #expect(
+            try scalar(
+                """
+                SELECT group_concat(a.headline || '=' || ifnull(w.name, '-'), ' ') FROM article a LEFT JOIN writer w ON w.id = a.writer_id
+                """, on: destination) == .text("negative keys work=bob first=ada second=ada third=cy dangling=bob anonymous=- last=bob"))
         let map = try JournalReader(directory: journal.path).idMap()
         #expect(try map.destination(of: -3, entity: 0) == 1)
         #expect(try map.source(ofDestination: 103, entity: 1) == 9)
@@ -134,17 +148,20 @@ struct PlanFeatureTests {
     func cycle() throws {
         let folder = try TemporaryFolder()
         let source = folder.path("source.sqlite")
-        try execute("""
+        try execute(
+            """
             CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT, team INTEGER);
             CREATE TABLE team (id INTEGER PRIMARY KEY, name TEXT, captain INTEGER);
             INSERT INTO team VALUES (1, 'red', 12), (2, 'blue', 11), (3, 'none', NULL);
             INSERT INTO person VALUES (10, 'ann', 1), (11, 'ben', 2), (12, 'cat', 1), (13, 'dan', NULL);
             """, on: source)
         let plan = MigrationPlan(entities: [
-            EntityMapping(name: "Person", source: .init(table: "person"), destination: .init(table: "person"),
-                          columns: ["name": "name"], relationships: ["team_id": .init(from: "team", to: "Team")]),
-            EntityMapping(name: "Team", source: .init(table: "team"), destination: .init(table: "team"),
-                          columns: ["name": "name"], relationships: ["captain_id": .init(from: "captain", to: "Person")]),
+            EntityMapping(
+                name: "Person", source: .init(table: "person"), destination: .init(table: "person"),
+                columns: ["name": "name"], relationships: ["team_id": .init(from: "team", to: "Team")]),
+            EntityMapping(
+                name: "Team", source: .init(table: "team"), destination: .init(table: "team"),
+                columns: ["name": "name"], relationships: ["captain_id": .init(from: "captain", to: "Person")]),
         ])
         let destination = folder.path("new.sqlite")
         let job = try MigrationJob.start(
@@ -152,38 +169,46 @@ struct PlanFeatureTests {
             schema: "CREATE TABLE person (name TEXT, team_id INTEGER); CREATE TABLE team (name TEXT, captain_id INTEGER);",
             options: MigrationOptions(batchSize: 2), logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
-        #expect(try scalar("""
-            SELECT group_concat(p.name || '>' || ifnull(t.name, '-') || '>' || ifnull(c.name, '-'), ' ')
-            FROM person p LEFT JOIN team t ON t.rowid = p.team_id LEFT JOIN person c ON c.rowid = t.captain_id
-            """, on: destination) == .text("ann>red>cat ben>blue>ben cat>red>cat dan>->-"))
+        #expect(
+            try scalar(
+                """
+                SELECT group_concat(p.name || '>' || ifnull(t.name, '-') || '>' || ifnull(c.name, '-'), ' ')
+                FROM person p LEFT JOIN team t ON t.rowid = p.team_id LEFT JOIN person c ON c.rowid = t.captain_id
+                """, on: destination) == .text("ann>red>cat ben>blue>ben cat>red>cat dan>->-"))
         #expect(try !JournalReader(directory: folder.path("journal").path).fixups.isEmpty)
     }
 
-    @Test("a self-reference: backward references resolve as rows are copied, the fix-up pass writes only the forward ones, and a backward reference to a row left out fails at once under missing: fail")
+    @Test(
+        "a self-reference: backward references resolve as rows are copied, the fix-up pass writes only the forward ones, and a backward reference to a row left out fails at once under missing: fail"
+    )
     func selfReference() throws {
         let folder = try TemporaryFolder()
         let source = folder.path("source.sqlite")
         // 2, 7 and 10 refer backward, 3 and 5 forward, 4 to itself, 9 back to a row the filter
         // leaves out (8), 11 back to a key that does not exist.
-        try execute("""
+        try execute(
+            """
             CREATE TABLE note (id INTEGER PRIMARY KEY, parent INTEGER, hidden INTEGER NOT NULL DEFAULT 0);
             INSERT INTO note (id, parent) VALUES (1, NULL), (2, 1), (3, 6), (4, 4), (5, 10), (6, NULL), (7, 2), (9, 8), (10, 1), (11, -5);
             INSERT INTO note (id, parent, hidden) VALUES (8, NULL, 1);
             """, on: source)
         func plan(_ missing: EntityMapping.MissingPolicy) -> MigrationPlan {
             MigrationPlan(entities: [
-                EntityMapping(name: "Note", source: .init(table: "note", where: "hidden = 0"), destination: .init(table: "note"),
-                              keys: .allocate, relationships: ["parent_id": .init(from: "parent", to: "Note", missing: missing)]),
+                EntityMapping(
+                    name: "Note", source: .init(table: "note", where: "hidden = 0"), destination: .init(table: "note"),
+                    keys: .allocate, relationships: ["parent_id": .init(from: "parent", to: "Note", missing: missing)])
             ])
         }
         let schema = "CREATE TABLE note (id INTEGER PRIMARY KEY, parent_id INTEGER);"
         let destination = folder.path("new.sqlite")
-        let job = try MigrationJob.start(plan: plan(.null), source: source, destination: destination,
-                                         journal: folder.path("journal"), schema: schema,
-                                         options: MigrationOptions(batchSize: 3), logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: plan(.null), source: source, destination: destination,
+            journal: folder.path("journal"), schema: schema,
+            options: MigrationOptions(batchSize: 3), logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
         // Destination keys 1...10 follow source keys 1...11 without 8; parents through the same map.
-        #expect(try scalar("SELECT group_concat(id || '>' || ifnull(parent_id, '-'), ' ') FROM note ORDER BY id", on: destination)
+        #expect(
+            try scalar("SELECT group_concat(id || '>' || ifnull(parent_id, '-'), ' ') FROM note ORDER BY id", on: destination)
                 == .text("1>- 2>1 3>6 4>4 5>9 6>- 7>2 8>- 9>1 10>-"))
         let journal = try JournalReader(directory: folder.path("journal").path)
         // Only the two forward references wait for the fix-up pass; the two that can never
@@ -194,9 +219,10 @@ struct PlanFeatureTests {
         #expect(journal.fixups.reduce(0) { $0 + Int($1.rowsNulled) } == 0)
 
         // Under missing: fail, the reference to the row left out fails its copy batch, naming it.
-        let failing = try MigrationJob.start(plan: plan(.fail), source: source, destination: folder.path("fail.sqlite"),
-                                             journal: folder.path("fail.journal"), schema: schema,
-                                             options: MigrationOptions(batchSize: 3), logger: quietLogger)
+        let failing = try MigrationJob.start(
+            plan: plan(.fail), source: source, destination: folder.path("fail.sqlite"),
+            journal: folder.path("fail.journal"), schema: schema,
+            options: MigrationOptions(batchSize: 3), logger: quietLogger)
         let error = try #require(throws: MigrationError.self) { try failing.runBlocking() }
         #expect(error.code == .missingMapping)
         #expect(error.sourceKey == 9 && error.column == "parent_id" && error.batch == 3)
@@ -215,18 +241,20 @@ struct PlanFeatureTests {
         var options = MigrationOptions(batchSize: 4)
         options.functions = [shout]
         let destination = folder.path("new.sqlite")
-        let job = try MigrationJob.start(plan: blogPlan(missing: .fail, headline: "shout(title)"), source: source,
-                                         destination: destination, journal: folder.path("journal"), schema: blogSchema,
-                                         options: options, logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: blogPlan(missing: .fail, headline: "shout(title)"), source: source,
+            destination: destination, journal: folder.path("journal"), schema: blogSchema,
+            options: options, logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
         #expect(try scalar("SELECT headline FROM article WHERE id = 2", on: destination) == .text("FIRST!"))
 
         // Resuming without registering the function the plan calls is refused before any batch.
         let other = try TemporaryFolder()
         let otherDestination = other.path("new.sqlite")
-        _ = try MigrationJob.start(plan: blogPlan(missing: .fail, headline: "shout(title)"), source: source,
-                                   destination: otherDestination, journal: other.path("journal"), schema: blogSchema,
-                                   options: options, logger: quietLogger)
+        _ = try MigrationJob.start(
+            plan: blogPlan(missing: .fail, headline: "shout(title)"), source: source,
+            destination: otherDestination, journal: other.path("journal"), schema: blogSchema,
+            options: options, logger: quietLogger)
         let resumed = try MigrationJob.resume(at: other.path("journal"), logger: quietLogger)
         let error = try #require(throws: MigrationError.self) { try resumed.runBlocking() }
         #expect(error.code == .invalidPlan)
@@ -247,9 +275,10 @@ struct PlanFeatureTests {
         var options = MigrationOptions(batchSize: 100)
         options.functions = [strict]
         let destination = folder.path("new.sqlite")
-        let job = try MigrationJob.start(plan: blogPlan(missing: .fail, headline: "strict(title)"), source: source,
-                                         destination: destination, journal: folder.path("journal"), schema: blogSchema,
-                                         options: options, logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: blogPlan(missing: .fail, headline: "strict(title)"), source: source,
+            destination: destination, journal: folder.path("journal"), schema: blogSchema,
+            options: options, logger: quietLogger)
         let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
         #expect(error.entity == "Article")
         // Post 4 is "third"; the rows before it in the batch (-3, 1, 2) were computed already.
@@ -269,8 +298,9 @@ struct PlanFeatureTests {
         let journal = folder.path("journal")
         var options = MigrationOptions(batchSize: 10)
         options.appendToExistingRows = true
-        let job = try MigrationJob.start(plan: plan, source: source, destination: destination, journal: journal,
-                                         options: options, logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: plan, source: source, destination: destination, journal: journal,
+            options: options, logger: quietLogger)
         let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
         #expect(error.code == .batch)
         #expect(error.entity == "Writer")
@@ -282,7 +312,9 @@ struct PlanFeatureTests {
         try execute("DELETE FROM writer WHERE id = 7", on: destination)
         let resumed = try MigrationJob.resume(at: journal, options: MigrationOptions(batchSize: 10), logger: quietLogger)
         #expect(try resumed.runBlocking() == .complete)
-        #expect(try scalar("SELECT group_concat(id || ':' || name, ' ') FROM (SELECT * FROM writer ORDER BY id)", on: destination) == .text("5:ada 7:bob 9:cy"))
+        #expect(
+            try scalar("SELECT group_concat(id || ':' || name, ' ') FROM (SELECT * FROM writer ORDER BY id)", on: destination)
+                == .text("5:ada 7:bob 9:cy"))
     }
 
     @Test("a NOT NULL violation names the source row and the column")
@@ -290,9 +322,10 @@ struct PlanFeatureTests {
         let folder = try TemporaryFolder()
         let source = folder.path("source.sqlite")
         try makeBlogSource(at: source, danglingAuthor: false)
-        let job = try MigrationJob.start(plan: blogPlan(missing: .fail, headline: "CASE WHEN id = 4 THEN NULL ELSE title END"),
-                                         source: source, destination: folder.path("new.sqlite"), journal: folder.path("journal"),
-                                         schema: blogSchema, options: MigrationOptions(batchSize: 100), logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: blogPlan(missing: .fail, headline: "CASE WHEN id = 4 THEN NULL ELSE title END"),
+            source: source, destination: folder.path("new.sqlite"), journal: folder.path("journal"),
+            schema: blogSchema, options: MigrationOptions(batchSize: 100), logger: quietLogger)
         let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
         #expect(error.entity == "Article")
         #expect(error.sourceKey == 4)
@@ -334,8 +367,9 @@ struct RefusalTests {
         let destination = folder.path("new.sqlite")
         let journal = folder.path("journal")
         let error = try #require(throws: MigrationError.self) {
-            try MigrationJob.start(plan: blogPlan(missing: .fail, headline: "titel"), source: source, destination: destination,
-                                   journal: journal, schema: blogSchema, logger: quietLogger)
+            try MigrationJob.start(
+                plan: blogPlan(missing: .fail, headline: "titel"), source: source, destination: destination,
+                journal: journal, schema: blogSchema, logger: quietLogger)
         }
         #expect(error.code == .invalidPlan)
         #expect(error.entity == "Article")
@@ -351,9 +385,10 @@ struct RefusalTests {
         let other = try DemoStore.generate(in: folder.path("other"), messages: 3_000)
         let destination = folder.path("new.sqlite")
         let journal = folder.path("journal")
-        let job = try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: destination, journal: journal,
-                                         schema: DemoStore.destinationSchema, options: MigrationOptions(batchSize: 100),
-                                         logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: DemoStore.plan, source: files.source, destination: destination, journal: journal,
+            schema: DemoStore.destinationSchema, options: MigrationOptions(batchSize: 100),
+            logger: quietLogger)
         #expect(try job.runBlocking(for: .zero) == .paused)
 
         let wrongSource = try #require(throws: MigrationError.self) {
@@ -372,8 +407,9 @@ struct RefusalTests {
 
         // A second job cannot start on a destination that holds the first job's checkpoint.
         let second = try #require(throws: MigrationError.self) {
-            try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: destination,
-                                   journal: folder.path("journal2"), logger: quietLogger)
+            try MigrationJob.start(
+                plan: DemoStore.plan, source: files.source, destination: destination,
+                journal: folder.path("journal2"), logger: quietLogger)
         }
         #expect(second.code == .mismatch)
         #expect(!FileManager.default.fileExists(atPath: folder.path("journal2").path))
@@ -390,7 +426,8 @@ struct RefusalTests {
         let files = try DemoStore.generate(in: folder.path("store"), messages: 1_000)
         let destination = folder.path("new.sqlite")
         try migrateDemo(files, into: destination, journal: folder.path("journal"))
-        try execute("UPDATE message SET reply_to_id = 3 WHERE id = (SELECT max(id) FROM message WHERE reply_to_id IS NOT NULL)", on: destination)
+        try execute(
+            "UPDATE message SET reply_to_id = 3 WHERE id = (SELECT max(id) FROM message WHERE reply_to_id IS NOT NULL)", on: destination)
         try execute("UPDATE message SET conversation_id = conversation_id + 1 WHERE id = 5", on: destination)
         let problems = try DemoStore.check(source: files.source, destination: destination)
         #expect(problems.count == 2)
@@ -407,9 +444,10 @@ struct ChecksumTests {
         var options = MigrationOptions(batchSize: 150)
         options.verifyChecksums = true
         let destination = folder.path("new.sqlite")
-        let job = try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: destination,
-                                         journal: folder.path("journal"), schema: DemoStore.destinationSchema,
-                                         options: options, logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: DemoStore.plan, source: files.source, destination: destination,
+            journal: folder.path("journal"), schema: DemoStore.destinationSchema,
+            options: options, logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
         #expect(try dump(destination) == dump(folder.path("reference.sqlite")))
     }
@@ -418,16 +456,18 @@ struct ChecksumTests {
     func affinityChange() throws {
         let folder = try TemporaryFolder()
         let source = folder.path("source.sqlite")
-        try execute("CREATE TABLE part (id INTEGER PRIMARY KEY, code TEXT); INSERT INTO part VALUES (1, 'A1'), (2, '007'), (3, 'B2');", on: source)
+        try execute(
+            "CREATE TABLE part (id INTEGER PRIMARY KEY, code TEXT); INSERT INTO part VALUES (1, 'A1'), (2, '007'), (3, 'B2');", on: source)
         // An expression (not a bare column, which the plan check refuses before any batch).
         let plan = MigrationPlan(entities: [
-            EntityMapping(name: "Part", source: .init(table: "part"), destination: .init(table: "part"), columns: ["code": "trim(code)"]),
+            EntityMapping(name: "Part", source: .init(table: "part"), destination: .init(table: "part"), columns: ["code": "trim(code)"])
         ])
         var options = MigrationOptions(batchSize: 2)
         options.verifyChecksums = true
         let destination = folder.path("new.sqlite")
-        let job = try MigrationJob.start(plan: plan, source: source, destination: destination, journal: folder.path("journal"),
-                                         schema: "CREATE TABLE part (code INTEGER);", options: options, logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: plan, source: source, destination: destination, journal: folder.path("journal"),
+            schema: "CREATE TABLE part (code INTEGER);", options: options, logger: quietLogger)
         let error = try #require(throws: MigrationError.self) { try job.runBlocking() }
         #expect(error.code == .batch)
         #expect(error.entity == "Part")
@@ -437,11 +477,14 @@ struct ChecksumTests {
 
         // Without checksums SQLite's conversion goes through: that is what the option is for.
         let unchecked = try TemporaryFolder()
-        let plain = try MigrationJob.start(plan: plan, source: source, destination: unchecked.path("new.sqlite"),
-                                           journal: unchecked.path("journal"), schema: "CREATE TABLE part (code INTEGER);",
-                                           options: MigrationOptions(batchSize: 2), logger: quietLogger)
+        let plain = try MigrationJob.start(
+            plan: plan, source: source, destination: unchecked.path("new.sqlite"),
+            journal: unchecked.path("journal"), schema: "CREATE TABLE part (code INTEGER);",
+            options: MigrationOptions(batchSize: 2), logger: quietLogger)
         #expect(try plain.runBlocking() == .complete)
-        #expect(try scalar("SELECT typeof(code) || ':' || code FROM part WHERE rowid = 2", on: unchecked.path("new.sqlite")) == .text("integer:7"))
+        #expect(
+            try scalar("SELECT typeof(code) || ':' || code FROM part WHERE rowid = 2", on: unchecked.path("new.sqlite"))
+                == .text("integer:7"))
     }
 }
 
@@ -450,24 +493,30 @@ struct PlanCheckTests {
     private func refusal(_ plan: MigrationPlan, schema: String) throws -> MigrationError {
         let folder = try TemporaryFolder()
         let source = folder.path("source.sqlite")
-        try execute("""
+        try execute(
+            """
             CREATE TABLE node (id INTEGER PRIMARY KEY, title TEXT, parent INTEGER);
             INSERT INTO node VALUES (1, 'root', NULL), (2, 'leaf', 1);
             """, on: source)
         let error = try #require(throws: MigrationError.self) {
-            try MigrationJob.start(plan: plan, source: source, destination: folder.path("new.sqlite"),
-                                   journal: folder.path("journal"), schema: schema, logger: quietLogger)
+            try MigrationJob.start(
+                plan: plan, source: source, destination: folder.path("new.sqlite"),
+                journal: folder.path("journal"), schema: schema, logger: quietLogger)
         }
         #expect(!FileManager.default.fileExists(atPath: folder.path("journal").path))
         #expect(!FileManager.default.fileExists(atPath: folder.path("new.sqlite").path))
         return error
     }
 
-    private func node(columns: [String: String] = ["title": "title"], parent: EntityMapping.Relationship? = nil,
-                      where condition: String? = nil) -> MigrationPlan {
-        MigrationPlan(entities: [EntityMapping(
-            name: "Node", source: .init(table: "node", where: condition), destination: .init(table: "node"),
-            columns: columns, relationships: parent.map { ["parent_id": $0] } ?? [:])])
+    private func node(
+        columns: [String: String] = ["title": "title"], parent: EntityMapping.Relationship? = nil,
+        where condition: String? = nil
+    ) -> MigrationPlan {
+        MigrationPlan(entities: [
+            EntityMapping(
+                name: "Node", source: .init(table: "node", where: condition), destination: .init(table: "node"),
+                columns: columns, relationships: parent.map { ["parent_id": $0] } ?? [:])
+        ])
     }
 
     @Test("a misspelt source column in an expression is named with its plan path and the near name")
@@ -487,16 +536,18 @@ struct PlanCheckTests {
 
     @Test("a relationship's source column that does not exist")
     func relationshipSource() throws {
-        let error = try refusal(node(parent: .init(from: "parnt", to: "Node", missing: .null)),
-                                schema: "CREATE TABLE node (title TEXT, parent_id INTEGER);")
+        let error = try refusal(
+            node(parent: .init(from: "parnt", to: "Node", missing: .null)),
+            schema: "CREATE TABLE node (title TEXT, parent_id INTEGER);")
         #expect(error.message.contains("entities[0].relationships.parent_id.from"))
         #expect(error.message.contains("did you mean \"parent\""))
     }
 
     @Test("a self-reference into a NOT NULL column cannot be broken by the fix-up pass")
     func deferredNotNull() throws {
-        let error = try refusal(node(parent: .init(from: "parent", to: "Node", missing: .null)),
-                                schema: "CREATE TABLE node (title TEXT, parent_id INTEGER NOT NULL DEFAULT 0);")
+        let error = try refusal(
+            node(parent: .init(from: "parent", to: "Node", missing: .null)),
+            schema: "CREATE TABLE node (title TEXT, parent_id INTEGER NOT NULL DEFAULT 0);")
         #expect(error.message.contains("entities[0].relationships.parent_id"))
         #expect(error.message.contains("NOT NULL"))
     }
@@ -518,22 +569,25 @@ struct PlanCheckTests {
 
     @Test("a column mapped onto the destination key, under any of its names, is refused", arguments: ["id", "ID", "rowid"])
     func keyOverwrite(name: String) throws {
-        let error = try refusal(node(columns: ["title": "title", name: "id"]),
-                                schema: "CREATE TABLE node (id INTEGER PRIMARY KEY, title TEXT);")
+        let error = try refusal(
+            node(columns: ["title": "title", name: "id"]),
+            schema: "CREATE TABLE node (id INTEGER PRIMARY KEY, title TEXT);")
         #expect(error.message.contains("entities[0].columns.\(name)"))
         #expect(error.message.contains("destination's key"))
     }
 
     @Test("an expression that reads a table without naming its store is refused; src. and main. are accepted")
     func unqualifiedTable() throws {
-        let error = try refusal(node(columns: ["title": "(SELECT max(title) FROM node)"]),
-                                schema: "CREATE TABLE node (title TEXT);")
+        let error = try refusal(
+            node(columns: ["title": "(SELECT max(title) FROM node)"]),
+            schema: "CREATE TABLE node (title TEXT);")
         #expect(error.message.contains("entities[0].columns.title"))
         #expect(error.message.contains("src."))
 
         let folder = try TemporaryFolder()
         let source = folder.path("source.sqlite")
-        try execute("""
+        try execute(
+            """
             CREATE TABLE node (id INTEGER PRIMARY KEY, title TEXT, parent INTEGER);
             CREATE TABLE tag (node INTEGER, name TEXT, rank INTEGER);
             INSERT INTO node VALUES (1, 'root', NULL), (2, 'leaf', 1);
@@ -542,8 +596,9 @@ struct PlanCheckTests {
         // A correlated subquery that sorts does not make the outer query sort.
         let plan = node(columns: ["title": "(SELECT t.name FROM src.tag t WHERE t.node = s.id ORDER BY t.rank LIMIT 1)"])
         let destination = folder.path("new.sqlite")
-        let job = try MigrationJob.start(plan: plan, source: source, destination: destination, journal: folder.path("journal"),
-                                         schema: "CREATE TABLE node (title TEXT);", logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: plan, source: source, destination: destination, journal: folder.path("journal"),
+            schema: "CREATE TABLE node (title TEXT);", logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
         #expect(try scalar("SELECT group_concat(title) FROM node", on: destination) == .text("a,c"))
     }
@@ -553,12 +608,15 @@ struct PlanCheckTests {
         let folder = try TemporaryFolder()
         let source = folder.path("source.sqlite")
         let names = (1...140).map { "c\($0)" }
-        try execute("CREATE TABLE wide (id INTEGER PRIMARY KEY, \(names.map { "\($0) INTEGER" }.joined(separator: ", ")));"
-                    + "INSERT INTO wide VALUES (1, \(names.indices.map(String.init).joined(separator: ", ")));"
-                    + "INSERT INTO wide VALUES (2, \(names.indices.map { String($0 * 2) }.joined(separator: ", ")));", on: source)
-        let plan = MigrationPlan(entities: [EntityMapping(
-            name: "Wide", source: .init(table: "wide"), destination: .init(table: "wide", key: "id"),
-            columns: Dictionary(uniqueKeysWithValues: names.map { ($0, $0) }))])
+        try execute(
+            "CREATE TABLE wide (id INTEGER PRIMARY KEY, \(names.map { "\($0) INTEGER" }.joined(separator: ", ")));"
+                + "INSERT INTO wide VALUES (1, \(names.indices.map(String.init).joined(separator: ", ")));"
+                + "INSERT INTO wide VALUES (2, \(names.indices.map { String($0 * 2) }.joined(separator: ", ")));", on: source)
+        let plan = MigrationPlan(entities: [
+            EntityMapping(
+                name: "Wide", source: .init(table: "wide"), destination: .init(table: "wide", key: "id"),
+                columns: Dictionary(uniqueKeysWithValues: names.map { ($0, $0) }))
+        ])
         var options = MigrationOptions(batchSize: 1)
         options.verifyChecksums = true
         let destination = folder.path("new.sqlite")

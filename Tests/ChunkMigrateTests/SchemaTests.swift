@@ -14,7 +14,8 @@ struct SchemaTests {
 
     @Test("columns: name, declared type, NOT NULL, default, position in the primary key")
     func columns() throws {
-        let (folder, database) = try store("""
+        let (folder, database) = try store(
+            """
             CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT NOT NULL DEFAULT 'nobody', age int, photo);
             """)
         _ = folder
@@ -22,28 +23,31 @@ struct SchemaTests {
         #expect(table.name == "person")
         #expect(table.sql.hasPrefix("CREATE TABLE person"))
         // This SQLite reports the declared type `int` as `INT`.
-        #expect(table.columns == [
-            ColumnInfo(name: "id", type: "INTEGER", isNotNull: false, defaultValueSQL: nil, primaryKeyIndex: 1),
-            ColumnInfo(name: "name", type: "TEXT", isNotNull: true, defaultValueSQL: "'nobody'", primaryKeyIndex: 0),
-            ColumnInfo(name: "age", type: "INT", isNotNull: false, defaultValueSQL: nil, primaryKeyIndex: 0),
-            ColumnInfo(name: "photo", type: "", isNotNull: false, defaultValueSQL: nil, primaryKeyIndex: 0),
-        ])
+        #expect(
+            table.columns == [
+                ColumnInfo(name: "id", type: "INTEGER", isNotNull: false, defaultValueSQL: nil, primaryKeyIndex: 1),
+                ColumnInfo(name: "name", type: "TEXT", isNotNull: true, defaultValueSQL: "'nobody'", primaryKeyIndex: 0),
+                ColumnInfo(name: "age", type: "INT", isNotNull: false, defaultValueSQL: nil, primaryKeyIndex: 0),
+                ColumnInfo(name: "photo", type: "", isNotNull: false, defaultValueSQL: nil, primaryKeyIndex: 0),
+            ])
         #expect(table.column(named: "NAME")?.name == "name")
         #expect(table.columns.map(\.affinity) == ["INTEGER", "TEXT", "INTEGER", "BLOB"])
         #expect(try database.tableSchema("nobody", in: "main") == nil)
     }
 
-    @Test("the rowid alias: only a lone INTEGER PRIMARY KEY of a rowid table", arguments: [
-        ("CREATE TABLE t (id INTEGER PRIMARY KEY, x);", "id"),
-        ("CREATE TABLE t (id integer primary key, x);", "id"),
-        // As a table constraint, DESC keeps the alias; as a column constraint it does not.
-        ("CREATE TABLE t (id INTEGER, x, PRIMARY KEY (id DESC));", "id"),
-        ("CREATE TABLE t (id INTEGER PRIMARY KEY DESC, x);", nil),
-        ("CREATE TABLE t (id INTEGER PRIMARY KEY, x) WITHOUT ROWID;", nil),
-        ("CREATE TABLE t (id INT PRIMARY KEY, x);", nil),
-        ("CREATE TABLE t (a INTEGER, b INTEGER, PRIMARY KEY (a, b));", nil),
-        ("CREATE TABLE t (x);", nil),
-    ] as [(String, String?)])
+    @Test(
+        "the rowid alias: only a lone INTEGER PRIMARY KEY of a rowid table",
+        arguments: [
+            ("CREATE TABLE t (id INTEGER PRIMARY KEY, x);", "id"),
+            ("CREATE TABLE t (id integer primary key, x);", "id"),
+            // As a table constraint, DESC keeps the alias; as a column constraint it does not.
+            ("CREATE TABLE t (id INTEGER, x, PRIMARY KEY (id DESC));", "id"),
+            ("CREATE TABLE t (id INTEGER PRIMARY KEY DESC, x);", nil),
+            ("CREATE TABLE t (id INTEGER PRIMARY KEY, x) WITHOUT ROWID;", nil),
+            ("CREATE TABLE t (id INT PRIMARY KEY, x);", nil),
+            ("CREATE TABLE t (a INTEGER, b INTEGER, PRIMARY KEY (a, b));", nil),
+            ("CREATE TABLE t (x);", nil),
+        ] as [(String, String?)])
     func rowidAlias(sql: String, alias: String?) throws {
         let (folder, database) = try store(sql)
         _ = folder
@@ -57,7 +61,8 @@ struct SchemaTests {
 
     @Test("a composite primary key lists its columns in key order; a WITHOUT ROWID key is NOT NULL")
     func compositeKeys() throws {
-        let (folder, database) = try store("""
+        let (folder, database) = try store(
+            """
             CREATE TABLE pair (b INTEGER, a INTEGER, label TEXT, PRIMARY KEY (a, b)) WITHOUT ROWID;
             """)
         _ = folder
@@ -72,7 +77,8 @@ struct SchemaTests {
 
     @Test("indexes: origin, uniqueness, partial, columns in index order")
     func indexes() throws {
-        let (folder, database) = try store("""
+        let (folder, database) = try store(
+            """
             CREATE TABLE item (id INTEGER PRIMARY KEY, code TEXT UNIQUE, a, b, c);
             CREATE INDEX item_ba ON item (b, a);
             CREATE UNIQUE INDEX item_c ON item (c);
@@ -82,9 +88,13 @@ struct SchemaTests {
         let table = try #require(try database.tableSchema("item", in: "main"))
         let byName = Dictionary(uniqueKeysWithValues: table.indexes.map { ($0.name, $0) })
         #expect(Set(byName.keys) == ["sqlite_autoindex_item_1", "item_ba", "item_c", "item_a_partial"])
-        #expect(byName["sqlite_autoindex_item_1"] == IndexInfo(name: "sqlite_autoindex_item_1", columns: ["code"], isUnique: true,
-                                                                origin: .uniqueConstraint, isPartial: false))
-        #expect(byName["item_ba"] == IndexInfo(name: "item_ba", columns: ["b", "a"], isUnique: false, origin: .createIndex, isPartial: false))
+        #expect(
+            byName["sqlite_autoindex_item_1"]
+                == IndexInfo(
+                    name: "sqlite_autoindex_item_1", columns: ["code"], isUnique: true,
+                    origin: .uniqueConstraint, isPartial: false))
+        #expect(
+            byName["item_ba"] == IndexInfo(name: "item_ba", columns: ["b", "a"], isUnique: false, origin: .createIndex, isPartial: false))
         #expect(byName["item_c"]?.isUnique == true)
         #expect(byName["item_a_partial"]?.isPartial == true)
         // A partial index is no key: it leaves rows out.
@@ -96,7 +106,8 @@ struct SchemaTests {
 
     @Test("foreign keys: target table and column pairs, one entry per key")
     func foreignKeys() throws {
-        let (folder, database) = try store("""
+        let (folder, database) = try store(
+            """
             CREATE TABLE parent (id INTEGER PRIMARY KEY, x, y, UNIQUE (x, y));
             CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parent, px, py,
                                 FOREIGN KEY (px, py) REFERENCES parent (x, y));
@@ -191,7 +202,8 @@ struct TransactionTests {
 
     @Test("a body that throws only SQLiteError makes a typed transaction; a COMMIT that fails rolls back")
     func typedAndFailedCommit() throws {
-        let (folder, _, database) = try store("""
+        let (folder, _, database) = try store(
+            """
             PRAGMA foreign_keys = ON;
             CREATE TABLE parent (id INTEGER PRIMARY KEY);
             CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED);

@@ -20,8 +20,9 @@ struct SpaceEstimateTests {
         #expect(bound.isUpperBound && bound.neededBytes >= sourceBytes * 7 / 2 && bound.neededBytes >= estimate.neededBytes)
         var options = MigrationOptions(batchSize: 2_000)
         options.freeSpace = { _ in estimate.neededBytes * 2 }
-        let job = try MigrationJob.start(plan: plan, source: files.old, destination: files.new, journal: folder.path("journal"),
-                                         options: options, logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: plan, source: files.old, destination: files.new, journal: folder.path("journal"),
+            options: options, logger: quietLogger)
         #expect(job.spaceEstimate?.destinationBytes == estimate.destinationBytes && job.spaceEstimate?.isUpperBound == false)
         #expect(try job.runBlocking() == .complete)
         let after = try FileManager.default.attributesOfItem(atPath: files.new.path)[.size] as! NSNumber
@@ -40,18 +41,21 @@ struct SpaceEstimateTests {
         options.freeSpace = { _ in 100_000 }
         let destination = folder.path("destination.sqlite")
         let error = #expect(throws: MigrationError.self) {
-            try MigrationJob.start(plan: plan, source: files.source, destination: destination, journal: folder.path("journal"),
-                                   schema: schema, options: options, logger: quietLogger)
+            try MigrationJob.start(
+                plan: plan, source: files.source, destination: destination, journal: folder.path("journal"),
+                schema: schema, options: options, logger: quietLogger)
         }
-        #expect(error?.code == .diskFull && error?.message.hasPrefix("not enough free space for the job: it needs ") == true
+        #expect(
+            error?.code == .diskFull && error?.message.hasPrefix("not enough free space for the job: it needs ") == true
                 && error?.message.contains("0.1 MB free") == true, "\(String(describing: error))")
         // Nothing left behind: no journal, no destination.
         #expect(!FileManager.default.fileExists(atPath: folder.path("journal").path))
         #expect(!FileManager.default.fileExists(atPath: destination.path))
         // With room, the same job starts.
         options.freeSpace = nil
-        let started = try MigrationJob.start(plan: plan, source: files.source, destination: destination, journal: folder.path("journal"),
-                                             schema: schema, options: options, logger: quietLogger)
+        let started = try MigrationJob.start(
+            plan: plan, source: files.source, destination: destination, journal: folder.path("journal"),
+            schema: schema, options: options, logger: quietLogger)
         #expect(started.spaceEstimate?.isUpperBound == true && started.spaceEstimate?.description.hasPrefix("needs at most ") == true)
         #expect(SpaceEstimate.bytes(1_610_612_736) == "1.5 GB" && SpaceEstimate.bytes(52_428_800) == "50 MB")
     }

@@ -10,14 +10,17 @@ struct StoreCheckInJobTests {
     /// they call functions only Core Data's connections have.
     /// With `dangling`, something for the check to find: to-ones into `ZFOLDER` and join rows
     /// into `ZTAG` whose targets are not there.
-    static func demoStore(in folder: TemporaryFolder, rows: Int = 2_000, dangling: Bool = false) throws -> (files: CoreDataDemoStore.Files, writer: Database) {
+    static func demoStore(in folder: TemporaryFolder, rows: Int = 2_000, dangling: Bool = false) throws -> (
+        files: CoreDataDemoStore.Files, writer: Database
+    ) {
         let files = try CoreDataDemoStore.generate(in: folder.url, rows: rows)
         let writer = try Database(path: files.old.path, mode: .readWrite)
         for trigger in try writer.rows("SELECT name FROM sqlite_schema WHERE type = 'trigger'").compactMap({ $0[0].text }) {
             try writer.execute("DROP TRIGGER \(SQL.quote(trigger))")
         }
         if dangling {
-            try writer.execute("""
+            try writer.execute(
+                """
                 UPDATE ZITEM SET ZFOLDER = ZFOLDER + 1000000 WHERE Z_PK % 7 = 0;
                 UPDATE Z_2TAGS SET Z_5TAGS = Z_5TAGS + 100000 WHERE rowid % 11 = 0;
                 """)
@@ -30,7 +33,8 @@ struct StoreCheckInJobTests {
     /// check's reads in its way a chance to stop; and how often the writer found one of them in
     /// its way, they stopped, and a step ran again for a changed schema.
     static func checkBeside(_ path: String, writer: Database, writes: Int, _ write: (Int) throws -> Void) throws
-        -> (report: CoreDataStoreCheck.Report, busy: Int, gaveWay: Int, rereads: Int) {
+        -> (report: CoreDataStoreCheck.Report, busy: Int, gaveWay: Int, rereads: Int)
+    {
         let check = CoreDataStoreCheck.Overlapped(path: path, cacheKiB: 2048, indexes: [], entities: nil)
         let busy = Locked(0)
         writer.onBusy { count in
@@ -48,7 +52,9 @@ struct StoreCheckInJobTests {
         return (rows.report.merged(with: check.rest()), busy.withLock { $0 }, check.timesGivenWay, check.timesSchemaChanged)
     }
 
-    @Test("a job that writes dangling to-ones completes with a report naming them: the lookup that waits for the index it reads, and the part over the rows")
+    @Test(
+        "a job that writes dangling to-ones completes with a report naming them: the lookup that waits for the index it reads, and the part over the rows"
+    )
     func findsViolations() throws {
         let folder = try TemporaryFolder()
         let files = try CoreDataDemoStore.generate(in: folder.url, rows: 3_000)
@@ -63,16 +69,23 @@ struct StoreCheckInJobTests {
         let tag = try #require(plan.entities.firstIndex { $0.name == "Tag" })
         #expect(plan.coreData?.derived.contains { $0.attribute == "Tag.itemCount" } == true)
         plan.coreData?.derived.removeAll { $0.attribute == "Tag.itemCount" }
-        plan.entities[tag].columns["ZITEMCOUNT"] = "CASE WHEN Z_PK % 4 = 0 THEN -1 ELSE (SELECT count(*) FROM src.Z_2TAGS WHERE Z_5TAGS = s.Z_PK) END"
-        let job = try MigrationJob.start(plan: plan, source: files.old, destination: files.new, journal: folder.path("journal"),
-                                         options: MigrationOptions(batchSize: 500), logger: quietLogger)
+        plan.entities[tag].columns["ZITEMCOUNT"] =
+            "CASE WHEN Z_PK % 4 = 0 THEN -1 ELSE (SELECT count(*) FROM src.Z_2TAGS WHERE Z_5TAGS = s.Z_PK) END"
+        let job = try MigrationJob.start(
+            plan: plan, source: files.old, destination: files.new, journal: folder.path("journal"),
+            options: MigrationOptions(batchSize: 500), logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
         let report = try #require(job.storeCheck)
         #expect(!report.isValid)
-        #expect(report.violations.contains { $0.hasPrefix("ZITEM.ZFOLDER: ") && $0.contains("point at no row of Folder") }, "\(report.violations)")
+        #expect(
+            report.violations.contains { $0.hasPrefix("ZITEM.ZFOLDER: ") && $0.contains("point at no row of Folder") },
+            "\(report.violations)")
         #expect(report.violations.contains { $0.hasPrefix("ZITEM.ZLINKED: ") }, "\(report.violations)")
-        #expect(report.violations.contains { $0.hasPrefix("ZTAG.ZITEMCOUNT: ") && $0.contains("another value than the derived attribute Tag.itemCount") },
-                "\(report.violations)")
+        #expect(
+            report.violations.contains {
+                $0.hasPrefix("ZTAG.ZITEMCOUNT: ") && $0.contains("another value than the derived attribute Tag.itemCount")
+            },
+            "\(report.violations)")
         // The same as check-coredata's, made apart on the finished store.
         let apart = try CoreDataStoreCheck.run(store: files.new)
         #expect(Set(apart.violations) == Set(report.violations) && apart.checked == report.checked)
@@ -82,14 +95,17 @@ struct StoreCheckInJobTests {
         #expect(job.lastRunPhases.map { $0.checkDuringCopy > 0 } == true)
     }
 
-    @Test("the part a job runs while it copies reads only the tables it has finished, and with the rows part after it finds what the rows part alone finds")
+    @Test(
+        "the part a job runs while it copies reads only the tables it has finished, and with the rows part after it finds what the rows part alone finds"
+    )
     func earlyPart() throws {
         let folder = try TemporaryFolder()
         let (files, writer) = try Self.demoStore(in: folder, dangling: true)
         // A stray Z_ENT (which the polymorphic ZLINKED of the rows pointing there disagrees
         // with), dangling to-ones into another table and into the same one, dangling join rows,
         // Z_MAX behind the keys.
-        try writer.execute("""
+        try writer.execute(
+            """
             UPDATE ZITEM SET Z_ENT = 99 WHERE Z_PK % 13 = 0;
             UPDATE ZFOLDER SET ZPARENT = 999999 WHERE Z_PK % 5 = 0;
             UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Item';
@@ -103,44 +119,60 @@ struct StoreCheckInJobTests {
         // ZITEM.ZFOLDER's lookup waits for an index, as in a job: in no rows part.
         for postponed: Set<String> in [[], ["ZITEM.ZFOLDER"]] {
             let whole = try CoreDataStoreCheck.check(database, model: model, file: file, part: .rows, postponed: postponed)
-            #expect(whole.violations.count >= 5 && whole.violations.contains { $0.hasPrefix("Z_PRIMARYKEY: Z_MAX of Item") }, "\(whole.violations)")
+            #expect(
+                whole.violations.count >= 5 && whole.violations.contains { $0.hasPrefix("Z_PRIMARYKEY: Z_MAX of Item") },
+                "\(whole.violations)")
             let tables: Set<String> = ["ZFOLDER", "ZITEM", "ZTAG", "Z_2TAGS"]
             // One early part, or two where the job finished more tables in between.
-            for rounds: [Set<String>] in [[["ZITEM"]], [["ZITEM", "ZFOLDER"]], [["ZFOLDER", "ZTAG", "Z_2TAGS"]], [tables], [["ZITEM"], tables]] {
+            for rounds: [Set<String>] in [
+                [["ZITEM"]], [["ZITEM", "ZFOLDER"]], [["ZFOLDER", "ZTAG", "Z_2TAGS"]], [tables], [["ZITEM"], tables],
+            ] {
                 var report = CoreDataStoreCheck.Report(violations: [], checked: 0, unchecked: [])
                 var ran: Set<String> = []
                 for readable in rounds {
                     let (early, read) = try database.recordingReads(in: "main") {
-                        try CoreDataStoreCheck.check(database, model: model, file: file, part: .early, postponed: postponed,
-                                                     readable: readable, entities: entities, done: ran)
+                        try CoreDataStoreCheck.check(
+                            database, model: model, file: file, part: .early, postponed: postponed,
+                            readable: readable, entities: entities, done: ran)
                     }
-                    let outside = Set(read.keys.map { $0.uppercased() }).subtracting(readable).subtracting(["SQLITE_MASTER", "SQLITE_SCHEMA"])
+                    let outside = Set(read.keys.map { $0.uppercased() }).subtracting(readable).subtracting([
+                        "SQLITE_MASTER", "SQLITE_SCHEMA",
+                    ])
                     #expect(outside.isEmpty, "the early part over \(readable.sorted()) read \(outside.sorted())")
                     #expect(early.ran.isDisjoint(with: ran), "\(early.ran) ran again")
                     report = report.merged(with: early.report)
                     ran.formUnion(early.ran)
                 }
-                let rest = try CoreDataStoreCheck.check(database, model: model, file: file, part: .rows, postponed: postponed, done: ran).report
+                let rest = try CoreDataStoreCheck.check(database, model: model, file: file, part: .rows, postponed: postponed, done: ran)
+                    .report
                 let label = "\(rounds.map { $0.sorted() }), postponed \(postponed.sorted())"
                 #expect((report.violations + rest.violations).sorted() == whole.violations.sorted(), "\(label)")
-                #expect((report.notes + rest.notes).sorted() == whole.notes.sorted() && report.unchecked + rest.unchecked == whole.unchecked, "\(label)")
+                #expect(
+                    (report.notes + rest.notes).sorted() == whole.notes.sorted() && report.unchecked + rest.unchecked == whole.unchecked,
+                    "\(label)")
                 #expect(report.checked + rest.checked == whole.checked, "\(label)")
                 if rounds == [["ZITEM"]] {
                     // Its rows and the polymorphic to-one into its own table; not the to-one into ZFOLDER.
                     #expect(ran == ["T:ZITEM", "K:ZITEM.ZLINKED"])
-                    #expect(report.violations.contains { $0.hasPrefix("ZITEM: ") } && report.violations.contains { $0.hasPrefix("ZITEM.ZLINKED: ") })
+                    #expect(
+                        report.violations.contains { $0.hasPrefix("ZITEM: ") }
+                            && report.violations.contains { $0.hasPrefix("ZITEM.ZLINKED: ") })
                 }
                 if rounds.last == tables {
                     // Left to the rows part: Z_MAX, which reads Z_PRIMARYKEY.
-                    #expect(rest.violations.allSatisfy { $0.hasPrefix("Z_PRIMARYKEY: ") } && rest.checked == ran.filter { $0.hasPrefix("T:") }.count,
-                            "\(rest.violations)")
+                    #expect(
+                        rest.violations.allSatisfy { $0.hasPrefix("Z_PRIMARYKEY: ") }
+                            && rest.checked == ran.filter { $0.hasPrefix("T:") }.count,
+                        "\(rest.violations)")
                     #expect(ran.contains("K:ZITEM.ZFOLDER") == postponed.isEmpty)
                 }
             }
         }
     }
 
-    @Test("a round of the part run while the job copies that fails is tried again; where every try fails, its checks run after the copy, with the same findings, and the check says why")
+    @Test(
+        "a round of the part run while the job copies that fails is tried again; where every try fails, its checks run after the copy, with the same findings, and the check says why"
+    )
     func earlyRoundTriedAgain() throws {
         let folder = try TemporaryFolder()
         let (files, writer) = try Self.demoStore(in: folder, dangling: true)
@@ -157,8 +189,13 @@ struct StoreCheckInJobTests {
         /// times: the copy over once the check has had time for its rounds.
         func check(failing failures: Int) -> (report: CoreDataStoreCheck.Report, duringCopy: Double, earlyFailure: String?) {
             let failed = Locked(0)
-            let check = CoreDataStoreCheck.Overlapped(path: path, cacheKiB: 2048, indexes: [], entities: entities) { path, mode throws(SQLiteError) in
-                if mode == .unlocked, failed.withLock({ count in count += 1; return count <= failures }) {
+            let check = CoreDataStoreCheck.Overlapped(path: path, cacheKiB: 2048, indexes: [], entities: entities) {
+                path, mode throws(SQLiteError) in
+                if mode == .unlocked,
+                    failed.withLock({ count in
+                        count += 1; return count <= failures
+                    })
+                {
                     // SQLITE_CORRUPT, as a torn read of the header page gives.
                     throw SQLiteError(.corrupt, message: "database disk image is malformed", sql: nil, file: path)
                 }
@@ -188,12 +225,15 @@ struct StoreCheckInJobTests {
         #expect(failed.report.checked == clean.report.checked)
     }
 
-    @Test("the job writes while the check reads the store in its rollback journal: a read in the way stops and runs again after the job's commit, and the check finds what it finds alone")
+    @Test(
+        "the job writes while the check reads the store in its rollback journal: a read in the way stops and runs again after the job's commit, and the check finds what it finds alone"
+    )
     func checkGivesWay() throws {
         let folder = try TemporaryFolder()
         // Something to find: dangling to-ones and join rows, Z_MAX behind the keys.
         let (files, writer) = try Self.demoStore(in: folder, rows: 60_000, dangling: true)
-        try writer.execute("""
+        try writer.execute(
+            """
             UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Item';
             PRAGMA journal_mode = TRUNCATE;
             CREATE TABLE scratch (x BLOB);
@@ -220,11 +260,14 @@ struct StoreCheckInJobTests {
         writer.close()
     }
 
-    @Test("the job changes the schema with each index it builds while the check reads: a read that finds the schema changed runs again, and the check finds what it finds alone")
+    @Test(
+        "the job changes the schema with each index it builds while the check reads: a read that finds the schema changed runs again, and the check finds what it finds alone"
+    )
     func schemaChangesBeside() throws {
         let folder = try TemporaryFolder()
         let (files, writer) = try Self.demoStore(in: folder, dangling: true)
-        try writer.execute("""
+        try writer.execute(
+            """
             PRAGMA journal_mode = TRUNCATE;
             CREATE TABLE scratch (x);
             """)
@@ -284,11 +327,14 @@ struct StoreCheckInJobTests {
         }
     }
 
-    @Test("the schema changes each time the check prepares its read of the model: while the job writes, the read runs again until it goes through; once the job has finished, five times, then the check says it could not run")
+    @Test(
+        "the schema changes each time the check prepares its read of the model: while the job writes, the read runs again until it goes through; once the job has finished, five times, then the check says it could not run"
+    )
     func schemaChangedWhilePreparing() throws {
         let folder = try TemporaryFolder()
         let (files, writer) = try Self.demoStore(in: folder, dangling: true)
-        try writer.execute("""
+        try writer.execute(
+            """
             PRAGMA journal_mode = TRUNCATE;
             PRAGMA synchronous = OFF;
             CREATE TABLE scratch (x);
@@ -298,7 +344,8 @@ struct StoreCheckInJobTests {
         /// The check after the copy, its connection watched by `changer`; `finished`: the job has
         /// finished the store before the check reads it.
         func check(_ changer: SchemaChanger?, finished: Bool) throws -> (report: CoreDataStoreCheck.Report, rereads: Int) {
-            let check = CoreDataStoreCheck.Overlapped(path: path, cacheKiB: 2048, indexes: [], entities: nil) { path, mode throws(SQLiteError) in
+            let check = CoreDataStoreCheck.Overlapped(path: path, cacheKiB: 2048, indexes: [], entities: nil) {
+                path, mode throws(SQLiteError) in
                 let database = try Database(path: path, mode: mode)
                 changer?.watch(database)
                 return database
@@ -322,7 +369,9 @@ struct StoreCheckInJobTests {
 
         let finished = try check(SchemaChanger(writer: writer, table: "Z_MODELCACHE", changes: .max), finished: true)
         #expect(finished.rereads == CoreDataStoreCheck.Overlapped.schemaTriesOnceFinished)
-        #expect(finished.report.violations.contains { $0.contains("could not run") && $0.contains("schema has changed") }, "\(finished.report.violations)")
+        #expect(
+            finished.report.violations.contains { $0.contains("could not run") && $0.contains("schema has changed") },
+            "\(finished.report.violations)")
         writer.close()
     }
 
@@ -334,8 +383,9 @@ struct StoreCheckInJobTests {
         // One batch a run: the runs stop everywhere, in the index builds and the finishing steps too.
         var runs = 0, reports = 0
         while true {
-            let job = try MigrationJob.startOrResume(plan: plan, source: files.old, destination: files.new, journal: folder.path("journal"),
-                                                     options: MigrationOptions(batchSize: 700), logger: quietLogger)
+            let job = try MigrationJob.startOrResume(
+                plan: plan, source: files.old, destination: files.new, journal: folder.path("journal"),
+                options: MigrationOptions(batchSize: 700), logger: quietLogger)
             let outcome = try job.runBlocking(for: .zero)
             runs += 1
             if job.storeCheck != nil { reports += 1 }
@@ -351,31 +401,41 @@ struct StoreCheckInJobTests {
         let second = try CoreDataDemoStore.generate(in: other.url, rows: 300)
         var options = MigrationOptions()
         options.checksStore = false
-        let job = try MigrationJob.start(plan: try MigrationPlan.infer(source: second.old, destination: second.new).plan, source: second.old,
-                                         destination: second.new, journal: other.path("journal"), options: options, logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: try MigrationPlan.infer(source: second.old, destination: second.new).plan, source: second.old,
+            destination: second.new, journal: other.path("journal"), options: options, logger: quietLogger)
         #expect(try job.runBlocking() == .complete && job.storeCheck == nil && job.lastRunPhases?.check == 0)
     }
 
-    @Test("the derived values the check computes alongside: every derivation but now() and those reading a value the job writes last; typed as their column; a changed value found")
+    @Test(
+        "the derived values the check computes alongside: every derivation but now() and those reading a value the job writes last; typed as their column; a changed value found"
+    )
     func expectedValues() throws {
         let folder = try TemporaryFolder()
         // Book.shelfNumber: a number into a text column. Book.shelfCanonical reads a derived value.
         let entities = CoreDataDerivedMigrationTests.derivedEntities
-            .replacingOccurrences(of: "<attribute name=\"name\" optional=\"YES\" attributeType=\"String\"/>", with: """
-                <attribute name="name" optional="YES" attributeType="String"/>
-                <attribute name="number" optional="YES" attributeType="Integer 64"/>
-                """)
-            .replacingOccurrences(of: "<attribute name=\"shelfName\"", with: """
-                <attribute name="shelfNumber" optional="YES" attributeType="String" derived="YES" derivationExpression="shelf.number"/>
-                <attribute name="shelfCanonical" optional="YES" attributeType="String" derived="YES" derivationExpression="shelf.canonicalName"/>
-                <attribute name="shelfName"
-                """)
+            .replacingOccurrences(
+                of: "<attribute name=\"name\" optional=\"YES\" attributeType=\"String\"/>",
+                with: """
+                    <attribute name="name" optional="YES" attributeType="String"/>
+                    <attribute name="number" optional="YES" attributeType="Integer 64"/>
+                    """
+            )
+            .replacingOccurrences(
+                of: "<attribute name=\"shelfName\"",
+                with: """
+                    <attribute name="shelfNumber" optional="YES" attributeType="String" derived="YES" derivationExpression="shelf.number"/>
+                    <attribute name="shelfCanonical" optional="YES" attributeType="String" derived="YES" derivationExpression="shelf.canonicalName"/>
+                    <attribute name="shelfName"
+                    """)
         let model = try CoreDataTesting.model(entities)
         // Book 1, Novel 2, Shelf 3.
-        let store = try CoreDataTesting.store(model, at: folder.path("store.sqlite"), uuid: "B0000000-0000-0000-0000-000000000003", rows: """
-            INSERT INTO ZSHELF (Z_PK, Z_ENT, Z_OPT, ZNAME, ZNUMBER, ZPARENT) VALUES (1, 3, 1, 'Café', 5, NULL), (2, 3, 1, 'Ñandú', NULL, 1), (4, 3, 1, NULL, 12, 1);
-            INSERT INTO ZBOOK (Z_PK, Z_ENT, Z_OPT, ZTITLE, ZSHELF, ZGENRE) VALUES (1, 1, 1, 'a', 1, NULL), (2, 2, 1, 'b', 4, 'sci-fi'), (3, 2, 1, 'c', 2, 'crime'), (5, 1, 1, 'd', NULL, NULL);
-            """)
+        let store = try CoreDataTesting.store(
+            model, at: folder.path("store.sqlite"), uuid: "B0000000-0000-0000-0000-000000000003",
+            rows: """
+                INSERT INTO ZSHELF (Z_PK, Z_ENT, Z_OPT, ZNAME, ZNUMBER, ZPARENT) VALUES (1, 3, 1, 'Café', 5, NULL), (2, 3, 1, 'Ñandú', NULL, 1), (4, 3, 1, NULL, 12, 1);
+                INSERT INTO ZBOOK (Z_PK, Z_ENT, Z_OPT, ZTITLE, ZSHELF, ZGENRE) VALUES (1, 1, 1, 'a', 1, NULL), (2, 2, 1, 'b', 4, 'sci-fi'), (3, 2, 1, 'c', 2, 'crime'), (5, 1, 1, 'd', NULL, NULL);
+                """)
         let layout = try CoreDataLayout(model: model)
         let writer = try Database(path: store.path, mode: .readWrite)
         try CoreDataBookkeeping.registerDerivationFunctions(on: writer)
@@ -391,33 +451,45 @@ struct StoreCheckInJobTests {
         #expect(try writer.scalar("SELECT typeof(ZSHELFNUMBER) || ZSHELFNUMBER FROM ZBOOK WHERE Z_PK = 1") == .text("text5"))
 
         let database = try Database(path: store.path, mode: .readOnly)
-        let all = try CoreDataStoreCheck.ExpectedValues.all(in: database, layout: layout.resolved(against: database, schema: "main", file: store.path).0)
-        #expect(Set(all.map(\.key)) == ["Book.shelfName", "Book.shelfNumber", "Novel.loudGenre", "Shelf.bookCount", "Shelf.canonicalName",
-                                       "Shelf.childCount", "Shelf.parentName"])
+        let all = try CoreDataStoreCheck.ExpectedValues.all(
+            in: database, layout: layout.resolved(against: database, schema: "main", file: store.path).0)
+        #expect(
+            Set(all.map(\.key)) == [
+                "Book.shelfName", "Book.shelfNumber", "Novel.loudGenre", "Shelf.bookCount", "Shelf.canonicalName",
+                "Shelf.childCount", "Shelf.parentName",
+            ])
         for values in all { try values.compute(in: database) }
         #expect(try all.compactMap { try $0.compare(in: database) } == [])
         // A value changed after the check computed its own: named, with the row.
         try writer.execute("UPDATE ZSHELF SET ZBOOKCOUNT = 7 WHERE Z_PK = 2")
         let count = try #require(all.first { $0.key == "Shelf.bookCount" })
-        #expect(try count.compare(in: database)?.hasPrefix("ZSHELF.ZBOOKCOUNT: 1 rows hold another value than the derived attribute Shelf.bookCount") == true)
+        #expect(
+            try count.compare(in: database)?.hasPrefix(
+                "ZSHELF.ZBOOKCOUNT: 1 rows hold another value than the derived attribute Shelf.bookCount") == true)
     }
 
-    @Test("a derived value's step writes the values the check computed where it has them, batch by batch, and computes them where it has not or cannot read them")
+    @Test(
+        "a derived value's step writes the values the check computed where it has them, batch by batch, and computes them where it has not or cannot read them"
+    )
     func finishingWritesComputedValues() throws {
         let folder = try TemporaryFolder()
         let store = try Database(path: folder.path("store.sqlite").path, mode: .readWriteCreate)
-        try store.execute("""
+        try store.execute(
+            """
             CREATE TABLE ZTAG (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, ZITEMCOUNT INTEGER);
             CREATE TABLE Z_1TAGS (Z_1ITEMS INTEGER, Z_2TAGS INTEGER);
             INSERT INTO ZTAG (Z_PK, Z_ENT) VALUES (1, 2), (2, 2), (5, 2), (9, 3);
             INSERT INTO Z_1TAGS VALUES (10, 1), (11, 1), (12, 5), (13, 9);
             """)
-        let value = CoreDataMapping.DerivedValue(attribute: "Tag.itemCount", table: "ZTAG", column: "ZITEMCOUNT",
-                                                 value: "(SELECT count(*) FROM Z_1TAGS AS j WHERE j.Z_2TAGS = ZTAG.Z_PK)", rows: "Z_ENT IN (2)")
+        let value = CoreDataMapping.DerivedValue(
+            attribute: "Tag.itemCount", table: "ZTAG", column: "ZITEMCOUNT",
+            value: "(SELECT count(*) FROM Z_1TAGS AS j WHERE j.Z_2TAGS = ZTAG.Z_PK)", rows: "Z_ENT IN (2)")
         // Values no derivation gives, so that only a step that reads them writes them.
         let file = folder.path("computed.sqlite").path
         let computed = try Database(path: file, mode: .readWriteCreate)
-        try computed.execute("CREATE TABLE cm_expected_0 (cm_k INTEGER PRIMARY KEY, cm_v INTEGER); INSERT INTO cm_expected_0 VALUES (1, 100), (2, 200), (5, 500);")
+        try computed.execute(
+            "CREATE TABLE cm_expected_0 (cm_k INTEGER PRIMARY KEY, cm_v INTEGER); INSERT INTO cm_expected_0 VALUES (1, 100), (2, 200), (5, 500);"
+        )
         computed.close()
         let plan = MigrationPlan(entities: [], coreData: CoreDataMapping(entities: [:], derived: [value]))
         let finishing = CoreDataFinishing(database: store, plan: plan, sourcePath: folder.path("source.sqlite").path)
@@ -425,7 +497,9 @@ struct StoreCheckInJobTests {
         func runStep(_ from: ((file: String, table: String)?)) throws -> Int {
             try store.execute("DROP TABLE IF EXISTS \(CheckpointStore.stepTable); UPDATE ZTAG SET ZITEMCOUNT = NULL")
             var asked = 0
-            finishing.precomputed = { asked += 1; return $0 == value ? from : nil }
+            finishing.precomputed = {
+                asked += 1; return $0 == value ? from : nil
+            }
             // Two keys a batch: three batches, each with its own transaction.
             while try !finishing.runBatch(.derived(value), size: 2) {}
             // Nothing stays attached.
@@ -445,7 +519,9 @@ struct StoreCheckInJobTests {
         }
     }
 
-    @Test("a job with its check writes the same derived values as a job without it; only a derivation the plan shares with the model matches the check's")
+    @Test(
+        "a job with its check writes the same derived values as a job without it; only a derivation the plan shares with the model matches the check's"
+    )
     func jobWritesComputedValues() throws {
         let folder = try TemporaryFolder()
         let files = try CoreDataDemoStore.generate(in: folder.url, rows: 3_000)
@@ -457,15 +533,19 @@ struct StoreCheckInJobTests {
         for (destination, checks) in [(files.new, true), (unchecked, false)] {
             var options = MigrationOptions(batchSize: 700)
             options.checksStore = checks
-            let job = try MigrationJob.start(plan: plan, source: files.old, destination: destination,
-                                             journal: folder.path("journal-\(checks)"), options: options, logger: quietLogger)
+            let job = try MigrationJob.start(
+                plan: plan, source: files.old, destination: destination,
+                journal: folder.path("journal-\(checks)"), options: options, logger: quietLogger)
             #expect(try job.runBlocking() == .complete)
             #expect(job.storeCheck.map { $0.isValid && $0.checked > 0 } ?? !checks, "\(String(describing: job.storeCheck))")
         }
         let checked = try Database(path: files.new.path, mode: .readOnly)
         try checked.execute("ATTACH DATABASE '\(unchecked.path)' AS u")
         for table in ["ZFOLDER", "ZTAG"] {
-            #expect(try checked.scalar("SELECT count(*) FROM main.\(table) AS a JOIN u.\(table) AS b USING (Z_PK) WHERE a.ZITEMCOUNT IS NOT b.ZITEMCOUNT") == .integer(0))
+            #expect(
+                try checked.scalar(
+                    "SELECT count(*) FROM main.\(table) AS a JOIN u.\(table) AS b USING (Z_PK) WHERE a.ZITEMCOUNT IS NOT b.ZITEMCOUNT")
+                    == .integer(0))
             #expect(try checked.scalar("SELECT count(*) FROM main.\(table) WHERE ZITEMCOUNT > 0").integer ?? 0 > 0)
         }
         // What the check computes matches the plan's derivation of the same attribute, and no other.
@@ -485,7 +565,9 @@ struct StoreCheckInJobTests {
         #expect(all.first { $0.key == "Tag.itemCount" }?.columns.contains("Z_3TAGS.Z_6TAGS") == true)
     }
 
-    @Test("a join table's keys checked in one pass over their table where they reach much of it, by lookups where they are few: each kind of dangling key found")
+    @Test(
+        "a join table's keys checked in one pass over their table where they reach much of it, by lookups where they are few: each kind of dangling key found"
+    )
     func joinKeysInOnePass() throws {
         let folder = try TemporaryFolder()
         let (files, writer) = try Self.demoStore(in: folder)
@@ -493,9 +575,11 @@ struct StoreCheckInJobTests {
         #expect(try CoreDataStoreCheck.passesOver("ZITEM", forKeysOf: "Z_2ITEMS", in: "Z_2TAGS", database: writer))
         #expect(try !CoreDataStoreCheck.passesOver("ZTAG", forKeysOf: "Z_5TAGS", in: "Z_2TAGS", database: writer))
         func danglingItems() throws -> Int64 {
-            try writer.scalar("""
+            try writer.scalar(
+                """
                 SELECT count(*) FROM Z_2TAGS AS j WHERE NOT EXISTS (SELECT 1 FROM ZITEM AS t WHERE t.Z_PK = j.Z_2ITEMS AND t.Z_ENT IN (2, 3, 4))
-                """).integer ?? -1
+                """
+            ).integer ?? -1
         }
         func reported() throws -> [String] {
             try CoreDataStoreCheck.run(store: files.old).violations.filter { $0.hasPrefix("Z_2TAGS.") }
@@ -507,13 +591,18 @@ struct StoreCheckInJobTests {
         let item = try #require(try writer.scalar("SELECT Z_2ITEMS FROM Z_2TAGS WHERE rowid = 10").integer)
         let entity = try #require(try writer.scalar("SELECT Z_ENT FROM ZITEM WHERE Z_PK = ?1", .integer(item)).integer)
         let kinds: [(change: String, undo: String)] = [
-            ("UPDATE Z_2TAGS SET Z_2ITEMS = Z_2ITEMS + 1000000 WHERE rowid = 3", "UPDATE Z_2TAGS SET Z_2ITEMS = Z_2ITEMS - 1000000 WHERE rowid = 3"),
+            (
+                "UPDATE Z_2TAGS SET Z_2ITEMS = Z_2ITEMS + 1000000 WHERE rowid = 3",
+                "UPDATE Z_2TAGS SET Z_2ITEMS = Z_2ITEMS - 1000000 WHERE rowid = 3"
+            ),
             ("UPDATE ZITEM SET Z_ENT = 99 WHERE Z_PK = \(item)", "UPDATE ZITEM SET Z_ENT = \(entity) WHERE Z_PK = \(item)"),
             ("UPDATE Z_2TAGS SET Z_2ITEMS = NULL WHERE rowid = 20", "DELETE FROM Z_2TAGS WHERE rowid = 20"),
-            ("""
-             UPDATE Z_2TAGS SET Z_2ITEMS = (SELECT min(a.Z_PK) + 1 FROM ZITEM AS a WHERE NOT EXISTS (SELECT 1 FROM ZITEM AS b WHERE b.Z_PK = a.Z_PK + 1)
-                                            AND a.Z_PK < (SELECT max(Z_PK) FROM ZITEM)) WHERE rowid = 5
-             """, "DELETE FROM Z_2TAGS WHERE rowid = 5"),
+            (
+                """
+                UPDATE Z_2TAGS SET Z_2ITEMS = (SELECT min(a.Z_PK) + 1 FROM ZITEM AS a WHERE NOT EXISTS (SELECT 1 FROM ZITEM AS b WHERE b.Z_PK = a.Z_PK + 1)
+                                               AND a.Z_PK < (SELECT max(Z_PK) FROM ZITEM)) WHERE rowid = 5
+                """, "DELETE FROM Z_2TAGS WHERE rowid = 5"
+            ),
         ]
         for kind in kinds {
             try writer.execute(kind.change)
@@ -526,12 +615,16 @@ struct StoreCheckInJobTests {
         }
         // A tag gone: Tag's side, by lookups.
         try writer.execute("DELETE FROM ZTAG WHERE Z_PK = (SELECT Z_5TAGS FROM Z_2TAGS WHERE rowid = 30)")
-        let danglingTags = try writer.scalar("SELECT count(*) FROM Z_2TAGS AS j WHERE NOT EXISTS (SELECT 1 FROM ZTAG AS t WHERE t.Z_PK = j.Z_5TAGS)").integer ?? 0
+        let danglingTags =
+            try writer.scalar("SELECT count(*) FROM Z_2TAGS AS j WHERE NOT EXISTS (SELECT 1 FROM ZTAG AS t WHERE t.Z_PK = j.Z_5TAGS)")
+            .integer ?? 0
         #expect(danglingTags > 0)
         #expect(try reported() == ["Z_2TAGS.Z_5TAGS: \(danglingTags) rows point at no row of Tag"])
     }
 
-    @Test("the check's connection reads the store and cannot write it, and writes the file of derived values it attaches, which the job reads read-only meanwhile")
+    @Test(
+        "the check's connection reads the store and cannot write it, and writes the file of derived values it attaches, which the job reads read-only meanwhile"
+    )
     func checkConnectionWritesOnlyItsFile() throws {
         let folder = try TemporaryFolder()
         let store = folder.path("store.sqlite").path
@@ -548,7 +641,8 @@ struct StoreCheckInJobTests {
         try Data("left by a killed run".utf8).write(to: scratch.appendingPathComponent("old"))
         let file = try CoreDataStoreCheck.Overlapped.ExpectedValuesFile(in: scratch, attachedTo: database, cacheKiB: 256)
         #expect(!FileManager.default.fileExists(atPath: scratch.appendingPathComponent("old").path))
-        try database.execute("CREATE TABLE cm_values.e (cm_k INTEGER PRIMARY KEY, cm_v); INSERT INTO cm_values.e SELECT k, upper(v) FROM main.t")
+        try database.execute(
+            "CREATE TABLE cm_values.e (cm_k INTEGER PRIMARY KEY, cm_v); INSERT INTO cm_values.e SELECT k, upper(v) FROM main.t")
         // The job's connection attaches it read-only and reads one table in a transaction of its
         // own while the check writes the next.
         let job = try Database(path: folder.path("job.sqlite").path, mode: .readWriteCreate)
@@ -564,24 +658,30 @@ struct StoreCheckInJobTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: store)) == before)
     }
 
-    @Test("the check publishes each derived attribute's values once the indexes its derivation reads are built, with the model's derivation; the job's thread removes their file when it ends the check")
+    @Test(
+        "the check publishes each derived attribute's values once the indexes its derivation reads are built, with the model's derivation; the job's thread removes their file when it ends the check"
+    )
     func checkPublishesValues() throws {
         let folder = try TemporaryFolder()
         let files = try CoreDataDemoStore.generate(in: folder.url, rows: 3_000)
         let plan = try MigrationPlan.infer(source: files.old, destination: files.new).plan
         var options = MigrationOptions(batchSize: 700)
         options.checksStore = false
-        let job = try MigrationJob.start(plan: plan, source: files.old, destination: files.new, journal: folder.path("journal"),
-                                         options: options, logger: quietLogger)
+        let job = try MigrationJob.start(
+            plan: plan, source: files.old, destination: files.new, journal: folder.path("journal"),
+            options: options, logger: quietLogger)
         #expect(try job.runBlocking() == .complete)
         let derived = try #require(plan.coreData?.derived)
         #expect(derived.count == 2)
         let reader = try Database(path: files.new.path, mode: .readWrite)
         try CoreDataBookkeeping.registerDerivationFunctions(on: reader)
-        let indexes = try reader.rows("SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL").map { ($0[0].text!, $0[1].text!) }
+        let indexes = try reader.rows("SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL").map {
+            ($0[0].text!, $0[1].text!)
+        }
         for ending in ["rows", "cancel"] {
             let scratch = folder.path("check-\(ending)")
-            let check = CoreDataStoreCheck.Overlapped(path: files.new.path, cacheKiB: 2048, indexes: indexes, entities: nil, scratch: scratch)
+            let check = CoreDataStoreCheck.Overlapped(
+                path: files.new.path, cacheKiB: 2048, indexes: indexes, entities: nil, scratch: scratch)
             try check.rowsIn()
             // Not before the indexes on what the derivations read are built.
             Thread.sleep(forTimeInterval: 0.3)
@@ -598,8 +698,13 @@ struct StoreCheckInJobTests {
             for (value, computed) in zip(derived, found) {
                 try reader.attach(Database.readOnlyURI(computed.file), as: "v")
                 let table = SQL.quote(value.table)
-                #expect(try reader.scalar("SELECT count(*) FROM main.\(table) JOIN v.\(SQL.quote(computed.table)) AS e ON e.cm_k = \(table).Z_PK WHERE e.cm_v IS NOT \(value.value)") == .integer(0))
-                #expect(try reader.scalar("SELECT count(*) FROM v.\(SQL.quote(computed.table))") == reader.scalar("SELECT count(*) FROM main.\(table)"))
+                #expect(
+                    try reader.scalar(
+                        "SELECT count(*) FROM main.\(table) JOIN v.\(SQL.quote(computed.table)) AS e ON e.cm_k = \(table).Z_PK WHERE e.cm_v IS NOT \(value.value)"
+                    ) == .integer(0))
+                #expect(
+                    try reader.scalar("SELECT count(*) FROM v.\(SQL.quote(computed.table))")
+                        == reader.scalar("SELECT count(*) FROM main.\(table)"))
                 try reader.execute("DETACH DATABASE v")
             }
             // Another derivation of the same attribute is not taken.

@@ -21,9 +21,11 @@ final class TemporaryFolder {
 /// Every row of every user table of a store, in rowid order, for comparing destinations.
 func dump(_ store: URL, tables: [String]? = nil) throws -> [String: [[SQLiteValue]]] {
     let database = try Database(path: store.path, mode: .readOnly)
-    let names = try tables ?? database.rows(
-        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
-    ).compactMap { $0[0].text }
+    let names =
+        try tables
+        ?? database.rows(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+        ).compactMap { $0[0].text }
     var result: [String: [[SQLiteValue]]] = [:]
     for name in names {
         result[name] = try database.rows("SELECT rowid, * FROM \(SQL.quote(name)) ORDER BY rowid")
@@ -58,9 +60,10 @@ let quietLogger: Logger = {
 
 /// Starts a demo migration without running it.
 func startDemo(_ files: DemoStore.Files, into destination: URL, journal: URL, batchSize: Int? = nil) throws -> MigrationJob {
-    try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: destination, journal: journal,
-                           schema: DemoStore.destinationSchema, options: MigrationOptions(batchSize: batchSize),
-                           logger: quietLogger)
+    try MigrationJob.start(
+        plan: DemoStore.plan, source: files.source, destination: destination, journal: journal,
+        schema: DemoStore.destinationSchema, options: MigrationOptions(batchSize: batchSize),
+        logger: quietLogger)
 }
 
 /// Starts and runs a demo migration to the end, returning the job.

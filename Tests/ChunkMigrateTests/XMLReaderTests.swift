@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationXML)
-import FoundationXML
+    import FoundationXML
 #endif
 import Testing
 @testable import ChunkMigrate
@@ -14,8 +14,10 @@ struct XMLReaderTests {
     /// reader may cut text in several).
     final class FoundationEvents: NSObject, XMLParserDelegate {
         var events: [XMLReader.Event] = []
-        func parser(_ parser: XMLParser, didStartElement element: String, namespaceURI: String?, qualifiedName: String?,
-                    attributes: [String: String] = [:]) {
+        func parser(
+            _ parser: XMLParser, didStartElement element: String, namespaceURI: String?, qualifiedName: String?,
+            attributes: [String: String] = [:]
+        ) {
             events.append(.start(element, attributes: attributes))
         }
         func parser(_ parser: XMLParser, didEndElement element: String, namespaceURI: String?, qualifiedName: String?) {
@@ -62,7 +64,8 @@ struct XMLReaderTests {
         #"<a>&lt;&gt;&amp;&apos;&quot; &#38; &#x26; &#233; &#x1F600; &#000000065; &#x0000000041;</a>"#,
         #"<a p="&lt;b&gt; &quot;q&quot; &amp; 'x'" q='"'/>"#,
         "<!-- before --><a><!-- inside --><b/><![CDATA[<not> & markup]]></a><!-- after -->\n",
-        #"<!DOCTYPE database SYSTEM "file:///System/Library/DTDs/CoreData.dtd">"# + "\n<database><object id=\"z1\" type=\"T\"><attribute name=\"n\" type=\"string\">v</attribute></object></database>",
+        #"<!DOCTYPE database SYSTEM "file:///System/Library/DTDs/CoreData.dtd">"#
+            + "\n<database><object id=\"z1\" type=\"T\"><attribute name=\"n\" type=\"string\">v</attribute></object></database>",
         "<?xml version=\"1.0\"?><?app data?><a><?inside it?></a>",
         "\u{FEFF}<a>é ü 漢字</a>",
         "<a:b xmlns:a=\"urn:x\"><a:c a:d=\"1\"/></a:b>",
@@ -77,8 +80,9 @@ struct XMLReaderTests {
         #expect(ours == theirs, "ours: \(ours)\ntheirs: \(theirs)")
     }
 
-    @Test("on every model contents and mapping model XML of the fixtures, the events are Foundation's XMLParser's",
-          .enabled(if: CoreDataStoreTests.fixture("SOURCES.md") != nil, "shared/fixtures/coredata is absent"))
+    @Test(
+        "on every model contents and mapping model XML of the fixtures, the events are Foundation's XMLParser's",
+        .enabled(if: CoreDataStoreTests.fixture("SOURCES.md") != nil, "shared/fixtures/coredata is absent"))
     func fixturesSameAsFoundation() throws {
         let files = (FileManager.default.enumerator(atPath: CoreDataStoreTests.fixtures.path)?.allObjects as? [String] ?? [])
             .filter { ($0 as NSString).lastPathComponent == "contents" || $0.hasSuffix(".xcmapping.xml") || $0.hasSuffix("/xcmapping.xml") }
@@ -90,33 +94,38 @@ struct XMLReaderTests {
         }
     }
 
-    @Test("what is not well-formed is refused naming the line and the column", arguments: [
-        ("<a>", "element <a> is not closed at the end of the file", 1, 4),
-        (#"<!DOCTYPE a [ <!ATTLIST a x CDATA "1"> ]><a/>"#, "a document type declaration with an internal subset, which is not read", 1, 13),
-        ("<a></b>", "end tag </b> where <a> is open", 1, 4),
-        ("<a/><b/>", "a second root element", 1, 5),
-        ("<a x='1' x='2'/>", "attribute x given twice in <a>", 1, 10),
-        ("<a x=1/>", "the value of attribute x of <a> is not quoted", 1, 6),
-        ("<a x='<'/>", "a '<' in the value of attribute x of <a>", 1, 7),
-        ("<a>\n  &nbsp;</a>", "reference &nbsp; to an entity that is not declared", 2, 3),
-        ("<a>&#0;</a>", "character reference &#0; is not to a character XML allows", 1, 4),
-        ("<a>&#xD800;</a>", "character reference &#xD800; is not to a character XML allows", 1, 4),
-        ("<a>& b</a>", "an '&' that starts no reference", 1, 4),
-        ("text<a/>", "text outside the root element", 1, 1),
-        ("<a/>\n\n<?xml version=\"1.0\"?>", "an XML declaration after the start of the file", 3, 1),
-        ("<?xml version=\"1.0\" encoding=\"UTF-16\"?><a/>", "the XML declaration names encoding UTF-16, not UTF-8", 1, 1),
-        ("<a>\u{1}</a>", "control character 1 is not allowed in XML", 1, 4),
-        ("<!-- only a comment -->", "no root element", 1, 24),
-        ("<a><!-- open </a>", "a comment that does not end", 1, 4),
-        ("<a b='1'c='2'/>", "no space before an attribute of <a>", 1, 9),
-        ("<1a/>", "an element name expected", 1, 2),
-        ("<!ENTITY x 'y'><a/>", "markup that is not a comment, a CDATA section or a document type declaration", 1, 1),
-        ("<a><!-- a -- b --></a>", "'--' inside a comment", 1, 11),
-        ("<a>x ]]> y</a>", "']]>' in character data", 1, 6),
-        ("<a>&#+65;</a>", "character reference &#+65; is not to a character XML allows", 1, 4),
-        ("<a>&#x+41;</a>", "character reference &#x+41; is not to a character XML allows", 1, 4),
-        ("<a><?pi=x?></a>", "no space after the processing instruction's target pi", 1, 8),
-    ])
+    @Test(
+        "what is not well-formed is refused naming the line and the column",
+        arguments: [
+            ("<a>", "element <a> is not closed at the end of the file", 1, 4),
+            (
+                #"<!DOCTYPE a [ <!ATTLIST a x CDATA "1"> ]><a/>"#, "a document type declaration with an internal subset, which is not read",
+                1, 13
+            ),
+            ("<a></b>", "end tag </b> where <a> is open", 1, 4),
+            ("<a/><b/>", "a second root element", 1, 5),
+            ("<a x='1' x='2'/>", "attribute x given twice in <a>", 1, 10),
+            ("<a x=1/>", "the value of attribute x of <a> is not quoted", 1, 6),
+            ("<a x='<'/>", "a '<' in the value of attribute x of <a>", 1, 7),
+            ("<a>\n  &nbsp;</a>", "reference &nbsp; to an entity that is not declared", 2, 3),
+            ("<a>&#0;</a>", "character reference &#0; is not to a character XML allows", 1, 4),
+            ("<a>&#xD800;</a>", "character reference &#xD800; is not to a character XML allows", 1, 4),
+            ("<a>& b</a>", "an '&' that starts no reference", 1, 4),
+            ("text<a/>", "text outside the root element", 1, 1),
+            ("<a/>\n\n<?xml version=\"1.0\"?>", "an XML declaration after the start of the file", 3, 1),
+            ("<?xml version=\"1.0\" encoding=\"UTF-16\"?><a/>", "the XML declaration names encoding UTF-16, not UTF-8", 1, 1),
+            ("<a>\u{1}</a>", "control character 1 is not allowed in XML", 1, 4),
+            ("<!-- only a comment -->", "no root element", 1, 24),
+            ("<a><!-- open </a>", "a comment that does not end", 1, 4),
+            ("<a b='1'c='2'/>", "no space before an attribute of <a>", 1, 9),
+            ("<1a/>", "an element name expected", 1, 2),
+            ("<!ENTITY x 'y'><a/>", "markup that is not a comment, a CDATA section or a document type declaration", 1, 1),
+            ("<a><!-- a -- b --></a>", "'--' inside a comment", 1, 11),
+            ("<a>x ]]> y</a>", "']]>' in character data", 1, 6),
+            ("<a>&#+65;</a>", "character reference &#+65; is not to a character XML allows", 1, 4),
+            ("<a>&#x+41;</a>", "character reference &#x+41; is not to a character XML allows", 1, 4),
+            ("<a><?pi=x?></a>", "no space after the processing instruction's target pi", 1, 8),
+        ])
     func refusals(_ document: String, _ message: String, _ line: Int, _ column: Int) throws {
         let error = #expect(throws: XMLReader.Malformed.self) { try Self.ours(Data(document.utf8)) }
         #expect(error?.message == message && error?.line == line && error?.column == column, "\(String(describing: error))")
@@ -124,14 +133,18 @@ struct XMLReaderTests {
 
     @Test("bytes that are not UTF-8 are refused at the first of them")
     func notUTF8() throws {
-        let error = #expect(throws: XMLReader.Malformed.self) { try Self.ours(Data([0x3C, 0x61, 0x3E, 0x0A, 0xC3, 0xA9, 0xFF, 0x3C, 0x2F, 0x61, 0x3E])) }
+        let error = #expect(throws: XMLReader.Malformed.self) {
+            try Self.ours(Data([0x3C, 0x61, 0x3E, 0x0A, 0xC3, 0xA9, 0xFF, 0x3C, 0x2F, 0x61, 0x3E]))
+        }
         #expect(error?.message == "the file is not UTF-8 text" && error?.line == 2 && error?.column == 2, "\(String(describing: error))")
         // Overlong forms, surrogates, past U+10FFFF, cut short, stray continuation bytes: refused
         // where Foundation's decoding refuses them, read where it reads them.
-        let sequences: [[UInt8]] = [[0xC0, 0x80], [0xC1, 0xBF], [0xE0, 0x80, 0x80], [0xE0, 0x9F, 0xBF], [0xE0, 0xA0, 0x80],
-                                    [0xED, 0x9F, 0xBF], [0xED, 0xA0, 0x80], [0xEF, 0xBF, 0xBD], [0xF0, 0x8F, 0xBF, 0xBF],
-                                    [0xF0, 0x90, 0x80, 0x80], [0xF4, 0x8F, 0xBF, 0xBF], [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80, 0x80, 0x80],
-                                    [0xE2, 0x82], [0x80], [0xBF, 0x80], [0xC2, 0xA9], [0xF0, 0x9F, 0x98, 0x80], [0xF0, 0x9F, 0x98]]
+        let sequences: [[UInt8]] = [
+            [0xC0, 0x80], [0xC1, 0xBF], [0xE0, 0x80, 0x80], [0xE0, 0x9F, 0xBF], [0xE0, 0xA0, 0x80],
+            [0xED, 0x9F, 0xBF], [0xED, 0xA0, 0x80], [0xEF, 0xBF, 0xBD], [0xF0, 0x8F, 0xBF, 0xBF],
+            [0xF0, 0x90, 0x80, 0x80], [0xF4, 0x8F, 0xBF, 0xBF], [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80, 0x80, 0x80],
+            [0xE2, 0x82], [0x80], [0xBF, 0x80], [0xC2, 0xA9], [0xF0, 0x9F, 0x98, 0x80], [0xF0, 0x9F, 0x98],
+        ]
         for sequence in sequences {
             let bytes = Array("<a>".utf8) + sequence + Array("</a>".utf8)
             let foundation = String(data: Data(bytes), encoding: .utf8) != nil
@@ -145,65 +158,73 @@ struct XMLReaderTests {
         let model = #expect(throws: MigrationError.self) {
             try CoreDataModel(xml: Data("<model>\n<entity name=\"A\">\n</model>".utf8), file: "Model.xcdatamodel/contents")
         }
-        #expect(model?.file == "Model.xcdatamodel/contents"
+        #expect(
+            model?.file == "Model.xcdatamodel/contents"
                 && model?.message == "not a Core Data model's contents XML: line 3, column 1: end tag </model> where <entity> is open",
-                "\(String(describing: model))")
+            "\(String(describing: model))")
         let folder = try TemporaryFolder()
         let url = folder.path("V1toV2.xcmapping.xml")
         try Data("<database><object type=\"XDDEVMAPPINGMODEL\" id=\"z1\">".utf8).write(to: url)
         let mapping = #expect(throws: MigrationError.self) { try CoreDataMappingModelFile.read(contentsOf: url) }
-        #expect(mapping?.file == url.path && mapping?.message.hasPrefix("not a mapping model's xcmapping.xml: line 1, column ") == true,
-                "\(String(describing: mapping))")
+        #expect(
+            mapping?.file == url.path && mapping?.message.hasPrefix("not a mapping model's xcmapping.xml: line 1, column ") == true,
+            "\(String(describing: mapping))")
     }
 
     #if os(Linux) || os(macOS)
-    /// Reading the malformed model CI's fuzzing stopped on (FoundationXML kept each of its errors)
-    /// and a malformed mapping model, 100,000 times each, in a process of its own so that no
-    /// other test's memory is counted: resident memory after the first 10,000 readings and after
-    /// the last differ by at most 10 MB.
-    @Test("a malformed model and a malformed mapping model read 100,000 times each: resident memory stays within 10 MB")
-    func malformedInputsKeepNothing() async throws {
-        let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
-            let model = try FuzzFindingsTests.finding("model-xml-error-path.xml")
-            let folder = try TemporaryFolder()
-            let mapping = folder.path("Broken.xcmapping.xml")
-            try Data(#"<?xml version="1.0" encoding="UTF-8" standalone="no"?><!DOCTYPE database SYSTEM "file:///System/Library/DTDs/CoreData.dtd"><database><object type="XDDEVMAPPINGMODEL" id="z102"><attribute name="sourcemodelpath" type="string">A.xcdatamodel</attribute><relationship name="entitymappings" type="0/0" idrefs="z1 z2"></relationship></object><object type="XDDEVENTITYMAPPING" id="z1"><attribute name="sourcename" type="string">E</attribute></objec>"#.utf8)
+        /// Reading the malformed model CI's fuzzing stopped on (FoundationXML kept each of its errors)
+        /// and a malformed mapping model, 100,000 times each, in a process of its own so that no
+        /// other test's memory is counted: resident memory after the first 10,000 readings and after
+        /// the last differ by at most 10 MB.
+        @Test("a malformed model and a malformed mapping model read 100,000 times each: resident memory stays within 10 MB")
+        func malformedInputsKeepNothing() async throws {
+            let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+                let model = try FuzzFindingsTests.finding("model-xml-error-path.xml")
+                let folder = try TemporaryFolder()
+                let mapping = folder.path("Broken.xcmapping.xml")
+                try Data(
+                    #"<?xml version="1.0" encoding="UTF-8" standalone="no"?><!DOCTYPE database SYSTEM "file:///System/Library/DTDs/CoreData.dtd"><database><object type="XDDEVMAPPINGMODEL" id="z102"><attribute name="sourcemodelpath" type="string">A.xcdatamodel</attribute><relationship name="entitymappings" type="0/0" idrefs="z1 z2"></relationship></object><object type="XDDEVENTITYMAPPING" id="z1"><attribute name="sourcename" type="string">E</attribute></objec>"#
+                        .utf8
+                )
                 .write(to: mapping)
-            var baseline = 0
-            for round in 1...100_000 {
-                // Each must be refused; one that reads would not be the input meant.
-                if (try? CoreDataModel(xml: model, file: "contents")) != nil { exit(2) }
-                if (try? CoreDataMappingModelFile.read(contentsOf: mapping)) != nil { exit(2) }
-                if round == 10_000 {
-                    guard let resident = residentBytes() else { exit(3) }
-                    baseline = resident
+                var baseline = 0
+                for round in 1...100_000 {
+                    // Each must be refused; one that reads would not be the input meant.
+                    if (try? CoreDataModel(xml: model, file: "contents")) != nil { exit(2) }
+                    if (try? CoreDataMappingModelFile.read(contentsOf: mapping)) != nil { exit(2) }
+                    if round == 10_000 {
+                        guard let resident = residentBytes() else { exit(3) }
+                        baseline = resident
+                    }
                 }
+                guard let resident = residentBytes() else { exit(3) }
+                // The parent judges: a failed exit test gives back no output.
+                print("resident memory grew by \(resident - baseline) bytes from reading 10,000 to reading 100,000")
             }
-            guard let resident = residentBytes() else { exit(3) }
-            // The parent judges: a failed exit test gives back no output.
-            print("resident memory grew by \(resident - baseline) bytes from reading 10,000 to reading 100,000")
+            let output = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
+            let growth = output.split(separator: " ").compactMap { Int($0) }.first
+            #expect(growth != nil && growth! <= 10 << 20, "\(output)")
         }
-        let output = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
-        let growth = output.split(separator: " ").compactMap { Int($0) }.first
-        #expect(growth != nil && growth! <= 10 << 20, "\(output)")
-    }
     #endif
 }
 
 /// The process's resident memory in bytes, or `nil` where it cannot be read.
 func residentBytes() -> Int? {
     #if os(Linux)
-    guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
-          let pages = statm.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return nil }
-    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+        guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+            let pages = statm.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+        else { return nil }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     #elseif canImport(Darwin)
-    var info = mach_task_basic_info()
-    var count = mach_msg_type_number_t(MemoryLayout<mach_task_basic_info>.size / MemoryLayout<natural_t>.size)
-    let result = withUnsafeMutablePointer(to: &info) {
-        $0.withMemoryRebound(to: integer_t.self, capacity: Int(count)) { task_info(mach_task_self_, task_flavor_t(MACH_TASK_BASIC_INFO), $0, &count) }
-    }
-    return result == KERN_SUCCESS ? Int(info.resident_size) : nil
+        var info = mach_task_basic_info()
+        var count = mach_msg_type_number_t(MemoryLayout<mach_task_basic_info>.size / MemoryLayout<natural_t>.size)
+        let result = withUnsafeMutablePointer(to: &info) {
+            $0.withMemoryRebound(to: integer_t.self, capacity: Int(count)) {
+                task_info(mach_task_self_, task_flavor_t(MACH_TASK_BASIC_INFO), $0, &count)
+            }
+        }
+        return result == KERN_SUCCESS ? Int(info.resident_size) : nil
     #else
-    return nil
+        return nil
     #endif
 }

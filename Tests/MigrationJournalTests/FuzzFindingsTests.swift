@@ -11,25 +11,30 @@ struct JournalFuzzFindingsTests {
         var writer = ByteWriter()
         writer.raw(Array("CMSG".utf8))
         writer.u16(1)
-        writer.u8(0)      // dense
-        writer.u8(0)      // allocate
-        writer.u32(0)     // entity
-        writer.u64(1)     // batch
+        writer.u8(0)  // dense
+        writer.u8(0)  // allocate
+        writer.u32(0)  // entity
+        writer.u64(1)  // batch
         writer.u32(count)
         writer.i64(1)
         writer.i64(Int64(count))
-        writer.i64(1)     // destination base
+        writer.i64(1)  // destination base
         writer.u32(0)
         writer.u32(0)
         writer.u32(CRC32C.checksum(writer.bytes))
         return writer.bytes
     }
 
-    @Test("a 60-byte dense segment claiming 4,294,967,295 keys is refused as damaged, not decoded into 32 GiB; the largest count a segment maps still reads")
+    @Test(
+        "a 60-byte dense segment claiming 4,294,967,295 keys is refused as damaged, not decoded into 32 GiB; the largest count a segment maps still reads"
+    )
     func denseSegmentCount() throws {
         let error = journalError { try IDMapSegment.decode(Self.denseSegment(count: .max), file: "1.seg") }
-        #expect(error?.code == .damagedSegment && error?.message.contains("more than a segment maps") == true, "\(String(describing: error))")
-        let over = journalError { try IDMapSegment.decode(Self.denseSegment(count: UInt32(IDMapSegment.maximumKeyCount) + 1), file: "1.seg") }
+        #expect(
+            error?.code == .damagedSegment && error?.message.contains("more than a segment maps") == true, "\(String(describing: error))")
+        let over = journalError {
+            try IDMapSegment.decode(Self.denseSegment(count: UInt32(IDMapSegment.maximumKeyCount) + 1), file: "1.seg")
+        }
         #expect(over?.code == .damagedSegment)
         let largest = try IDMapSegment.decode(Self.denseSegment(count: UInt32(IDMapSegment.maximumKeyCount)), file: "1.seg")
         #expect(largest.sourceKeys.count == IDMapSegment.maximumKeyCount && largest.sourceKeys.last == Int64(IDMapSegment.maximumKeyCount))
@@ -58,7 +63,9 @@ struct JournalFuzzFindingsTests {
         return bytes
     }
 
-    @Test("after a bad frame, the search for a valid one checks frames of at most 2,048 bytes: a log of frames that nest to its end reads as a torn tail in one bounded pass (it checksummed every nested frame, quadratic)")
+    @Test(
+        "after a bad frame, the search for a valid one checks frames of at most 2,048 bytes: a log of frames that nest to its end reads as a torn tail in one bounded pass (it checksummed every nested frame, quadratic)"
+    )
     func nestedFramesAfterBadFrame() throws {
         let bytes = Self.nestedFrames(size: 64 << 10)
         let scan = try LogFile.scan(bytes, file: "log")
@@ -74,12 +81,16 @@ struct JournalFuzzFindingsTests {
         let valid = LogFile.frame(.complete(atMillis: 7))
         damaged.replaceSubrange(40_000..<(40_000 + valid.count), with: valid)
         let error = journalError { try LogFile.scan(damaged, file: "log") }
-        #expect(error?.code == .damagedRecord && error?.message.contains("a valid record follows at offset 40000") == true, "\(String(describing: error))")
+        #expect(
+            error?.code == .damagedRecord && error?.message.contains("a valid record follows at offset 40000") == true,
+            "\(String(describing: error))")
     }
 
-    @Test("a failure's message is kept to 2,000 bytes of UTF-8, cut at a character, so that its record is one the search after a bad frame finds")
+    @Test(
+        "a failure's message is kept to 2,000 bytes of UTF-8, cut at a character, so that its record is one the search after a bad frame finds"
+    )
     func longFailureMessage() throws {
-        let message = String(repeating: "é", count: 1_500) + "end"   // 3,003 bytes
+        let message = String(repeating: "é", count: 1_500) + "end"  // 3,003 bytes
         let frame = LogFile.frame(.failed(atMillis: 1, message: message))
         #expect(frame.count - LogFile.frameHeaderLength <= LogFile.maximumResyncPayload)
         let decoded = LogRecord.decode(frame, from: LogFile.frameHeaderLength, to: frame.count)
@@ -102,7 +113,9 @@ struct JournalFuzzFindingsTests {
 
 @Suite("The journal's files when the file system fails")
 struct JournalFileSystemFailureTests {
-    @Test("a segment that cannot be looked at for another reason than its absence (a loop of symbolic links) is an I/O error naming it, not a missing segment to rebuild around")
+    @Test(
+        "a segment that cannot be looked at for another reason than its absence (a loop of symbolic links) is an I/O error naming it, not a missing segment to rebuild around"
+    )
     func statFailureIsNoAbsence() throws {
         let directory = try TemporaryDirectory("statFailure")
         let writer = try JournalWriter.create(directory: directory.path, header: testHeader(), plan: testPlan)
@@ -113,7 +126,9 @@ struct JournalFileSystemFailureTests {
         #expect(try !writer.hasSegment(entity: 0, batch: 1))
         #expect(try writer.segmentCRC(entity: 0, batch: 1) == nil)
         try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: path)
-        for error in [journalError { try writer.hasSegment(entity: 0, batch: 1) }, journalError { try writer.segmentCRC(entity: 0, batch: 1) }] {
+        for error in [
+            journalError { try writer.hasSegment(entity: 0, batch: 1) }, journalError { try writer.segmentCRC(entity: 0, batch: 1) },
+        ] {
             #expect(error?.code == .io && error?.file == path, "\(String(describing: error))")
         }
     }

@@ -23,11 +23,14 @@ struct JournalFuzzTests {
         for batch in UInt64(1)...4 {
             for entity in UInt32(0)...2 {
                 let start = Int64(batch) * 1_000 + Int64(entity) * 100_000
-                let keys = batch % 2 == 0 ? Array(start..<(start + 40))
+                let keys =
+                    batch % 2 == 0
+                    ? Array(start..<(start + 40))
                     : sparseKeys(40, from: start, gaps: 1...9, seed: random.next())
                 let base = entity == 2 ? keys[0] : next[entity]!
-                try appendBatch(writer, entity: entity, batch: batch, keys: keys, destinationBase: base,
-                                mapping: entity == 2 ? .preserve : .allocate)
+                try appendBatch(
+                    writer, entity: entity, batch: batch, keys: keys, destinationBase: base,
+                    mapping: entity == 2 ? .preserve : .allocate)
                 for (offset, key) in keys.enumerated() {
                     original.mapping[entity, default: [:]][key] = entity == 2 ? key : base + Int64(offset)
                 }
@@ -63,9 +66,11 @@ struct JournalFuzzTests {
         let iterations = ProcessInfo.processInfo.environment["JOURNAL_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 300
         let pristine = try TemporaryDirectory()
         let original = try Self.buildJournal(at: pristine.path)
-        let files = ["header", "log"] + (0...2).flatMap { entity in
-            (1...4).map { "segments/\(entity)/" + String(repeating: "0", count: 9) + "\($0).seg" }
-        }
+        let files =
+            ["header", "log"]
+            + (0...2).flatMap { entity in
+                (1...4).map { "segments/\(entity)/" + String(repeating: "0", count: 9) + "\($0).seg" }
+            }
         let contents = try files.map { try readBytes(pristine.appending($0)) }
         var random = SplitMix64(seed: 2026)
         let work = try TemporaryDirectory()

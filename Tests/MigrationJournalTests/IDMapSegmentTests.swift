@@ -5,8 +5,10 @@ import Testing
 struct IDMapSegmentTests {
     /// Encodes, decodes, and checks that nothing changed.
     @discardableResult
-    func roundTrip(_ keys: [Int64], mapping: IDMapSegment.Mapping = .allocate, base: Int64 = 1001,
-                   sourceLocation: SourceLocation = #_sourceLocation) throws -> [UInt8] {
+    func roundTrip(
+        _ keys: [Int64], mapping: IDMapSegment.Mapping = .allocate, base: Int64 = 1001,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> [UInt8] {
         let segment = try IDMapSegment(entity: 3, batch: 42, mapping: mapping, destinationBase: base, sourceKeys: keys)
         let bytes = segment.encoded()
         let decoded = try IDMapSegment.decode(bytes, file: "42.seg")
@@ -101,11 +103,13 @@ struct IDMapSegmentTests {
         #expect(overflow?.code == .invalidArgument)
     }
 
-    @Test("Every flipped bit and every overwritten byte of a segment is detected", arguments: [
-        [10, 11, 13, 20, 21, 22, 40, 100, 101, 300] as [Int64],
-        Array(stride(from: Int64(0), to: 3_000, by: 3)) + [5_000],
-        [7, 8, 9, 10],
-    ])
+    @Test(
+        "Every flipped bit and every overwritten byte of a segment is detected",
+        arguments: [
+            [10, 11, 13, 20, 21, 22, 40, 100, 101, 300] as [Int64],
+            Array(stride(from: Int64(0), to: 3_000, by: 3)) + [5_000],
+            [7, 8, 9, 10],
+        ])
     func everyFlipDetected(keys: [Int64]) throws {
         let bytes = try IDMapSegment(entity: 1, batch: 9, mapping: .allocate, destinationBase: 50, sourceKeys: keys).encoded()
         var checked = 0
@@ -160,7 +164,8 @@ struct IDMapSegmentTests {
     @Test("The header fields sit where FORMAT.md says")
     func layout() throws {
         let keys: [Int64] = [-2, 0, 1, 5]
-        let bytes = try IDMapSegment(entity: 0x0102_0304, batch: 0x0A0B, mapping: .allocate, destinationBase: 300, sourceKeys: keys).encoded()
+        let bytes = try IDMapSegment(entity: 0x0102_0304, batch: 0x0A0B, mapping: .allocate, destinationBase: 300, sourceKeys: keys)
+            .encoded()
         func u64(_ offset: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(bytes[offset + $1]) << UInt64(8 * $1) } }
         #expect(Array(bytes[0..<4]) == Array("CMSG".utf8))
         #expect(bytes[4] == 1 && bytes[5] == 0)

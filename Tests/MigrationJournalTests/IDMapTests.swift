@@ -72,24 +72,30 @@ struct IDMapTests {
 
     static let entities: [ExpectedEntity] = [
         // Dense runs, with gaps between them and a single-key batch; destination runs with gaps too.
-        ExpectedEntity(entity: 0, mapping: .allocate, batches: [
-            (Array(-50...(-1)), 1), (Array(0...149), 51), (Array(200...299), 250), ([300], 350),
-            (Array(1_000...1_999), 351),
-        ]),
+        ExpectedEntity(
+            entity: 0, mapping: .allocate,
+            batches: [
+                (Array(-50...(-1)), 1), (Array(0...149), 51), (Array(200...299), 250), ([300], 350),
+                (Array(1_000...1_999), 351),
+            ]),
         // Sparse keys, crossing zero, a single key, then wide gaps.
-        ExpectedEntity(entity: 1, mapping: .allocate, batches: [
-            (sparseKeys(400, from: -1_000, gaps: 1...4, seed: 11), 1_000),
-            (sparseKeys(300, from: 500, gaps: 1...3, seed: 12), 1_400),
-            ([5_000], 1_800),
-            (sparseKeys(500, from: 5_002, gaps: 1...6, seed: 13), 1_801),
-            (sparseKeys(200, from: 100_000, gaps: 1...1_000_000, seed: 14), 5_000),
-        ]),
+        ExpectedEntity(
+            entity: 1, mapping: .allocate,
+            batches: [
+                (sparseKeys(400, from: -1_000, gaps: 1...4, seed: 11), 1_000),
+                (sparseKeys(300, from: 500, gaps: 1...3, seed: 12), 1_400),
+                ([5_000], 1_800),
+                (sparseKeys(500, from: 5_002, gaps: 1...6, seed: 13), 1_801),
+                (sparseKeys(200, from: 100_000, gaps: 1...1_000_000, seed: 14), 5_000),
+            ]),
         // Preserved keys: sparse and dense batches.
-        ExpectedEntity(entity: 2, mapping: .preserve, batches: [
-            (sparseKeys(300, from: -700, gaps: 1...5, seed: 21), 0),
-            (Array(2_000...2_299), 0),
-            (sparseKeys(300, from: 2_301, gaps: 2...3, seed: 22), 0),
-        ]),
+        ExpectedEntity(
+            entity: 2, mapping: .preserve,
+            batches: [
+                (sparseKeys(300, from: -700, gaps: 1...5, seed: 21), 0),
+                (Array(2_000...2_299), 0),
+                (sparseKeys(300, from: 2_301, gaps: 2...3, seed: 22), 0),
+            ]),
     ]
 
     func makeJournal(_ directory: TemporaryDirectory, entities: [ExpectedEntity] = IDMapTests.entities) throws -> String {
@@ -98,8 +104,9 @@ struct IDMapTests {
         defer { writer.close() }
         for expected in entities {
             for (number, batch) in expected.batches.enumerated() {
-                try appendBatch(writer, entity: expected.entity, batch: UInt64(number + 1), keys: batch.keys,
-                                destinationBase: batch.base, mapping: expected.mapping)
+                try appendBatch(
+                    writer, entity: expected.entity, batch: UInt64(number + 1), keys: batch.keys,
+                    destinationBase: batch.base, mapping: expected.mapping)
             }
         }
         return path
@@ -132,8 +139,9 @@ struct IDMapTests {
             for key in batch.keys.prefix(3) + batch.keys.suffix(3) { destinations.insert(forward[key]!) }
         }
         for destination in destinations {
-            #expect(try map.source(ofDestination: destination, entity: expected.entity) == backward[destination],
-                    "entity \(expected.entity) destination \(destination)", sourceLocation: sourceLocation)
+            #expect(
+                try map.source(ofDestination: destination, entity: expected.entity) == backward[destination],
+                "entity \(expected.entity) destination \(destination)", sourceLocation: sourceLocation)
         }
     }
 
@@ -168,7 +176,8 @@ struct IDMapTests {
             for round in 0..<20 {
                 let count = [1, 2, 10, 100, 1_000][round % 5]
                 var keys = (0..<count).map { index in
-                    index % 2 == 0 ? members[Int(generator.next() % UInt64(members.count))]
+                    index % 2 == 0
+                        ? members[Int(generator.next() % UInt64(members.count))]
                         : Int64.random(in: low...high, using: &generator)
                 }
                 keys.sort()
@@ -200,17 +209,21 @@ struct IDMapTests {
 
     @Test("Keys at both ends of 64 bits, with destination keys at both ends too")
     func extremes() throws {
-        let entity = ExpectedEntity(entity: 1, mapping: .allocate, batches: [
-            ([Int64.min, Int64.min + 1, Int64.min + 5], Int64.min),
-            (Array((Int64.min + 10)...(Int64.min + 20)), -5),
-            ([-3, -1, 0, 1, 3], 10),
-            (Array((Int64.max - 20)...(Int64.max - 10)), 20),
-            ([Int64.max - 5, Int64.max - 1, Int64.max], Int64.max - 2),
-        ])
-        let preserved = ExpectedEntity(entity: 2, mapping: .preserve, batches: [
-            ([Int64.min, Int64.min + 3], 0),
-            (Array((Int64.max - 3)...Int64.max), 0),
-        ])
+        let entity = ExpectedEntity(
+            entity: 1, mapping: .allocate,
+            batches: [
+                ([Int64.min, Int64.min + 1, Int64.min + 5], Int64.min),
+                (Array((Int64.min + 10)...(Int64.min + 20)), -5),
+                ([-3, -1, 0, 1, 3], 10),
+                (Array((Int64.max - 20)...(Int64.max - 10)), 20),
+                ([Int64.max - 5, Int64.max - 1, Int64.max], Int64.max - 2),
+            ])
+        let preserved = ExpectedEntity(
+            entity: 2, mapping: .preserve,
+            batches: [
+                ([Int64.min, Int64.min + 3], 0),
+                (Array((Int64.max - 3)...Int64.max), 0),
+            ])
         let directory = try TemporaryDirectory()
         let path = try makeJournal(directory, entities: [entity, preserved])
         let map = try JournalReader(directory: path).idMap()
@@ -225,7 +238,8 @@ struct IDMapTests {
     @Test("Skewed segments, where interpolation guesses badly, still find every key")
     func skewedSegments() throws {
         // Clusters far apart inside one segment, and geometric gaps.
-        let clustered = Array(stride(from: Int64(1), through: 7_999, by: 2)) + [1_000_000_000_000, 1_000_000_000_001]
+        let clustered =
+            Array(stride(from: Int64(1), through: 7_999, by: 2)) + [1_000_000_000_000, 1_000_000_000_001]
             + Array(stride(from: Int64(1) << 61, to: (Int64(1) << 61) + 3_000, by: 3)) + [Int64.max - 1]
         var geometric: [Int64] = [Int64.min + 1]
         while geometric.count < 62 { geometric.append(geometric[geometric.count - 1] + (Int64(1) << Int64(geometric.count))) }
@@ -344,7 +358,9 @@ struct IDMapTests {
         #expect(tiny.cachedBytes <= entryBound)
     }
 
-    @Test("An emptied cache holds nothing, and lookups after it decode their segments again and find the same keys, without growing the cache")
+    @Test(
+        "An emptied cache holds nothing, and lookups after it decode their segments again and find the same keys, without growing the cache"
+    )
     func emptyCache() throws {
         let (directory, path, allKeys) = try Self.sparseJournal(batches: 20, perBatch: 1_000)
         defer { withExtendedLifetime(directory) {} }

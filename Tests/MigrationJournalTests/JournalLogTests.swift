@@ -12,13 +12,16 @@ struct JournalLogTests {
         return path
     }
 
-    func batch(entity: UInt32, _ number: UInt64, keys: ClosedRange<Int64>, written: UInt32, skipped: UInt32 = 0,
-               micros: UInt64 = 0) -> LogRecord {
-        .batch(BatchRecord(
-            entity: entity, batch: number, firstSourceKey: keys.lowerBound, lastSourceKey: keys.upperBound,
-            rowsRead: written + skipped, rowsWritten: written, rowsSkipped: skipped, mapping: .allocate,
-            destinationBase: 1, segmentFirstKey: keys.lowerBound, segmentLastKey: keys.upperBound, segmentCRC: 1,
-            durationMicros: micros))
+    func batch(
+        entity: UInt32, _ number: UInt64, keys: ClosedRange<Int64>, written: UInt32, skipped: UInt32 = 0,
+        micros: UInt64 = 0
+    ) -> LogRecord {
+        .batch(
+            BatchRecord(
+                entity: entity, batch: number, firstSourceKey: keys.lowerBound, lastSourceKey: keys.upperBound,
+                rowsRead: written + skipped, rowsWritten: written, rowsSkipped: skipped, mapping: .allocate,
+                destinationBase: 1, segmentFirstKey: keys.lowerBound, segmentLastKey: keys.upperBound, segmentCRC: 1,
+                durationMicros: micros))
     }
 
     @Test("Each entity's summary adds up its batch records, in log order")
@@ -30,10 +33,14 @@ struct JournalLogTests {
             batch(entity: 0, 2, keys: 101...250, written: 140, skipped: 10, micros: 777),
             .entityComplete(entity: 0, batches: 2, rowsWritten: 240),
             batch(entity: 1, 1, keys: -50 ... -10, written: 3, skipped: 38),
-            .fixup(FixupRecord(entity: 1, column: "artist_id", batch: 1, firstDestinationKey: 1, lastDestinationKey: 9,
-                               rowsUpdated: 3, rowsNulled: 0)),
-            .fixup(FixupRecord(entity: 1, column: "artist_id", batch: 2, firstDestinationKey: 10, lastDestinationKey: 19,
-                               rowsUpdated: 0, rowsNulled: 0)),
+            .fixup(
+                FixupRecord(
+                    entity: 1, column: "artist_id", batch: 1, firstDestinationKey: 1, lastDestinationKey: 9,
+                    rowsUpdated: 3, rowsNulled: 0)),
+            .fixup(
+                FixupRecord(
+                    entity: 1, column: "artist_id", batch: 2, firstDestinationKey: 10, lastDestinationKey: 19,
+                    rowsUpdated: 0, rowsNulled: 0)),
         ]
         let log = try JournalReader(directory: try journal(directory, records)).log
 
@@ -62,12 +69,14 @@ struct JournalLogTests {
     @Test("The last failure is the one since the last start; the job's end is recorded")
     func failuresAndCompletion() throws {
         let directory = try TemporaryDirectory()
-        let failed = try journal(directory, [
-            .started(atMillis: 1, processID: 1),
-            .failed(atMillis: 2, message: "first"),
-            .started(atMillis: 3, processID: 1),
-            .failed(atMillis: 4, message: "second"),
-        ])
+        let failed = try journal(
+            directory,
+            [
+                .started(atMillis: 1, processID: 1),
+                .failed(atMillis: 2, message: "first"),
+                .started(atMillis: 3, processID: 1),
+                .failed(atMillis: 4, message: "second"),
+            ])
         let log = try JournalReader(directory: failed).log
         #expect(log.lastFailure == "second" && log.endsInFailure && !log.recordsBatches)
 
@@ -114,7 +123,8 @@ struct JournalLogTests {
     @Test("A record naming an entity the plan does not have is kept but counted nowhere")
     func unknownEntity() throws {
         let directory = try TemporaryDirectory()
-        let path = try journal(directory, [batch(entity: 7, 1, keys: 1...3, written: 3), .entityComplete(entity: 9, batches: 1, rowsWritten: 3)])
+        let path = try journal(
+            directory, [batch(entity: 7, 1, keys: 1...3, written: 3), .entityComplete(entity: 9, batches: 1, rowsWritten: 3)])
         let reader = try JournalReader(directory: path)
         #expect(reader.log.records.count == 2)
         #expect(reader.log.entities.allSatisfy { $0.batchCount == 0 && !$0.isComplete })

@@ -7,19 +7,24 @@ struct LogTests {
     static func sampleRecords() -> [LogRecord] {
         [
             .started(atMillis: 1_700_000_000_000, processID: 4242),
-            .batch(BatchRecord(
-                entity: 0, batch: 1, firstSourceKey: -5, lastSourceKey: 1_000, rowsRead: 900, rowsWritten: 899,
-                rowsSkipped: 1, relationshipsNulled: 3, relationshipsDeferred: 4, mapping: .allocate,
-                destinationBase: 1, segmentFirstKey: -4, segmentLastKey: 999, segmentCRC: 0xDEAD_BEEF,
-                durationMicros: 123_456, committedAtMillis: 1_700_000_000_500)),
-            .batch(BatchRecord(
-                entity: 2, batch: 1, firstSourceKey: Int64.min, lastSourceKey: Int64.max, rowsRead: 0, rowsWritten: 0,
-                rowsSkipped: 0, mapping: .preserve, destinationBase: 0, segmentFirstKey: 0, segmentLastKey: 0,
-                segmentCRC: 0)),
-            .fixup(FixupRecord(entity: 2, column: "reply_to", batch: 1, firstDestinationKey: 1, lastDestinationKey: 5_000,
-                               rowsUpdated: 4_000, rowsNulled: 7, committedAtMillis: 1_700_000_001_000)),
+            .batch(
+                BatchRecord(
+                    entity: 0, batch: 1, firstSourceKey: -5, lastSourceKey: 1_000, rowsRead: 900, rowsWritten: 899,
+                    rowsSkipped: 1, relationshipsNulled: 3, relationshipsDeferred: 4, mapping: .allocate,
+                    destinationBase: 1, segmentFirstKey: -4, segmentLastKey: 999, segmentCRC: 0xDEAD_BEEF,
+                    durationMicros: 123_456, committedAtMillis: 1_700_000_000_500)),
+            .batch(
+                BatchRecord(
+                    entity: 2, batch: 1, firstSourceKey: Int64.min, lastSourceKey: Int64.max, rowsRead: 0, rowsWritten: 0,
+                    rowsSkipped: 0, mapping: .preserve, destinationBase: 0, segmentFirstKey: 0, segmentLastKey: 0,
+                    segmentCRC: 0)),
+            .fixup(
+                FixupRecord(
+                    entity: 2, column: "reply_to", batch: 1, firstDestinationKey: 1, lastDestinationKey: 5_000,
+                    rowsUpdated: 4_000, rowsNulled: 7, committedAtMillis: 1_700_000_001_000)),
             .entityComplete(entity: 0, batches: 1, rowsWritten: 899),
-            .failed(atMillis: 1_700_000_002_000, message: "album batch 3, source key 17: column title: NOT NULL constraint failed — ünïcødé"),
+            .failed(
+                atMillis: 1_700_000_002_000, message: "album batch 3, source key 17: column title: NOT NULL constraint failed — ünïcødé"),
             .started(atMillis: 1_700_000_003_000, processID: -1),
             .complete(atMillis: 1_700_000_004_000),
         ]
@@ -92,14 +97,15 @@ struct LogTests {
         #expect(journalError { try JournalReader(directory: directory.path) }?.code == .notAJournal)
     }
 
-    @Test("A torn last record is dropped on open and cut off by JournalWriter.open",
-          arguments: [1, 3, 4, 7, 8, 9, 20, 50, 101])
+    @Test(
+        "A torn last record is dropped on open and cut off by JournalWriter.open",
+        arguments: [1, 3, 4, 7, 8, 9, 20, 50, 101])
     func tornTail(keepingBytes: Int) throws {
         let directory = try TemporaryDirectory("tornTail\(keepingBytes)")
         let records = Array(Self.sampleRecords().prefix(3))
         let path = try createJournal(directory, records: records)
         let intactLength = try fileSize(JournalLayout(directory: path).log)
-        let torn = Self.sampleRecords()[1]   // a batch record: a 102-byte frame
+        let torn = Self.sampleRecords()[1]  // a batch record: a 102-byte frame
         let writer = try JournalWriter.open(directory: path)
         try writer.appendTorn(torn, keepingBytes: keepingBytes)
         writer.close()
@@ -150,7 +156,7 @@ struct LogTests {
         let log = JournalLayout(directory: path).log
         let original = try readBytes(log)
         let offsets = try frameOffsets(path)
-        let damagedIndex = 1   // the first batch record
+        let damagedIndex = 1  // the first batch record
         for position in offsets[damagedIndex]..<offsets[damagedIndex + 1] {
             for pattern: UInt8 in [0x01, 0x80, 0xFF] {
                 var bytes = original
@@ -158,8 +164,9 @@ struct LogTests {
                 try writeBytes(bytes, to: log)
                 let error = journalError { try JournalReader(directory: path) }
                 #expect(error?.code == .damagedRecord, "byte \(position) ^ \(pattern)")
-                #expect(error?.message.contains("record \(damagedIndex) at offset \(offsets[damagedIndex])") == true,
-                        "byte \(position) ^ \(pattern): \(error?.message ?? "no error")")
+                #expect(
+                    error?.message.contains("record \(damagedIndex) at offset \(offsets[damagedIndex])") == true,
+                    "byte \(position) ^ \(pattern): \(error?.message ?? "no error")")
                 #expect(error?.file == log)
                 // The writer refuses it too, rather than cutting the good records off.
                 #expect(journalError { try JournalWriter.open(directory: path) }?.code == .damagedRecord)
@@ -263,9 +270,10 @@ struct LogTests {
 
     @Test("A batch record's last destination key")
     func destinationLast() {
-        var record = BatchRecord(entity: 0, batch: 1, firstSourceKey: 1, lastSourceKey: 10, rowsRead: 10, rowsWritten: 10,
-                                 rowsSkipped: 0, mapping: .allocate, destinationBase: 101,
-                                 segmentFirstKey: 1, segmentLastKey: 10, segmentCRC: 0)
+        var record = BatchRecord(
+            entity: 0, batch: 1, firstSourceKey: 1, lastSourceKey: 10, rowsRead: 10, rowsWritten: 10,
+            rowsSkipped: 0, mapping: .allocate, destinationBase: 101,
+            segmentFirstKey: 1, segmentLastKey: 10, segmentCRC: 0)
         #expect(record.destinationLast == 110)
         record.mapping = .preserve
         #expect(record.destinationLast == 10)

@@ -23,9 +23,11 @@ struct PackedKeysTests {
         return position
     }
 
-    @Test("every key, every absent neighbour and every lower bound agree with a plain array", arguments: [
-        (1 as UInt64)...1, 1...3, 1...500, 100...70_000, 1...(1 << 40), (1 << 60)...(1 << 61),
-    ])
+    @Test(
+        "every key, every absent neighbour and every lower bound agree with a plain array",
+        arguments: [
+            (1 as UInt64)...1, 1...3, 1...500, 100...70_000, 1...(1 << 40), (1 << 60)...(1 << 61),
+        ])
     func agreesWithArray(gaps: ClosedRange<UInt64>) {
         for (count, first) in [(1, Int64(7)), (127, -5), (128, 0), (129, Int64.min), (1_000, -1_000_000), (5_000, 42)] {
             let keys = Self.keys(count, from: first, gaps: gaps, seed: UInt64(count) &+ gaps.upperBound)

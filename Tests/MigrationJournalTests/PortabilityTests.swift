@@ -30,8 +30,9 @@ struct PortabilityTests {
         return raw
     }
 
-    @Test("An LZ4 payload is one bare block: it decodes with the header's rawLength and with no other length",
-          arguments: [100, 1_000, 10_000, 100_000, 500_000])
+    @Test(
+        "An LZ4 payload is one bare block: it decodes with the header's rawLength and with no other length",
+        arguments: [100, 1_000, 10_000, 100_000, 500_000])
     func payloadIsOneBlock(count: Int) throws {
         // Gaps of 1 to 3: compressible, as a table with a few deleted rows is.
         let keys = sparseKeys(count, from: 1_000, gaps: 1...3, seed: UInt64(count))
@@ -46,8 +47,9 @@ struct PortabilityTests {
         #expect(try IDMapSegment.decode(bytes, file: "1.seg").sourceKeys == keys)
     }
 
-    @Test("LZ4 blocks at the sizes the engine produces round-trip, deterministically",
-          arguments: [2, 100, 1_000, 10_000, 100_000, 500_000])
+    @Test(
+        "LZ4 blocks at the sizes the engine produces round-trip, deterministically",
+        arguments: [2, 100, 1_000, 10_000, 100_000, 500_000])
     func blocksRoundTrip(count: Int) throws {
         // A batch is 100 to 500,000 rows; its varints take 1 to 10 bytes a key. Small gaps
         // compress; random 64-bit keys (up to 10 bytes each) mostly do not.
@@ -87,23 +89,25 @@ struct PortabilityTests {
         let recorder = FileSync.Recorder()
         try FileSync.$recorder.withValue(recorder) {
             let writer = try JournalWriter.create(directory: path, header: testHeader(), plan: testPlan)
-            #expect(recorder.events == [
-                .init(path: directory.path, dataOnly: false),          // the new directory's entry
-                .init(path: layout.plan + ".tmp", dataOnly: false),
-                .init(path: layout.log + ".tmp", dataOnly: false),
-                .init(path: layout.header + ".tmp", dataOnly: false),
-                .init(path: layout.directory, dataOnly: false),        // the renames
-            ])
+            #expect(
+                recorder.events == [
+                    .init(path: directory.path, dataOnly: false),  // the new directory's entry
+                    .init(path: layout.plan + ".tmp", dataOnly: false),
+                    .init(path: layout.log + ".tmp", dataOnly: false),
+                    .init(path: layout.header + ".tmp", dataOnly: false),
+                    .init(path: layout.directory, dataOnly: false),  // the renames
+                ])
             var seen = recorder.events.count
 
             // A segment: the first of its entity syncs segments/ for the new folder, then the
             // file before its rename, then its folder after it.
             try writer.write(IDMapSegment(entity: 1, batch: 1, mapping: .allocate, destinationBase: 1, sourceKeys: [1, 5, 9]))
-            #expect(Array(recorder.events[seen...]) == [
-                .init(path: layout.segments, dataOnly: false),
-                .init(path: layout.segment(entity: 1, batch: 1) + ".tmp", dataOnly: false),
-                .init(path: layout.segmentFolder(entity: 1), dataOnly: false),
-            ])
+            #expect(
+                Array(recorder.events[seen...]) == [
+                    .init(path: layout.segments, dataOnly: false),
+                    .init(path: layout.segment(entity: 1, batch: 1) + ".tmp", dataOnly: false),
+                    .init(path: layout.segmentFolder(entity: 1), dataOnly: false),
+                ])
             seen = recorder.events.count
 
             // A log record: one data sync of the log.

@@ -93,19 +93,24 @@ func testHeader(plan: [UInt8] = testPlan) -> JournalHeader {
         sourcePath: "/stores/source.sqlite", destinationPath: "/stores/destination.sqlite",
         entities: [
             .init(name: "artist", sourceTable: "ZARTIST", destinationTable: "artist", keys: .allocate),
-            .init(name: "album", sourceTable: "ZALBUM", destinationTable: "album", keys: .allocate,
-                  relationships: ["artist_id": "artist"]),
-            .init(name: "track", sourceTable: "ZTRACK", destinationTable: "track", keys: .preserve,
-                  relationships: ["album_id": "album"]),
+            .init(
+                name: "album", sourceTable: "ZALBUM", destinationTable: "album", keys: .allocate,
+                relationships: ["artist_id": "artist"]),
+            .init(
+                name: "track", sourceTable: "ZTRACK", destinationTable: "track", keys: .preserve,
+                relationships: ["album_id": "album"]),
         ])
 }
 
 /// Writes a batch's segment and its record, as the engine does after a commit; returns the record.
 @discardableResult
-func appendBatch(_ writer: JournalWriter, entity: UInt32, batch: UInt64, keys: [Int64], destinationBase: Int64,
-                 mapping: IDMapSegment.Mapping = .allocate) throws -> BatchRecord {
-    let segment = try IDMapSegment(entity: entity, batch: batch, mapping: mapping,
-                                   destinationBase: destinationBase, sourceKeys: keys)
+func appendBatch(
+    _ writer: JournalWriter, entity: UInt32, batch: UInt64, keys: [Int64], destinationBase: Int64,
+    mapping: IDMapSegment.Mapping = .allocate
+) throws -> BatchRecord {
+    let segment = try IDMapSegment(
+        entity: entity, batch: batch, mapping: mapping,
+        destinationBase: destinationBase, sourceKeys: keys)
     let crc = try writer.write(segment)
     let record = BatchRecord(
         entity: entity, batch: batch, firstSourceKey: keys[0], lastSourceKey: keys[keys.count - 1],

@@ -16,7 +16,8 @@ struct VerifyTests {
         try writer.append(.entityComplete(entity: 0, batches: 3, rowsWritten: 900))
         try appendBatch(writer, entity: 1, batch: 1, keys: Array(1...500), destinationBase: 1)
         try appendBatch(writer, entity: 1, batch: 2, keys: Array(501...1_000), destinationBase: 501)
-        try appendBatch(writer, entity: 2, batch: 1, keys: sparseKeys(100, from: -400, gaps: 1...9, seed: 4), destinationBase: 0, mapping: .preserve)
+        try appendBatch(
+            writer, entity: 2, batch: 1, keys: sparseKeys(100, from: -400, gaps: 1...9, seed: 4), destinationBase: 0, mapping: .preserve)
         try appendBatch(writer, entity: 2, batch: 2, keys: Array(1_000...1_099), destinationBase: 0, mapping: .preserve)
         return path
     }
@@ -63,8 +64,9 @@ struct VerifyTests {
                 #expect(report.problems.first?.file == segment)
             }
             // A segment that is intact in itself but is not the one the record names.
-            let other = try IDMapSegment(entity: entity, batch: batch, mapping: entity == 2 ? .preserve : .allocate,
-                                         destinationBase: 1, sourceKeys: [1_000_000, 1_000_002])
+            let other = try IDMapSegment(
+                entity: entity, batch: batch, mapping: entity == 2 ? .preserve : .allocate,
+                destinationBase: 1, sourceKeys: [1_000_000, 1_000_002])
             try writeBytes(other.encoded(), to: segment)
             #expect(JournalReader.verify(directory: path).problems.map(\.code) == ["damaged-segment"])
             try writeBytes(original, to: segment)

@@ -12,13 +12,15 @@ guard arguments.count == 5 else {
     exit(2)
 }
 let plan = MigrationPlan(entities: [
-    EntityMapping(name: "Conversation", source: .init(table: "conversation", key: "id"),
-                  destination: .init(table: "conversation", key: "id"),
-                  columns: ["title": "title", "created_at": "created"]),
-    EntityMapping(name: "Message", source: .init(table: "message", key: "id"),
-                  destination: .init(table: "message", key: "id"),
-                  columns: ["text": "swift_trim(body)", "sent_at": "created_at"],
-                  relationships: ["conversation_id": .init(from: "conversation_id", to: "Conversation")]),
+    EntityMapping(
+        name: "Conversation", source: .init(table: "conversation", key: "id"),
+        destination: .init(table: "conversation", key: "id"),
+        columns: ["title": "title", "created_at": "created"]),
+    EntityMapping(
+        name: "Message", source: .init(table: "message", key: "id"),
+        destination: .init(table: "message", key: "id"),
+        columns: ["text": "swift_trim(body)", "sent_at": "created_at"],
+        relationships: ["conversation_id": .init(from: "conversation_id", to: "Conversation")]),
 ])
 // A transform SQL could do, done in Swift over the UTF-8 bytes: what a plan pays for a Swift
 // function per row (a value in, a value out), beyond the work of the transform itself.

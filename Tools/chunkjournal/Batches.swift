@@ -72,14 +72,20 @@ struct Batches: ParsableCommand {
             print(entity.map { "no batches of \($0) yet" } ?? "no batches yet")
             return
         }
-        let heading = ["ENTITY", "BATCH", "SOURCE KEYS", "READ", "WRITTEN", "SKIPPED", "NULLED", "DEFERRED",
-                       "DESTINATION KEYS", "CRC", "MS", "COMMITTED"]
-        Output.printTable([heading] + batches.map { batch in
-            [batch.entity, "\(batch.batch)", Output.range(batch.firstSourceKey, batch.lastSourceKey),
-             "\(batch.rowsRead)", "\(batch.rowsWritten)", "\(batch.rowsSkipped)",
-             "\(batch.relationshipsNulled)", "\(batch.relationshipsDeferred)",
-             batch.firstDestinationKey.map { Output.range($0, batch.lastDestinationKey ?? $0) } ?? "-",
-             batch.segmentCRC ?? "-", "\(batch.durationMicros / 1000)", batch.committedAt ?? "-"]
-        })
+        let heading = [
+            "ENTITY", "BATCH", "SOURCE KEYS", "READ", "WRITTEN", "SKIPPED", "NULLED", "DEFERRED",
+            "DESTINATION KEYS", "CRC", "MS", "COMMITTED",
+        ]
+        Output.printTable(
+            [heading]
+                + batches.map { batch in
+                    [
+                        batch.entity, "\(batch.batch)", Output.range(batch.firstSourceKey, batch.lastSourceKey),
+                        "\(batch.rowsRead)", "\(batch.rowsWritten)", "\(batch.rowsSkipped)",
+                        "\(batch.relationshipsNulled)", "\(batch.relationshipsDeferred)",
+                        batch.firstDestinationKey.map { Output.range($0, batch.lastDestinationKey ?? $0) } ?? "-",
+                        batch.segmentCRC ?? "-", "\(batch.durationMicros / 1000)", batch.committedAt ?? "-",
+                    ]
+                })
     }
 }

@@ -81,15 +81,16 @@ struct Info: ParsableCommand {
             let segmentBytes = journal.batches(entity: index).filter { $0.rowsWritten > 0 }.reduce(0) { total, batch in
                 total + fileSize(journal.layout.segment(entity: index, batch: batch.batch))
             }
-            entities.append(Entity(
-                index: index, name: entity.name, sourceTable: entity.sourceTable,
-                destinationTable: entity.destinationTable, keys: entity.keys.description,
-                relationships: entity.relationships, batches: logged.batchCount,
-                rowsRead: logged.rowsRead, rowsWritten: logged.rowsWritten, rowsSkipped: logged.rowsSkipped,
-                firstSourceKey: logged.firstSourceKey, lastSourceKey: logged.cursor,
-                segmentBytes: segmentBytes,
-                idMapBytesPerRow: logged.rowsWritten > 0 ? Double(segmentBytes) / Double(logged.rowsWritten) : nil,
-                complete: logged.isComplete))
+            entities.append(
+                Entity(
+                    index: index, name: entity.name, sourceTable: entity.sourceTable,
+                    destinationTable: entity.destinationTable, keys: entity.keys.description,
+                    relationships: entity.relationships, batches: logged.batchCount,
+                    rowsRead: logged.rowsRead, rowsWritten: logged.rowsWritten, rowsSkipped: logged.rowsSkipped,
+                    firstSourceKey: logged.firstSourceKey, lastSourceKey: logged.cursor,
+                    segmentBytes: segmentBytes,
+                    idMapBytesPerRow: logged.rowsWritten > 0 ? Double(segmentBytes) / Double(logged.rowsWritten) : nil,
+                    complete: logged.isComplete))
         }
         var torn: TornTail?
         if case let .torn(recordIndex, offset, reason) = journal.log.tail {
@@ -122,21 +123,27 @@ struct Info: ParsableCommand {
         ])
         print("")
         print("plan: \(report.entities.count.counted("entity", "entities"))")
-        Output.printTable(report.entities.map { entity in
-            let relationships = entity.relationships.sorted { $0.key < $1.key }.map { "\($0.key) -> \($0.value)" }
-            return [entity.name, "\(entity.sourceTable) -> \(entity.destinationTable)", "keys \(entity.keys)",
-                    relationships.isEmpty ? "" : "relationships " + relationships.joined(separator: ", ")]
-        }, indent: "  ")
+        Output.printTable(
+            report.entities.map { entity in
+                let relationships = entity.relationships.sorted { $0.key < $1.key }.map { "\($0.key) -> \($0.value)" }
+                return [
+                    entity.name, "\(entity.sourceTable) -> \(entity.destinationTable)", "keys \(entity.keys)",
+                    relationships.isEmpty ? "" : "relationships " + relationships.joined(separator: ", "),
+                ]
+            }, indent: "  ")
         print("")
         print("progress:")
-        Output.printTable(report.entities.map { entity in
-            let keys = entity.firstSourceKey.map { Output.range($0, entity.lastSourceKey ?? $0) } ?? "-"
-            let perRow = entity.idMapBytesPerRow.map { String(format: "%.2f bytes/row", $0) } ?? "-"
-            let status = entity.complete ? "complete" : entity.batches == 0 ? "not started" : "in progress"
-            return [entity.name, entity.batches.counted("batch", "batches"),
+        Output.printTable(
+            report.entities.map { entity in
+                let keys = entity.firstSourceKey.map { Output.range($0, entity.lastSourceKey ?? $0) } ?? "-"
+                let perRow = entity.idMapBytesPerRow.map { String(format: "%.2f bytes/row", $0) } ?? "-"
+                let status = entity.complete ? "complete" : entity.batches == 0 ? "not started" : "in progress"
+                return [
+                    entity.name, entity.batches.counted("batch", "batches"),
                     "read \(entity.rowsRead)", "written \(entity.rowsWritten)", "skipped \(entity.rowsSkipped)",
-                    "source keys \(keys)", "ID map \(perRow)", status]
-        }, indent: "  ")
+                    "source keys \(keys)", "ID map \(perRow)", status,
+                ]
+            }, indent: "  ")
         if let torn = report.tornTail {
             print("")
             print("torn tail: record \(torn.recordIndex) at offset \(torn.offset) (\(torn.reason)); resuming the job drops it")

@@ -29,7 +29,8 @@ extension JournalReader {
     func entity(named name: String) throws(CommandFailure) -> UInt32 {
         if let index = entityIndex(named: name) { return index }
         let known = header.entities.map(\.name)
-        throw CommandFailure(usage: "the journal at \(layout.directory) has no entity named '\(name)'; its entities are "
-            + (known.isEmpty ? "none" : known.joined(separator: ", ")))
+        throw CommandFailure(
+            usage: "the journal at \(layout.directory) has no entity named '\(name)'; its entities are "
+                + (known.isEmpty ? "none" : known.joined(separator: ", ")))
     }
 }

@@ -54,7 +54,8 @@ struct Lookup: ParsableCommand {
         do {
             let map = try journal.idMap()
             for key in givenKeys.compactMap({ Int64($0) }) {
-                let mapped = reverse
+                let mapped =
+                    reverse
                     ? try map.source(ofDestination: key, entity: index)
                     : try map.destination(of: key, entity: index)
                 results.append(Result(key: key, migrated: mapped != nil, mapped: mapped))
@@ -63,14 +64,17 @@ struct Lookup: ParsableCommand {
             throw CommandFailure(unreadable: error)
         }
         if options.json {
-            Output.printJSON(Report(journal: journal.layout.directory, entity: entity,
-                                    direction: reverse ? "destination-to-source" : "source-to-destination",
-                                    results: results))
+            Output.printJSON(
+                Report(
+                    journal: journal.layout.directory, entity: entity,
+                    direction: reverse ? "destination-to-source" : "source-to-destination",
+                    results: results))
             return
         }
         let (from, to) = reverse ? ("destination", "source") : ("source", "destination")
-        Output.printTable(results.map { result in
-            ["\(entity) \(from) \(result.key)", result.mapped.map { "-> \(to) \($0)" } ?? "not migrated"]
-        })
+        Output.printTable(
+            results.map { result in
+                ["\(entity) \(from) \(result.key)", result.mapped.map { "-> \(to) \($0)" } ?? "not migrated"]
+            })
     }
 }

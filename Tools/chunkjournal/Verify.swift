@@ -39,15 +39,19 @@ struct Verify: ParsableCommand {
         let result = JournalReader.verify(directory: options.directory)
         let directory = JournalLayout(directory: options.directory).directory
         if options.json {
-            Output.printJSON(Report(journal: directory, intact: result.isIntact, records: result.records,
-                                    segmentsChecked: result.segmentsChecked,
-                                    pendingSegments: result.pendingSegments, problems: result.problems))
+            Output.printJSON(
+                Report(
+                    journal: directory, intact: result.isIntact, records: result.records,
+                    segmentsChecked: result.segmentsChecked,
+                    pendingSegments: result.pendingSegments, problems: result.problems))
         } else {
             if result.isIntact {
                 print("intact: \(result.records.counted("record")), \(result.segmentsChecked.counted("segment")) checked")
             } else {
                 let count = result.problems.count
-                print("damaged: \(count.counted("problem")) (\(result.records.counted("record")), \(result.segmentsChecked.counted("segment")) checked)")
+                print(
+                    "damaged: \(count.counted("problem")) (\(result.records.counted("record")), \(result.segmentsChecked.counted("segment")) checked)"
+                )
                 for (number, problem) in result.problems.enumerated() {
                     print("\(number + 1). [\(problem.code)] " + Self.describe(problem))
                 }
@@ -58,8 +62,9 @@ struct Verify: ParsableCommand {
         }
         guard let first = result.problems.first else { return }
         let more = result.problems.count > 1 ? " (and \(result.problems.count - 1) more)" : ""
-        throw CommandFailure("the journal at \(directory) is damaged: " + Self.describe(first) + more,
-                             exitCode: CommandFailure.damaged)
+        throw CommandFailure(
+            "the journal at \(directory) is damaged: " + Self.describe(first) + more,
+            exitCode: CommandFailure.damaged)
     }
 
     private static func describe(_ problem: VerifyReport.Problem) -> String {

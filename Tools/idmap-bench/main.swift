@@ -168,11 +168,13 @@ func run(_ shape: Shape, root: String, keyCount: Int, cacheBudget: Int, keepJour
             let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
             segmentBytes += bytes.count
             encodings[["dense", "varint", "varint+lz4"][Int(bytes[6])], default: 0] += 1
-            try writer.append(.batch(BatchRecord(
-                entity: 0, batch: UInt64(batches), firstSourceKey: batchKeys[0], lastSourceKey: batchKeys[batchKeys.count - 1],
-                rowsRead: UInt32(batchKeys.count), rowsWritten: UInt32(batchKeys.count), rowsSkipped: 0,
-                mapping: .allocate, destinationBase: 1 + Int64(start),
-                segmentFirstKey: batchKeys[0], segmentLastKey: batchKeys[batchKeys.count - 1], segmentCRC: crc)),
+            try writer.append(
+                .batch(
+                    BatchRecord(
+                        entity: 0, batch: UInt64(batches), firstSourceKey: batchKeys[0], lastSourceKey: batchKeys[batchKeys.count - 1],
+                        rowsRead: UInt32(batchKeys.count), rowsWritten: UInt32(batchKeys.count), rowsSkipped: 0,
+                        mapping: .allocate, destinationBase: 1 + Int64(start),
+                        segmentFirstKey: batchKeys[0], segmentLastKey: batchKeys[batchKeys.count - 1], segmentCRC: crc)),
                 sync: false)
             start = end
         }
@@ -202,8 +204,10 @@ func run(_ shape: Shape, root: String, keyCount: Int, cacheBudget: Int, keepJour
         let cold = try pass()
         let decodes = map.segmentDecodes
         let warm = try pass()
-        lookups.append(Lookup(name: "sorted batch, all keys", keys: keys.count,
-                              coldKeysPerSecond: cold, warmKeysPerSecond: warm, coldSegmentDecodes: decodes))
+        lookups.append(
+            Lookup(
+                name: "sorted batch, all keys", keys: keys.count,
+                coldKeysPerSecond: cold, warmKeysPerSecond: warm, coldSegmentDecodes: decodes))
     }
 
     // (b) Sorted batches of 10_000 random keys.
@@ -229,8 +233,10 @@ func run(_ shape: Shape, root: String, keyCount: Int, cacheBudget: Int, keepJour
         let cold = try pass()
         let decodes = map.segmentDecodes
         let warm = try pass()
-        lookups.append(Lookup(name: "sorted batches of 10k random keys", keys: randomBatchCount * batchSize,
-                              coldKeysPerSecond: cold, warmKeysPerSecond: warm, coldSegmentDecodes: decodes))
+        lookups.append(
+            Lookup(
+                name: "sorted batches of 10k random keys", keys: randomBatchCount * batchSize,
+                coldKeysPerSecond: cold, warmKeysPerSecond: warm, coldSegmentDecodes: decodes))
     }
 
     // (c) Single random lookups.
@@ -252,8 +258,10 @@ func run(_ shape: Shape, root: String, keyCount: Int, cacheBudget: Int, keepJour
         let cold = try pass()
         let decodes = map.segmentDecodes
         let warm = try pass()
-        lookups.append(Lookup(name: "single random lookups", keys: positions.count,
-                              coldKeysPerSecond: cold, warmKeysPerSecond: warm, coldSegmentDecodes: decodes))
+        lookups.append(
+            Lookup(
+                name: "single random lookups", keys: positions.count,
+                coldKeysPerSecond: cold, warmKeysPerSecond: warm, coldSegmentDecodes: decodes))
     }
 
     if !keepJournals { try? FileManager.default.removeItem(atPath: directory) }
@@ -289,23 +297,27 @@ func millions(_ rate: Double) -> String { String(format: "%.1f M/s", rate / 1e6)
 
 print("idmap-bench: \(keyCount) keys per shape, batches of \(batchSize), cache budget \(cacheBudget >> 20) MiB")
 print("")
-print(pad("shape", 15) + padLeft("segments", 9) + padLeft("bytes/key", 11) + padLeft("varint-only", 13)
-    + padLeft("write s", 9) + "  encodings")
+print(
+    pad("shape", 15) + padLeft("segments", 9) + padLeft("bytes/key", 11) + padLeft("varint-only", 13)
+        + padLeft("write s", 9) + "  encodings")
 for result in results {
     let encodings = result.encodings.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-    print(pad(result.shape, 15) + padLeft("\(result.segments)", 9)
-        + padLeft(String(format: "%.4f", result.bytesPerKey), 11)
-        + padLeft(String(format: "%.4f", result.varintOnlyBytesPerKey), 13)
-        + padLeft(String(format: "%.1f", result.writeSeconds), 9) + "  " + encodings)
+    print(
+        pad(result.shape, 15) + padLeft("\(result.segments)", 9)
+            + padLeft(String(format: "%.4f", result.bytesPerKey), 11)
+            + padLeft(String(format: "%.4f", result.varintOnlyBytesPerKey), 13)
+            + padLeft(String(format: "%.1f", result.writeSeconds), 9) + "  " + encodings)
 }
 print("")
-print(pad("shape", 15) + pad("lookup", 36) + padLeft("keys", 10) + padLeft("cold", 12) + padLeft("warm", 12)
-    + padLeft("cold decodes", 14))
+print(
+    pad("shape", 15) + pad("lookup", 36) + padLeft("keys", 10) + padLeft("cold", 12) + padLeft("warm", 12)
+        + padLeft("cold decodes", 14))
 for result in results {
     for lookup in result.lookups {
-        print(pad(result.shape, 15) + pad(lookup.name, 36) + padLeft("\(lookup.keys)", 10)
-            + padLeft(millions(lookup.coldKeysPerSecond), 12) + padLeft(millions(lookup.warmKeysPerSecond), 12)
-            + padLeft("\(lookup.coldSegmentDecodes)", 14))
+        print(
+            pad(result.shape, 15) + pad(lookup.name, 36) + padLeft("\(lookup.keys)", 10)
+                + padLeft(millions(lookup.coldKeysPerSecond), 12) + padLeft(millions(lookup.warmKeysPerSecond), 12)
+                + padLeft("\(lookup.coldSegmentDecodes)", 14))
     }
 }
 print("")

@@ -18,7 +18,8 @@ struct CheckpointStore {
     private let select: Statement
 
     static func create(in database: Database, jobID: String, planFingerprint: String, journalMode: String) throws(SQLiteError) {
-        try database.execute("""
+        try database.execute(
+            """
             CREATE TABLE IF NOT EXISTS main.\(jobTable) (job TEXT PRIMARY KEY, plan_fingerprint TEXT NOT NULL,
                                                             journal_mode TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS main.\(checkpointTable) (
@@ -53,7 +54,8 @@ struct CheckpointStore {
         try database.restoreJournalMode(mode)
         guard !keepTables else { return }
         try database.inTransaction(.immediate) { () throws(SQLiteError) in
-            try database.execute("""
+            try database.execute(
+                """
                 DROP TABLE IF EXISTS main.\(checkpointTable);
                 DROP TABLE IF EXISTS main.\(indexTable);
                 DROP TABLE IF EXISTS main.\(triggerTable);
@@ -72,8 +74,12 @@ struct CheckpointStore {
         var deferred: [(name: String, sql: String)] = []
         for table in Set(tables.map { $0.lowercased() }).sorted() {
             for index in try database.tableSchema(table, in: "main")?.indexes ?? [] where !index.isUnique && index.origin == .createIndex {
-                guard let sql = try database.scalar("SELECT sql FROM main.sqlite_schema WHERE type = 'index' AND name = ?1",
-                                                    .text(index.name)).text else { continue }
+                guard
+                    let sql = try database.scalar(
+                        "SELECT sql FROM main.sqlite_schema WHERE type = 'index' AND name = ?1",
+                        .text(index.name)
+                    ).text
+                else { continue }
                 deferred.append((index.name, sql))
             }
         }
@@ -95,7 +101,8 @@ struct CheckpointStore {
     }
 
     private static func record(index name: String, sql: String, dropAtEnd: Bool, in database: Database) throws(SQLiteError) {
-        try database.execute("""
+        try database.execute(
+            """
             CREATE TABLE IF NOT EXISTS main.\(indexTable) (name TEXT PRIMARY KEY, sql TEXT NOT NULL, drop_at_end INTEGER NOT NULL)
             """)
         let insert = try database.prepare("INSERT OR IGNORE INTO main.\(indexTable) (name, sql, drop_at_end) VALUES (?1, ?2, ?3)")
@@ -107,8 +114,12 @@ struct CheckpointStore {
     /// ``ensureUniqueIndex(table:column:in:)`` created that are not removed yet, by name: `sql`
     /// builds or removes each.
     static func deferredIndexes(in database: Database) throws(SQLiteError) -> [(name: String, sql: String)] {
-        guard try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1",
-                                  .text(indexTable)).integer == 1 else { return [] }
+        guard
+            try database.scalar(
+                "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1",
+                .text(indexTable)
+            ).integer == 1
+        else { return [] }
         return try database.rows("SELECT name, sql FROM main.\(indexTable) ORDER BY name").compactMap { row in
             guard let name = row[0].text, let sql = row[1].text else { return nil }
             return (name, sql)
@@ -133,7 +144,8 @@ struct CheckpointStore {
     /// tables that are half copied; the values they keep are copied or computed instead, and
     /// the triggers come back at the end (``restoreTriggers(in:)``).
     static func deferTriggers(in database: Database) throws(SQLiteError) {
-        try database.execute("""
+        try database.execute(
+            """
             CREATE TABLE IF NOT EXISTS main.\(triggerTable) (name TEXT PRIMARY KEY, tbl_name TEXT NOT NULL, sql TEXT NOT NULL)
             """)
         let triggers = try database.rows("SELECT name, tbl_name, sql FROM main.sqlite_schema WHERE type = 'trigger' ORDER BY name")
@@ -149,8 +161,12 @@ struct CheckpointStore {
 
     /// The triggers ``deferTriggers(in:)`` dropped that are not created again yet: name, table, SQL.
     static func deferredTriggers(in database: Database) throws(SQLiteError) -> [(name: String, table: String, sql: String)] {
-        guard try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1",
-                                  .text(triggerTable)).integer == 1 else { return [] }
+        guard
+            try database.scalar(
+                "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1",
+                .text(triggerTable)
+            ).integer == 1
+        else { return [] }
         return try database.rows("SELECT name, tbl_name, sql FROM main.\(triggerTable) ORDER BY name").compactMap { row in
             guard let name = row[0].text, let table = row[1].text, let sql = row[2].text else { return nil }
             return (name, table, sql)
@@ -161,8 +177,9 @@ struct CheckpointStore {
     static func restoreTriggers(in database: Database) throws(SQLiteError) {
         try database.inTransaction(.immediate) { () throws(SQLiteError) in
             for trigger in try deferredTriggers(in: database) {
-                let exists = try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?1",
-                                                 .text(trigger.name))
+                let exists = try database.scalar(
+                    "SELECT count(*) FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?1",
+                    .text(trigger.name))
                 if exists.integer == 0 { try database.execute(trigger.sql) }
             }
             try database.execute("DELETE FROM main.\(triggerTable)")
@@ -171,7 +188,8 @@ struct CheckpointStore {
 
     /// Where a step after the copy stands: the last key it covered, and whether it is done.
     static func step(_ name: String, in database: Database) throws(SQLiteError) -> (cursor: Int64?, done: Bool) {
-        try database.execute("""
+        try database.execute(
+            """
             CREATE TABLE IF NOT EXISTS main.\(stepTable) (name TEXT PRIMARY KEY, cursor INTEGER, done INTEGER NOT NULL)
             """)
         let select = try database.prepare("SELECT cursor, done FROM main.\(stepTable) WHERE name = ?1")
@@ -189,13 +207,15 @@ struct CheckpointStore {
 
     init(database: Database) throws(SQLiteError) {
         self.database = database
-        upsert = try database.prepare("""
+        upsert = try database.prepare(
+            """
             INSERT OR REPLACE INTO main.\(Self.checkpointTable) (entity, phase, batch, first_key, last_key,
                 rows_read, rows_written, rows_skipped, nulled, deferred, mapping, destination_base,
                 segment_first, segment_last, segment_crc, duration_us, committed_ms)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
             """)
-        select = try database.prepare("""
+        select = try database.prepare(
+            """
             SELECT batch, first_key, last_key, rows_read, rows_written, rows_skipped, nulled, deferred, mapping,
                    destination_base, segment_first, segment_last, segment_crc, duration_us, committed_ms
             FROM main.\(Self.checkpointTable) WHERE entity = ?1 AND phase = ?2

@@ -63,8 +63,10 @@ struct CopierSQL {
     /// A de-duplicated entity (``EntityMapping/distinct``) keeps a row only when `cm_new` has not
     /// seen its value in the batch nor finds it in the destination; a relationship to one
     /// (`byValue`) is looked up by value with `cm_natural`.
-    init(entity: EntityMapping, index: UInt32, relationshipIndexes: [String: Int], byValue: Set<String> = [],
-         sourceAccess: KeyAccess, destinationAccess: KeyAccess, assignsNextRowid: Bool, verifyChecksums: Bool) {
+    init(
+        entity: EntityMapping, index: UInt32, relationshipIndexes: [String: Int], byValue: Set<String> = [],
+        sourceAccess: KeyAccess, destinationAccess: KeyAccess, assignsNextRowid: Bool, verifyChecksums: Bool
+    ) {
         mapping = entity.keys
         let sourceTable = "src." + SQL.quote(entity.source.table) + " AS s " + sourceAccess.hint
         let sourceKey = "s." + SQL.key(entity.source.key)
@@ -74,24 +76,28 @@ struct CopierSQL {
         // Relationships through the ID map; those to a de-duplicated entity are looked up by value.
         let relationships = entity.sortedRelationships.filter { !byValue.contains($0.column) }
         // A preserved key is copied as it is only from a rowid, which SQLite keeps an integer.
-        let takesInRelationship = !relationships.isEmpty && (mapping == .preserve
-            ? sourceAccess == .rowid
-            : destinationAccess == .rowid && assignsNextRowid)
+        let takesInRelationship =
+            !relationships.isEmpty
+            && (mapping == .preserve
+                ? sourceAccess == .rowid
+                : destinationAccess == .rowid && assignsNextRowid)
         // Allocated keys SQLite can assign: every row goes in without its key, appended after the
         // largest instead of looked up first; where no relationship records the row's source key
         // (a join table), the filter does.
         assignsKeys = mapping == .allocate && destinationAccess == .rowid && assignsNextRowid
         let takesInFilter = assignsKeys && !takesInRelationship
-        let filter = Self.filter(entity: entity, index: index, relationshipIndexes: relationshipIndexes, sourceKey: sourceKey,
-                                 takes: takesInFilter)
+        let filter = Self.filter(
+            entity: entity, index: index, relationshipIndexes: relationshipIndexes, sourceKey: sourceKey,
+            takes: takesInFilter)
         hasSkipRelationships = filter.hasSkipRelationships
         isBounded = hasSkipRelationships || entity.source.where != nil || entity.distinct != nil
         let condition = filter.condition
         maxDestination = mapping == .allocate ? "SELECT max(\(destinationKey)) FROM \(destinationTable)" : nil
 
-        var row = Self.row(entity: entity, relationships: relationships, relationshipIndexes: relationshipIndexes,
-                           byValue: byValue, takesInRelationship: takesInRelationship, takesInFilter: takesInFilter, mapping: mapping,
-                           sourceKey: sourceKey, destinationKey: destinationKey)
+        var row = Self.row(
+            entity: entity, relationships: relationships, relationshipIndexes: relationshipIndexes,
+            byValue: byValue, takesInRelationship: takesInRelationship, takesInFilter: takesInFilter, mapping: mapping,
+            sourceKey: sourceKey, destinationKey: destinationKey)
         // The checksum, only when asked for: the same values, read back from the destination and
         // mapped again from the source.
         if verifyChecksums {
@@ -149,8 +155,10 @@ struct CopierSQL {
 
     /// The batch's filter after its key range (empty, or ` AND ...`), and whether it calls
     /// `cm_keep` for `skip` relationships.
-    private static func filter(entity: EntityMapping, index: UInt32, relationshipIndexes: [String: Int],
-                               sourceKey: String, takes: Bool) -> (condition: String, hasSkipRelationships: Bool) {
+    private static func filter(
+        entity: EntityMapping, index: UInt32, relationshipIndexes: [String: Int],
+        sourceKey: String, takes: Bool
+    ) -> (condition: String, hasSkipRelationships: Bool) {
         var keepArguments = ""
         for (column, relationship) in entity.sortedRelationships where relationship.missing == .skip {
             keepArguments += ", \(relationshipIndexes[column]!), s.\(SQL.quote(relationship.from))"
@@ -172,9 +180,11 @@ struct CopierSQL {
         return (condition, hasSkipRelationships)
     }
 
-    private static func row(entity: EntityMapping, relationships: [(column: String, relationship: EntityMapping.Relationship)],
-                            relationshipIndexes: [String: Int], byValue: Set<String>, takesInRelationship: Bool, takesInFilter: Bool,
-                            mapping: IDMapSegment.Mapping, sourceKey: String, destinationKey: String) -> Row {
+    private static func row(
+        entity: EntityMapping, relationships: [(column: String, relationship: EntityMapping.Relationship)],
+        relationshipIndexes: [String: Int], byValue: Set<String>, takesInRelationship: Bool, takesInFilter: Bool,
+        mapping: IDMapSegment.Mapping, sourceKey: String, destinationKey: String
+    ) -> Row {
         var row = Row()
         if takesInFilter {
             // No key: SQLite assigns it.
@@ -230,8 +240,10 @@ struct CopierSQL {
     /// they are found in the source, in key order, and only the rows whose target now has a
     /// destination key are written. A relationship that closes a cycle between entities visits
     /// the batch's rows still NULL.
-    static func fixups(entity: EntityMapping, index entityIndex: UInt32, deferred: Set<String>,
-                       relationshipIndexes: [String: Int], selfReferences: Set<String>) -> [String: Fixup] {
+    static func fixups(
+        entity: EntityMapping, index entityIndex: UInt32, deferred: Set<String>,
+        relationshipIndexes: [String: Int], selfReferences: Set<String>
+    ) -> [String: Fixup] {
         let sourceTable = "src." + SQL.quote(entity.source.table)
         let sourceKey = "s." + SQL.key(entity.source.key)
         let destinationTable = "main." + SQL.quote(entity.destination.table)
@@ -257,10 +269,14 @@ struct CopierSQL {
                     FROM fix WHERE \(destinationKey) = fix.own AND fix.target IS NOT NULL
                     """
                 }
-                sql = fix(own: sourceKey, foreignKey: foreignKey,
-                          from: "\(sourceTable) AS s WHERE \(sourceKey) BETWEEN ?1 AND ?2 AND \(foreignKey) > \(sourceKey)")
-                recordedSQL = fix(own: "t.own", foreignKey: "t.foreign_key",
-                                  from: "temp.\(CopierSQL.deferralTable) AS t WHERE t.entity = \(entityIndex) AND t.relationship = \(index) AND t.batch = ?1")
+                sql = fix(
+                    own: sourceKey, foreignKey: foreignKey,
+                    from: "\(sourceTable) AS s WHERE \(sourceKey) BETWEEN ?1 AND ?2 AND \(foreignKey) > \(sourceKey)")
+                recordedSQL = fix(
+                    own: "t.own", foreignKey: "t.foreign_key",
+                    from:
+                        "temp.\(CopierSQL.deferralTable) AS t WHERE t.entity = \(entityIndex) AND t.relationship = \(index) AND t.batch = ?1"
+                )
             } else {
                 let ownRows = entity.keys == .preserve ? " AND cm_source_of(\(entityIndex), \(destinationKey)) IS NOT NULL" : ""
                 sql = """

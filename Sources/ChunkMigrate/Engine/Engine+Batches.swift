@@ -44,8 +44,9 @@ extension Engine {
                     try compareChecksums(copier: copier, batch: batch, base: base, kept: kept)
                 }
                 recorded = try recordDeferrals(entity: entityIndex, batch: batch)
-                return try recordBatch(entity: index, copier: copier, batch: batch, base: base, kept: kept, keys: first...last,
-                                       read: read, skipped: skipped, started: started)
+                return try recordBatch(
+                    entity: index, copier: copier, batch: batch, base: base, kept: kept, keys: first...last,
+                    read: read, skipped: skipped, started: started)
             }
         } catch {
             idMap.truncate(entity: entityIndex, after: state.batch)
@@ -99,16 +100,20 @@ extension Engine {
     /// The end of a batch's transaction, once its rows are written and validated: its ID-map
     /// segment, its record (added to the ID map, and to the destination's checkpoint), and Core
     /// Data's bookkeeping. `keys` is the source-key range the batch covers.
-    func recordBatch(entity index: Int, copier: EntityCopier, batch: UInt64, base: Int64, kept: [Int64],
-                             keys: ClosedRange<Int64>, read: Int, skipped: Int, started: ContinuousClock.Instant) throws -> BatchRecord {
+    func recordBatch(
+        entity index: Int, copier: EntityCopier, batch: UInt64, base: Int64, kept: [Int64],
+        keys: ClosedRange<Int64>, read: Int, skipped: Int, started: ContinuousClock.Instant
+    ) throws -> BatchRecord {
         let entityIndex = UInt32(index)
         let name = plan.entities[index].name
         // Preserved keys map to themselves: the run "starts" at the first key.
         let destinationBase = copier.mapping == .allocate ? base : (kept.first ?? keys.lowerBound)
         var crc: UInt32 = 0
         if !kept.isEmpty {
-            crc = try journal.write(IDMapSegment(entity: entityIndex, batch: batch, mapping: copier.mapping,
-                                                 destinationBase: destinationBase, sourceKeys: kept))
+            crc = try journal.write(
+                IDMapSegment(
+                    entity: entityIndex, batch: batch, mapping: copier.mapping,
+                    destinationBase: destinationBase, sourceKeys: kept))
         }
         CrashPoint.check(.afterSegment, entity: name, batch: batch)
         var record = BatchRecord(
@@ -133,7 +138,8 @@ extension Engine {
         guard copier.mapping == .allocate else { return 0 }
         let largest = try copier.largestDestinationKey() ?? 0
         guard largest <= Int64.max - Int64(batchSize) else {
-            throw MigrationError(.batch,
+            throw MigrationError(
+                .batch,
                 "the destination's largest key is \(largest): allocating \(batchSize) more keys would pass the largest 64-bit integer",
                 entity: copier.entity.name, batch: batch)
         }
@@ -143,18 +149,22 @@ extension Engine {
     /// Checks a batch's counts: the rows read are those written plus those skipped, and every row
     /// taken was written. Where SQLite assigned the keys, they must be the ones the ID map will
     /// record: the rows arrived one past the largest key each, so the largest is now the last.
-    func validateCounts(copier: EntityCopier, batch: UInt64, base: Int64, kept: [Int64], read: Int,
-                                skipped: Int) throws {
+    func validateCounts(
+        copier: EntityCopier, batch: UInt64, base: Int64, kept: [Int64], read: Int,
+        skipped: Int
+    ) throws {
         let written = database.changes
         guard written == kept.count, read == kept.count + skipped else {
-            throw MigrationError(.batch,
+            throw MigrationError(
+                .batch,
                 "validation failed: \(read) rows read and \(skipped) skipped, so \(read - skipped) should be written, but \(written) were",
                 entity: copier.entity.name, batch: batch, sourceKey: kept.first)
         }
         if copier.assignsKeys, written > 0 {
             let largest = try copier.largestDestinationKey()
             guard largest == base + Int64(written) - 1 else {
-                throw MigrationError(.batch,
+                throw MigrationError(
+                    .batch,
                     "validation failed: the destination's largest key is \(largest ?? 0) after the batch, but the batch's keys run from \(base) to \(base + Int64(written) - 1) (a trigger inserting into the table?)",
                     entity: copier.entity.name, batch: batch, sourceKey: kept.last)
             }
@@ -168,7 +178,8 @@ extension Engine {
         let destinationRange = copier.mapping == .allocate ? base...(base + Int64(kept.count) - 1) : firstKept...lastKept
         let digests = try copier.digests(resolver: resolver, destinationRange: destinationRange, sourceRange: firstKept...lastKept)
         guard digests.written == digests.mapped else {
-            throw MigrationError(.batch,
+            throw MigrationError(
+                .batch,
                 "validation failed: the rows written differ from the source values mapped by the plan (a destination column's type affinity changed a value?); checksum \(String(digests.written, radix: 16)) written, \(String(digests.mapped, radix: 16)) mapped",
                 entity: copier.entity.name, batch: batch, sourceKey: firstKept)
         }
@@ -179,8 +190,10 @@ extension Engine {
     func recordDeferrals(entity: UInt32, batch: UInt64) throws -> Bool {
         guard !resolver.deferralsOverflowed, let statement = recordDeferral else { return false }
         for deferral in resolver.deferrals {
-            try statement.bind([.integer(Int64(entity)), .integer(Int64(deferral.relationship)), .integer(Int64(batch)),
-                                .integer(deferral.own), .integer(deferral.foreignKey)])
+            try statement.bind([
+                .integer(Int64(entity)), .integer(Int64(deferral.relationship)), .integer(Int64(batch)),
+                .integer(deferral.own), .integer(deferral.foreignKey),
+            ])
             defer { statement.reset() }
             try statement.step()
         }
@@ -197,13 +210,15 @@ extension Engine {
             let record = try database.inTransaction(.immediate) {
                 resolver.resetCounters()
                 let recorded = recordedDeferrals.contains([UInt64(index), ref.batch]) && copier.fixesFromRecords(column: column)
-                try copier.fix(column: column, destination: first...last, source: ref.firstKey...ref.lastKey,
-                               recordedBatch: recorded ? ref.batch : nil)
+                try copier.fix(
+                    column: column, destination: first...last, source: ref.firstKey...ref.lastKey,
+                    recordedBatch: recorded ? ref.batch : nil)
                 if recorded { fixupsFromRecords += 1 }
-                let record = FixupRecord(entity: UInt32(index), column: column, batch: batch,
-                                         firstDestinationKey: first, lastDestinationKey: last,
-                                         rowsUpdated: UInt32(resolver.updated), rowsNulled: UInt32(resolver.nulled),
-                                         committedAtMillis: Self.nowMillis())
+                let record = FixupRecord(
+                    entity: UInt32(index), column: column, batch: batch,
+                    firstDestinationKey: first, lastDestinationKey: last,
+                    rowsUpdated: UInt32(resolver.updated), rowsNulled: UInt32(resolver.nulled),
+                    committedAtMillis: Self.nowMillis())
                 try checkpoints.save(record)
                 return record
             }
@@ -228,12 +243,15 @@ extension Engine {
         // last row taken is not the culprit: name the batch's key range instead.
         if error.isForeignKeyViolation {
             let range = resolver.batchKeys.first.map { "rows with source keys \($0) to \(resolver.batchKeys.last ?? $0)" } ?? "the batch"
-            return MigrationError(.batch, "validation failed: \(error.message) for one of the \(range); a foreign key points at a row that does not exist in the destination",
-                                  entity: entity, batch: batch, file: error.file, cause: error)
+            return MigrationError(
+                .batch,
+                "validation failed: \(error.message) for one of the \(range); a foreign key points at a row that does not exist in the destination",
+                entity: entity, batch: batch, file: error.file, cause: error)
         }
-        return MigrationError(.batch, "validation failed: \(error.message)", entity: entity, batch: batch,
-                              sourceKey: resolver.batchKeys.last,
-                              column: Self.column(fromConstraintMessage: error.message), file: error.file, cause: error)
+        return MigrationError(
+            .batch, "validation failed: \(error.message)", entity: entity, batch: batch,
+            sourceKey: resolver.batchKeys.last,
+            column: Self.column(fromConstraintMessage: error.message), file: error.file, cause: error)
     }
 
     /// `message.text` from "NOT NULL constraint failed: message.text".
@@ -253,7 +271,8 @@ extension Engine {
     /// `proposed` within a factor of four of `size` (one odd batch cannot swing the size), then
     /// within the options' bounds.
     static func bounded(_ proposed: Int, around size: Int, options: MigrationOptions) -> Int {
-        min(options.maximumBatchSize, IDMapSegment.maximumKeyCount,
+        min(
+            options.maximumBatchSize, IDMapSegment.maximumKeyCount,
             max(options.minimumBatchSize, min(size * 4, max(size / 4, proposed))))
     }
 

@@ -14,8 +14,10 @@ extension Engine {
     /// The progress report after a unit of work of `entity` (for a step after the copy, the
     /// entity writing its table): its rows and the job's, the job's fraction, the run's pace, and
     /// the time left.
-    func progress(_ run: PhaseLoop, entity: Int, phase: MigrationProgress.Phase, batch: UInt64,
-                          table: String? = nil) -> MigrationProgress {
+    func progress(
+        _ run: PhaseLoop, entity: Int, phase: MigrationProgress.Phase, batch: UInt64,
+        table: String? = nil
+    ) -> MigrationProgress {
         let seconds = (clock.now - run.started) / .seconds(1)
         let rate = seconds > 0 ? Double(run.rows) / seconds : 0
         let done = states.reduce(0) { $0 + $1.rowsRead }

@@ -17,20 +17,24 @@ extension Engine {
             if logged.lastBatch + 1 == committed, let checkpoint {
                 if checkpoint.rowsWritten > 0 {
                     guard try journal.segmentCRC(entity: entityIndex, batch: committed) == checkpoint.segmentCRC else {
-                        throw MigrationError(.journal,
+                        throw MigrationError(
+                            .journal,
                             "batch \(committed) is committed in the destination but its ID-map segment is missing or damaged; the journal cannot be repaired",
                             entity: entity.name, batch: committed,
                             file: journal.layout.segment(entity: entityIndex, batch: committed))
                     }
                 }
-                logger.info("rebuilding the log record of a committed batch", metadata: ["entity": "\(entity.name)", "batch": "\(committed)"])
+                logger.info(
+                    "rebuilding the log record of a committed batch", metadata: ["entity": "\(entity.name)", "batch": "\(committed)"])
                 try journal.append(.batch(checkpoint))
             } else if logged.lastBatch > committed {
-                throw MigrationError(.mismatch,
+                throw MigrationError(
+                    .mismatch,
                     "the journal records \(logged.lastBatch) batches but the destination's checkpoint only \(committed): this destination is not the one the job wrote (restored from a copy?)",
                     entity: entity.name, file: database.path)
             } else if logged.lastBatch != committed {
-                throw MigrationError(.journal,
+                throw MigrationError(
+                    .journal,
                     "the destination has committed batch \(committed) but the log ends at batch \(logged.lastBatch); the journal has lost records",
                     entity: entity.name, file: journal.layout.log)
             }
@@ -43,7 +47,8 @@ extension Engine {
                 if inLog + 1 == done, let fixup {
                     try journal.append(.fixup(fixup))
                 } else if inLog != done {
-                    throw MigrationError(.mismatch,
+                    throw MigrationError(
+                        .mismatch,
                         "the journal records \(inLog) fix-up batches of \(column) but the destination \(done)",
                         entity: entity.name, column: column, file: database.path)
                 }
@@ -54,7 +59,8 @@ extension Engine {
             try idMap.add(batch)
             // A lost segment is a lost piece of the ID map: refuse rather than resolve around it.
             if try batch.rowsWritten > 0 && !journal.hasSegment(entity: batch.entity, batch: batch.batch) {
-                throw MigrationError(.journal,
+                throw MigrationError(
+                    .journal,
                     "the ID-map segment of this batch is missing: the destination keys of its rows are lost, so relationships to them cannot be resolved. Restore the journal directory from a backup, or start the job again into a fresh destination (`chunkjournal verify` lists what else is damaged)",
                     entity: plan.entities[Int(batch.entity)].name, batch: batch.batch,
                     file: journal.layout.segment(entity: batch.entity, batch: batch.batch))
@@ -91,8 +97,9 @@ extension Engine {
     /// where a batch's size is its rows: a filtered entity's batch covers keys it may not keep.
     func sizeFirstBatchFromLastRun() {
         if let entity = order.entities.first(where: { !states[$0].complete }), copiers[entity]?.isBounded == false,
-           let last = states[entity].lastBatch, last.duration > .zero,
-           let proposed = Self.adaptedBatchSize(rows: last.rows, elapsed: last.duration, options: options) {
+            let last = states[entity].lastBatch, last.duration > .zero,
+            let proposed = Self.adaptedBatchSize(rows: last.rows, elapsed: last.duration, options: options)
+        {
             batchSize = Self.bounded(proposed, around: last.rows, options: options)
         }
     }

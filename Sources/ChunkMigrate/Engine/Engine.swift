@@ -92,14 +92,17 @@ final class Engine {
     var indexesLeft: [(name: String, table: String)] = []
     /// The entities writing each destination table, by its name in capitals: each progress
     /// report sums their rows for every index left, so this is looked up, not searched.
-    lazy var writers: [String: [Int]] = Dictionary(grouping: plan.entities.indices, by: { plan.entities[$0].destination.table.uppercased() })
+    lazy var writers: [String: [Int]] = Dictionary(
+        grouping: plan.entities.indices, by: { plan.entities[$0].destination.table.uppercased() })
 
     /// - Parameter hooks: what the kind of store adds (``StoreHooks``), made once the engine's SQL
     ///   functions are registered and before the plan's expressions are prepared, which may call
     ///   the functions it registers.
-    init(plan: MigrationPlan, options: MigrationOptions, logger: Logger, stores: Stores,
-         journal: JournalWriter, idMap: IDMap, sourcePath: String,
-         hooks: (_ database: Database, _ resolver: Resolver) throws -> (any StoreHooks)? = { _, _ in nil }) throws {
+    init(
+        plan: MigrationPlan, options: MigrationOptions, logger: Logger, stores: Stores,
+        journal: JournalWriter, idMap: IDMap, sourcePath: String,
+        hooks: (_ database: Database, _ resolver: Resolver) throws -> (any StoreHooks)? = { _, _ in nil }
+    ) throws {
         let database = stores.database
         self.plan = plan
         self.options = options
@@ -121,8 +124,10 @@ final class Engine {
             // One arguments array per function, emptied and refilled for each row, so its storage
             // is allocated once rather than per call.
             var arguments: [SQLiteValue] = []
-            try database.createFunction(function.name, argumentCount: function.argumentCount,
-                                        deterministic: function.isDeterministic) { call in
+            try database.createFunction(
+                function.name, argumentCount: function.argumentCount,
+                deterministic: function.isDeterministic
+            ) { call in
                 arguments.removeAll(keepingCapacity: true)
                 for index in 0..<call.count { arguments.append(call.value(index)) }
                 call.result(try body(arguments))
@@ -133,7 +138,8 @@ final class Engine {
         self.order = plan.executionOrder(reads: try Self.destinationReads(of: plan, database: database))
         if let conflict = order.conflicts.first {
             let reader = plan.entities[conflict[0]], writer = plan.entities[conflict[1]]
-            throw MigrationError(.invalidPlan,
+            throw MigrationError(
+                .invalidPlan,
                 "entities[\(conflict[0])]: an expression reads the destination table \(writer.destination.table), which entity \(writer.name) writes, but \(writer.name) depends on \(reader.name), so it cannot run first; resolve the value through a relationship instead",
                 entity: reader.name)
         }
@@ -146,11 +152,12 @@ final class Engine {
             var indexes: [String: Int] = [:]
             for (column, relationship) in entity.sortedRelationships {
                 indexes[column] = resolver.relationships.count
-                resolver.relationships.append(.init(
-                    owner: UInt32(entityIndex), entity: entity.name, column: column, sourceColumn: relationship.from,
-                    target: names[relationship.to] ?? 0, targetName: relationship.to,
-                    policy: relationship.missing,
-                    deferred: order.isDeferred(entity: entityIndex, column: column)))
+                resolver.relationships.append(
+                    .init(
+                        owner: UInt32(entityIndex), entity: entity.name, column: column, sourceColumn: relationship.from,
+                        target: names[relationship.to] ?? 0, targetName: relationship.to,
+                        policy: relationship.missing,
+                        deferred: order.isDeferred(entity: entityIndex, column: column)))
             }
             relationshipIndexes.append(indexes)
         }
@@ -186,7 +193,8 @@ final class Engine {
     /// SQLite rejects, a missing function) surfaces here, before any batch is written.
     func prepare() throws {
         let check = PlanCheck(plan: plan, order: order, stores: stores)
-        try database.execute("""
+        try database.execute(
+            """
             CREATE TEMP TABLE IF NOT EXISTS \(CopierSQL.deferralTable) (
               entity INTEGER NOT NULL, relationship INTEGER NOT NULL, batch INTEGER NOT NULL,
               own INTEGER NOT NULL, foreign_key INTEGER NOT NULL,
@@ -200,32 +208,37 @@ final class Engine {
                 if let distinct = entity.distinct {
                     resolver.naturalKeys[UInt32(index)] = try database.prepare(
                         "SELECT \(SQL.key(entity.destination.key)) FROM main.\(SQL.quote(entity.destination.table)) "
-                        + "WHERE \(SQL.quote(distinct.destination)) = ?1 LIMIT 1")
+                            + "WHERE \(SQL.quote(distinct.destination)) = ?1 LIMIT 1")
                 }
-                let copier = try EntityCopier(database: database, entity: entity, index: UInt32(index),
-                                              relationshipIndexes: relationshipIndexes[index],
-                                              byValue: Set(entity.sortedRelationships.filter { plan.isDistinct($0.relationship.to) }.map(\.column)),
-                                              sourceAccess: access.source,
-                                              destinationAccess: access.destination,
-                                              assignsNextRowid: try stores.destination.table(entity.destination.table)?
-                                                  .assignsNextRowid(forKey: entity.destination.key) ?? true,
-                                              verifyChecksums: options.verifyChecksums)
-                try copier.prepareFixups(database: database, deferred: order.deferred[index] ?? [],
-                                         relationshipIndexes: relationshipIndexes[index],
-                                         selfReferences: Set(entity.sortedRelationships.filter { $0.relationship.to == entity.name }.map(\.column)))
+                let copier = try EntityCopier(
+                    database: database, entity: entity, index: UInt32(index),
+                    relationshipIndexes: relationshipIndexes[index],
+                    byValue: Set(entity.sortedRelationships.filter { plan.isDistinct($0.relationship.to) }.map(\.column)),
+                    sourceAccess: access.source,
+                    destinationAccess: access.destination,
+                    assignsNextRowid: try stores.destination.table(entity.destination.table)?
+                        .assignsNextRowid(forKey: entity.destination.key) ?? true,
+                    verifyChecksums: options.verifyChecksums)
+                try copier.prepareFixups(
+                    database: database, deferred: order.deferred[index] ?? [],
+                    relationshipIndexes: relationshipIndexes[index],
+                    selfReferences: Set(entity.sortedRelationships.filter { $0.relationship.to == entity.name }.map(\.column)))
                 try check.checkWalksInKeyOrder(copier)
                 copiers[index] = copier
             } catch let error as SQLiteError {
-                throw MigrationError(.invalidPlan, "SQLite rejects the statements of this entity: \(error.message)",
-                                     entity: entity.name, file: nil, sql: error.sql, cause: error)
+                throw MigrationError(
+                    .invalidPlan, "SQLite rejects the statements of this entity: \(error.message)",
+                    entity: entity.name, file: nil, sql: error.sql, cause: error)
             }
         }
     }
 
     /// Runs until the job is complete, `shouldStop` returns true, or `deadline` passes; checks
     /// both between batches only.
-    func run(deadline: ContinuousClock.Instant?, shouldStop: @escaping () -> Bool,
-             report: (MigrationProgress) -> Void) throws -> RunOutcome {
+    func run(
+        deadline: ContinuousClock.Instant?, shouldStop: @escaping () -> Bool,
+        report: (MigrationProgress) -> Void
+    ) throws -> RunOutcome {
         if journal.log.recordsCompletion {
             try CheckpointStore.finish(in: database, keepTables: options.keepCheckpointTables)
             return .complete
@@ -312,20 +325,23 @@ final class Engine {
     /// complete; `.paused` when the run stops first.
     func copyEntities(_ run: inout PhaseLoop, report: (MigrationProgress) -> Void) throws -> RunOutcome {
         var entities = order.entities.filter { !states[$0].complete }[...]
-        return try run.run({ () throws -> (entity: Int, rows: Int)? in
-            while let entity = entities.first {
-                if let read = try copyBatch(entity: entity) { return (entity, read) }
-                try journal.append(.entityComplete(
-                    entity: UInt32(entity), batches: states[entity].batch, rowsWritten: UInt64(states[entity].rowsWritten)))
-                states[entity].complete = true
-                hooks?.tablesFinished(finishedTables())
-                entities.removeFirst()
-            }
-            return nil
-        }, done: { batch, run in
-            work.did(Double(batch.rows), of: .copy, in: run.lastUnit / .seconds(1))
-            report(progress(run, entity: batch.entity, phase: .copy, batch: states[batch.entity].batch))
-        }, rows: { Int64($0.rows) })
+        return try run.run(
+            { () throws -> (entity: Int, rows: Int)? in
+                while let entity = entities.first {
+                    if let read = try copyBatch(entity: entity) { return (entity, read) }
+                    try journal.append(
+                        .entityComplete(
+                            entity: UInt32(entity), batches: states[entity].batch, rowsWritten: UInt64(states[entity].rowsWritten)))
+                    states[entity].complete = true
+                    hooks?.tablesFinished(finishedTables())
+                    entities.removeFirst()
+                }
+                return nil
+            },
+            done: { batch, run in
+                work.did(Double(batch.rows), of: .copy, in: run.lastUnit / .seconds(1))
+                report(progress(run, entity: batch.entity, phase: .copy, batch: states[batch.entity].batch))
+            }, rows: { Int64($0.rows) })
     }
 
     /// The fix-up pass: sets each deferred relationship, one ID-map segment of its entity per
@@ -335,23 +351,30 @@ final class Engine {
         // The columns whose every segment is fixed up leave the front of the list.
         func dropFinished() {
             while let (entity, column) = columns.first,
-                  Int(states[entity].fixupBatch[column] ?? 0) >= idMap.segments(entity: UInt32(entity)).count {
+                Int(states[entity].fixupBatch[column] ?? 0) >= idMap.segments(entity: UInt32(entity)).count
+            {
                 columns.removeFirst()
             }
         }
-        return try run.run(until: {
-            dropFinished()
-            return columns.isEmpty
-        }, { () throws -> (entity: Int, column: String, rows: Int)? in
-            dropFinished()
-            guard let (entity, column) = columns.first else { return nil }
-            let ref = idMap.segments(entity: UInt32(entity))[Int(states[entity].fixupBatch[column] ?? 0)]
-            try fixupBatch(entity: entity, column: column, ref: ref)
-            return (entity, column, Int(ref.count))
-        }, done: { batch, run in
-            work.did(Double(batch.rows), of: .fixup, in: run.lastUnit / .seconds(1))
-            report(progress(run, entity: batch.entity, phase: .fixup(column: batch.column), batch: states[batch.entity].fixupBatch[batch.column] ?? 0))
-        })
+        return try run.run(
+            until: {
+                dropFinished()
+                return columns.isEmpty
+            },
+            { () throws -> (entity: Int, column: String, rows: Int)? in
+                dropFinished()
+                guard let (entity, column) = columns.first else { return nil }
+                let ref = idMap.segments(entity: UInt32(entity))[Int(states[entity].fixupBatch[column] ?? 0)]
+                try fixupBatch(entity: entity, column: column, ref: ref)
+                return (entity, column, Int(ref.count))
+            },
+            done: { batch, run in
+                work.did(Double(batch.rows), of: .fixup, in: run.lastUnit / .seconds(1))
+                report(
+                    progress(
+                        run, entity: batch.entity, phase: .fixup(column: batch.column),
+                        batch: states[batch.entity].fixupBatch[batch.column] ?? 0))
+            })
     }
 
     /// The secondary indexes the job deferred, built once the rows are in; `.paused` when the
@@ -360,20 +383,23 @@ final class Engine {
         defer { try? useSorterHelper(false) }
         let indexes = try CheckpointStore.deferredIndexes(in: database)
         var left = (hooks?.buildOrder(indexes) ?? indexes)[...]
-        return try run.run(until: { left.isEmpty }, { () throws -> (name: String, sql: String)? in
-            guard let index = left.popFirst() else { return nil }
-            try useSorterHelper(hooks?.sortsWithHelper(index.sql) ?? true)
-            try CheckpointStore.rebuild(index: index.name, sql: index.sql, in: database)
-            hooks?.indexBuilt(index.name)
-            CrashPoint.check(.afterIndex, entity: index.name, batch: 0)
-            return index
-        }, done: { index, run in
-            let table = SQL.leadingColumn(ofIndex: index.sql)?.split(separator: ".").first.map(String.init)
-            let units = table.map { JobWork.indexUnits(rows: rows(ofTable: $0)) } ?? 0
-            indexUnitsDone += units
-            work.did(units, of: .index, in: run.lastUnit / .seconds(1))
-            report(progress(run, entity: entity(writing: table), phase: .index(name: index.name), batch: 0, table: table))
-        })
+        return try run.run(
+            until: { left.isEmpty },
+            { () throws -> (name: String, sql: String)? in
+                guard let index = left.popFirst() else { return nil }
+                try useSorterHelper(hooks?.sortsWithHelper(index.sql) ?? true)
+                try CheckpointStore.rebuild(index: index.name, sql: index.sql, in: database)
+                hooks?.indexBuilt(index.name)
+                CrashPoint.check(.afterIndex, entity: index.name, batch: 0)
+                return index
+            },
+            done: { index, run in
+                let table = SQL.leadingColumn(ofIndex: index.sql)?.split(separator: ".").first.map(String.init)
+                let units = table.map { JobWork.indexUnits(rows: rows(ofTable: $0)) } ?? 0
+                indexUnitsDone += units
+                work.did(units, of: .index, in: run.lastUnit / .seconds(1))
+                report(progress(run, entity: entity(writing: table), phase: .index(name: index.name), batch: 0, table: table))
+            })
     }
 
     /// Whether an index build sorts with a helper thread (`PRAGMA threads = 1`), which on two
@@ -392,31 +418,36 @@ final class Engine {
         guard let hooks else { return .complete }
         var steps = try hooks.finishingSteps()[...]
         var batch: UInt64 = 0
-        return try run.run(until: { steps.isEmpty }, { () throws -> (step: FinishingStep, batch: UInt64)? in
-            while let step = steps.first {
-                if batch == 0, try step.isDone() {
-                    steps.removeFirst()
-                    continue
+        return try run.run(
+            until: { steps.isEmpty },
+            { () throws -> (step: FinishingStep, batch: UInt64)? in
+                while let step = steps.first {
+                    if batch == 0, try step.isDone() {
+                        steps.removeFirst()
+                        continue
+                    }
+                    let done = try step.runBatch(batchSize)
+                    batch += 1
+                    CrashPoint.check(.afterStep, entity: step.name, batch: batch)
+                    let unit = (step, batch)
+                    if done {
+                        steps.removeFirst()
+                        batch = 0
+                    }
+                    return unit
                 }
-                let done = try step.runBatch(batchSize)
-                batch += 1
-                CrashPoint.check(.afterStep, entity: step.name, batch: batch)
-                let unit = (step, batch)
-                if done {
-                    steps.removeFirst()
-                    batch = 0
-                }
-                return unit
-            }
-            return nil
-        }, done: { unit, run in
-            let units = unit.step.table == nil ? 0 : Double(batchSize)
-            finishingUnitsDone += units
-            work.did(units, of: .finishing, in: run.lastUnit / .seconds(1))
-            // Reported as a step of the entity writing the table it works on.
-            report(progress(run, entity: entity(writing: unit.step.table), phase: .finishing(step: unit.step.name), batch: unit.batch,
-                            table: unit.step.table))
-        })
+                return nil
+            },
+            done: { unit, run in
+                let units = unit.step.table == nil ? 0 : Double(batchSize)
+                finishingUnitsDone += units
+                work.did(units, of: .finishing, in: run.lastUnit / .seconds(1))
+                // Reported as a step of the entity writing the table it works on.
+                report(
+                    progress(
+                        run, entity: entity(writing: unit.step.table), phase: .finishing(step: unit.step.name), batch: unit.batch,
+                        table: unit.step.table))
+            })
     }
 
     static func nowMillis() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }

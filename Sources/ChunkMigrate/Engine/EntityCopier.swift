@@ -27,12 +27,15 @@ final class EntityCopier {
 
     /// Prepares the statements ``CopierSQL`` writes for the entity (see there for what they do
     /// and why).
-    init(database: Database, entity: EntityMapping, index: UInt32, relationshipIndexes: [String: Int],
-         byValue: Set<String> = [], sourceAccess: KeyAccess, destinationAccess: KeyAccess, assignsNextRowid: Bool,
-         verifyChecksums: Bool) throws(SQLiteError) {
-        let sql = CopierSQL(entity: entity, index: index, relationshipIndexes: relationshipIndexes, byValue: byValue,
-                            sourceAccess: sourceAccess, destinationAccess: destinationAccess,
-                            assignsNextRowid: assignsNextRowid, verifyChecksums: verifyChecksums)
+    init(
+        database: Database, entity: EntityMapping, index: UInt32, relationshipIndexes: [String: Int],
+        byValue: Set<String> = [], sourceAccess: KeyAccess, destinationAccess: KeyAccess, assignsNextRowid: Bool,
+        verifyChecksums: Bool
+    ) throws(SQLiteError) {
+        let sql = CopierSQL(
+            entity: entity, index: index, relationshipIndexes: relationshipIndexes, byValue: byValue,
+            sourceAccess: sourceAccess, destinationAccess: destinationAccess,
+            assignsNextRowid: assignsNextRowid, verifyChecksums: verifyChecksums)
         self.index = index
         self.entity = entity
         self.sql = sql
@@ -51,8 +54,10 @@ final class EntityCopier {
 
     /// Runs the two digests of the batch the resolver holds: the rows as written (destination keys
     /// `destinationRange`) and the source rows they were mapped from (source keys `sourceRange`).
-    func digests(resolver: Resolver, destinationRange: ClosedRange<Int64>,
-                 sourceRange: ClosedRange<Int64>) throws(SQLiteError) -> (written: UInt64, mapped: UInt64) {
+    func digests(
+        resolver: Resolver, destinationRange: ClosedRange<Int64>,
+        sourceRange: ClosedRange<Int64>
+    ) throws(SQLiteError) -> (written: UInt64, mapped: UInt64) {
         guard let destinationDigest, let sourceDigest else { return (0, 0) }
         resolver.digest = 0
         try destinationDigest.bind([.integer(destinationRange.lowerBound), .integer(destinationRange.upperBound)])
@@ -89,11 +94,18 @@ final class EntityCopier {
     }
 
     /// Prepares the fix-up statements of the deferred relationships (``CopierSQL/fixups(entity:index:deferred:relationshipIndexes:selfReferences:)``).
-    func prepareFixups(database: Database, deferred: Set<String>, relationshipIndexes: [String: Int],
-                       selfReferences: Set<String>) throws(SQLiteError) {
-        for (column, fixup) in CopierSQL.fixups(entity: entity, index: index, deferred: deferred,
-                                                relationshipIndexes: relationshipIndexes, selfReferences: selfReferences) {
-            fixups[column] = (try database.prepare(fixup.sql), fixup.bySource, try fixup.recordedSQL.map { sql throws(SQLiteError) in try database.prepare(sql) })
+    func prepareFixups(
+        database: Database, deferred: Set<String>, relationshipIndexes: [String: Int],
+        selfReferences: Set<String>
+    ) throws(SQLiteError) {
+        for (column, fixup) in CopierSQL.fixups(
+            entity: entity, index: index, deferred: deferred,
+            relationshipIndexes: relationshipIndexes, selfReferences: selfReferences)
+        {
+            fixups[column] = (
+                try database.prepare(fixup.sql), fixup.bySource,
+                try fixup.recordedSQL.map { sql throws(SQLiteError) in try database.prepare(sql) }
+            )
         }
     }
 
@@ -130,7 +142,8 @@ final class EntityCopier {
 
     /// `recordedBatch`: the copy batch, where it recorded the references it deferred (a
     /// self-reference's), which are then read instead of the source.
-    func fix(column: String, destination: ClosedRange<Int64>, source: ClosedRange<Int64>, recordedBatch: UInt64? = nil) throws(SQLiteError) {
+    func fix(column: String, destination: ClosedRange<Int64>, source: ClosedRange<Int64>, recordedBatch: UInt64? = nil) throws(SQLiteError)
+    {
         guard let fixup = fixups[column] else { return }
         if let recordedBatch, let recorded = fixup.recorded {
             try recorded.bind([.integer(Int64(recordedBatch))])

@@ -45,7 +45,8 @@ final class JobShell: Sendable {
 
     /// Runs `work` on a thread of its own, with the deadline `budget` gives; a cancelled task
     /// pauses it. One run at a time: another is refused (``MigrationError`` `busy`).
-    func run(for budget: Duration?, _ work: @escaping @Sendable (ContinuousClock.Instant?) throws -> RunOutcome) async throws -> RunOutcome {
+    func run(for budget: Duration?, _ work: @escaping @Sendable (ContinuousClock.Instant?) throws -> RunOutcome) async throws -> RunOutcome
+    {
         try claim()
         defer { endRun() }
         let deadline = budget.map { ContinuousClock.now + $0 }

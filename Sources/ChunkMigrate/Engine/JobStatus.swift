@@ -46,9 +46,10 @@ public struct JobStatus: Sendable, Codable, Equatable {
         destination = reader.header.destinationPath
         lastFailure = reader.state == .failed ? reader.lastFailure : nil
         entities = zip(reader.header.entities, reader.log.entities).map { entity, logged in
-            Entity(name: entity.name, batches: logged.lastBatch, rowsRead: Int64(logged.rowsRead),
-                   rowsWritten: Int64(logged.rowsWritten), rowsSkipped: Int64(logged.rowsSkipped),
-                   cursor: logged.cursor, complete: logged.isComplete)
+            Entity(
+                name: entity.name, batches: logged.lastBatch, rowsRead: Int64(logged.rowsRead),
+                rowsWritten: Int64(logged.rowsWritten), rowsSkipped: Int64(logged.rowsSkipped),
+                cursor: logged.cursor, complete: logged.isComplete)
         }
     }
 }

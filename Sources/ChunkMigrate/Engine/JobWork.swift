@@ -68,7 +68,8 @@ struct JobWork {
     func cost(_ phase: Phase) -> Double {
         let index = phase.rawValue
         if measured[index] > 0, seconds[index] > 0 { return seconds[index] / measured[index] }
-        let copy = measured[Phase.copy.rawValue] > 0 && seconds[Phase.copy.rawValue] > 0
+        let copy =
+            measured[Phase.copy.rawValue] > 0 && seconds[Phase.copy.rawValue] > 0
             ? seconds[Phase.copy.rawValue] / measured[Phase.copy.rawValue] : 1e-6
         return copy * phase.priorRatio
     }

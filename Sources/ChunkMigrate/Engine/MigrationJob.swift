@@ -70,8 +70,10 @@ public final class MigrationJob: Sendable {
     /// ``CoreDataStoreCheck/Report/isValid`` must not replace the app's store.
     public var storeCheck: CoreDataStoreCheck.Report? { control.withLock { $0.storeCheck } }
 
-    private init(journalURL: URL, header: JournalHeader, plan: MigrationPlan, source: URL, destination: URL,
-                 options: MigrationOptions, logger: Logger, complete: Bool, isNew: Bool = false, spaceEstimate: SpaceEstimate? = nil) {
+    private init(
+        journalURL: URL, header: JournalHeader, plan: MigrationPlan, source: URL, destination: URL,
+        options: MigrationOptions, logger: Logger, complete: Bool, isNew: Bool = false, spaceEstimate: SpaceEstimate? = nil
+    ) {
         self.journalURL = journalURL
         self.spaceEstimate = spaceEstimate
         self.jobID = header.jobID
@@ -82,8 +84,9 @@ public final class MigrationJob: Sendable {
         self.logger = logger
         self.progress = Progress(totalUnitCount: 0)
         self.isNew = isNew
-        self.shell = JobShell(complete: complete, threadName: "chunkmigrate \(header.jobID.prefix(8))", file: journalURL.path,
-                              alreadyRunning: "this job is already running")
+        self.shell = JobShell(
+            complete: complete, threadName: "chunkmigrate \(header.jobID.prefix(8))", file: journalURL.path,
+            alreadyRunning: "this job is already running")
     }
 
     /// Whether every entity and fix-up is done.
@@ -104,9 +107,11 @@ public final class MigrationJob: Sendable {
     ///   - logger: where the job logs.
     /// - Throws: ``MigrationError`` naming the plan path, entity, table or file at fault; nothing
     ///   is left behind when it throws.
-    public static func start(plan: MigrationPlan, source: URL, destination: URL, journal: URL, schema: String? = nil,
-                             options: MigrationOptions = MigrationOptions(),
-                             logger: Logger) throws -> MigrationJob {
+    public static func start(
+        plan: MigrationPlan, source: URL, destination: URL, journal: URL, schema: String? = nil,
+        options: MigrationOptions = MigrationOptions(),
+        logger: Logger
+    ) throws -> MigrationJob {
         try plan.validate()
         let layout = JournalLayout(directory: journal.path)
         if hasJournal(at: journal) {
@@ -125,23 +130,30 @@ public final class MigrationJob: Sendable {
             try refuseAnotherJob(stores, file: destination.path)
             var space: SpaceEstimate?
             if options.checksFreeSpace {
-                let estimate = try SpaceEstimate.of(plan: plan, stores: stores, options: options, boundWhereItFits: !options.estimatesSpaceExactly)
+                let estimate = try SpaceEstimate.of(
+                    plan: plan, stores: stores, options: options, boundWhereItFits: !options.estimatesSpaceExactly)
                 space = estimate
                 guard estimate.fits else {
-                    throw MigrationError(.diskFull, "not enough free space for the job: it \(estimate); free some space, or put the destination on another volume",
-                                         file: destination.path)
+                    throw MigrationError(
+                        .diskFull,
+                        "not enough free space for the job: it \(estimate); free some space, or put the destination on another volume",
+                        file: destination.path)
                 }
             }
             let header = try Self.header(plan: plan, planBytes: planBytes, stores: stores, source: source, destination: destination)
             let created = try JournalWriter.create(directory: journal.path, header: header, plan: planBytes)
             writer = created
             try stores.database.inTransaction(.immediate) {
-                _ = try recordJob(header, journalMode: journalMode, stores: stores, options: options, file: destination.path,
-                                  defersTriggers: plan.coreData != nil) {
-                    let engine = try Engine(plan: plan, options: options, logger: logger, stores: stores, journal: created,
-                                            idMap: IDMap(layout: layout, entityCount: plan.entities.count), sourcePath: source.path,
-                                            hooks: storeHooks(plan: plan, options: options, logger: logger, sourcePath: source.path,
-                                                              checkScratch: created.layout.check))
+                _ = try recordJob(
+                    header, journalMode: journalMode, stores: stores, options: options, file: destination.path,
+                    defersTriggers: plan.coreData != nil
+                ) {
+                    let engine = try Engine(
+                        plan: plan, options: options, logger: logger, stores: stores, journal: created,
+                        idMap: IDMap(layout: layout, entityCount: plan.entities.count), sourcePath: source.path,
+                        hooks: storeHooks(
+                            plan: plan, options: options, logger: logger, sourcePath: source.path,
+                            checkScratch: created.layout.check))
                     try engine.prepare()
                     return engine
                 }
@@ -149,12 +161,14 @@ public final class MigrationJob: Sendable {
             }
             created.close()
             logger.info("started job", metadata: ["job": "\(header.jobID)", "journal": "\(journal.path)"])
-            return MigrationJob(journalURL: journal, header: header, plan: plan, source: source, destination: destination,
-                                options: options, logger: logger, complete: false, isNew: true, spaceEstimate: space)
+            return MigrationJob(
+                journalURL: journal, header: header, plan: plan, source: source, destination: destination,
+                options: options, logger: logger, complete: false, isNew: true, spaceEstimate: space)
         } catch {
             writer?.close()
-            removeWhatStartCreated(journal: journal, journalExisted: journalExisted, wroteJournal: writer != nil,
-                                   destination: destination, destinationExisted: destinationExisted)
+            removeWhatStartCreated(
+                journal: journal, journalExisted: journalExisted, wroteJournal: writer != nil,
+                destination: destination, destinationExisted: destinationExisted)
             throw MigrationError.wrapping(error)
         }
     }
@@ -168,7 +182,8 @@ public final class MigrationJob: Sendable {
     /// Refuses a destination that already holds another job's checkpoint.
     private static func refuseAnotherJob(_ stores: Stores, file: String) throws {
         if let other = try CheckpointStore.jobIDs(in: stores.database).first {
-            throw MigrationError(.mismatch,
+            throw MigrationError(
+                .mismatch,
                 "the destination already holds the checkpoint of job \(other); resume that job's journal, or use a fresh destination",
                 file: file)
         }
@@ -176,7 +191,9 @@ public final class MigrationJob: Sendable {
 
     /// The header of a new job's journal: a new job ID, and the fingerprints of the plan and the
     /// source that every later run checks.
-    private static func header(plan: MigrationPlan, planBytes: [UInt8], stores: Stores, source: URL, destination: URL) throws -> JournalHeader {
+    private static func header(plan: MigrationPlan, planBytes: [UInt8], stores: Stores, source: URL, destination: URL) throws
+        -> JournalHeader
+    {
         let jobID = UUID().uuidString.lowercased()
         return JournalHeader(
             jobID: jobID, createdAt: ISO8601DateFormatter().string(from: Date()),
@@ -194,8 +211,10 @@ public final class MigrationJob: Sendable {
 
     /// After a start that failed, leaves nothing behind: the journal this start created (only its
     /// files, when the directory was there before), and the destination when it created it.
-    private static func removeWhatStartCreated(journal: URL, journalExisted: Bool, wroteJournal: Bool,
-                                               destination: URL, destinationExisted: Bool) {
+    private static func removeWhatStartCreated(
+        journal: URL, journalExisted: Bool, wroteJournal: Bool,
+        destination: URL, destinationExisted: Bool
+    ) {
         if wroteJournal {
             if journalExisted {
                 for name in JournalLayout.names {
@@ -216,10 +235,13 @@ public final class MigrationJob: Sendable {
     /// the first run after a start killed before it committed): the checkpoint tables, then the
     /// engine `makeEngine` creates, which checks the plan against the stores and prepares every
     /// statement, then the destination made ready (``prepareDestination(_:options:file:)``).
-    private static func recordJob(_ header: JournalHeader, journalMode: String, stores: Stores, options: MigrationOptions,
-                                  file: String, defersTriggers: Bool, engine makeEngine: () throws -> Engine) throws -> Engine {
-        try CheckpointStore.create(in: stores.database, jobID: header.jobID, planFingerprint: header.planFingerprint,
-                                   journalMode: journalMode)
+    private static func recordJob(
+        _ header: JournalHeader, journalMode: String, stores: Stores, options: MigrationOptions,
+        file: String, defersTriggers: Bool, engine makeEngine: () throws -> Engine
+    ) throws -> Engine {
+        try CheckpointStore.create(
+            in: stores.database, jobID: header.jobID, planFingerprint: header.planFingerprint,
+            journalMode: journalMode)
         // A Core Data store's triggers call functions only Core Data's connections have: they go
         // before the engine prepares its statements (CoreDataFinishing brings them back).
         if defersTriggers { try CheckpointStore.deferTriggers(in: stores.database) }
@@ -230,12 +252,15 @@ public final class MigrationJob: Sendable {
 
     /// What the plan's kind of store adds to the engine (``StoreHooks``): for a Core Data store,
     /// its bookkeeping, check and finishing steps (``CoreDataJobPart``).
-    private static func storeHooks(plan: MigrationPlan, options: MigrationOptions, logger: Logger, sourcePath: String,
-                                   checkScratch: String) -> (Database, Resolver) throws -> (any StoreHooks)? {
+    private static func storeHooks(
+        plan: MigrationPlan, options: MigrationOptions, logger: Logger, sourcePath: String,
+        checkScratch: String
+    ) -> (Database, Resolver) throws -> (any StoreHooks)? {
         { database, resolver in
             try plan.coreData.map { mapping in
-                try CoreDataJobPart(database: database, plan: plan, mapping: mapping, resolver: resolver, options: options, logger: logger,
-                                    sourcePath: sourcePath, checkScratch: URL(fileURLWithPath: checkScratch, isDirectory: true))
+                try CoreDataJobPart(
+                    database: database, plan: plan, mapping: mapping, resolver: resolver, options: options, logger: logger,
+                    sourcePath: sourcePath, checkScratch: URL(fileURLWithPath: checkScratch, isDirectory: true))
             }
         }
     }
@@ -245,14 +270,20 @@ public final class MigrationJob: Sendable {
     private static func refuseExistingRows(_ database: Database, plan: MigrationPlan, except: Set<String>, file: String) throws {
         for entity in plan.entities where !except.contains(entity.destination.table.uppercased()) {
             let table = entity.destination.table
-            guard try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1 COLLATE NOCASE",
-                                      .text(table)).integer == 1,
-                  try database.scalar("SELECT EXISTS (SELECT 1 FROM main.\(SQL.quote(table)))").integer == 1 else { continue }
-            let advice = plan.coreData != nil
+            guard
+                try database.scalar(
+                    "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1 COLLATE NOCASE",
+                    .text(table)
+                ).integer == 1,
+                try database.scalar("SELECT EXISTS (SELECT 1 FROM main.\(SQL.quote(table)))").integer == 1
+            else { continue }
+            let advice =
+                plan.coreData != nil
                 ? "a Core Data migration writes into the empty store Core Data created with the new model"
                 : "a new job writes into empty tables unless asked to append after the rows there (--append, MigrationOptions.appendToExistingRows)"
-            throw MigrationError(.store, "the destination already holds rows in \(table) (the store of a finished job?): \(advice)",
-                                 entity: entity.name, file: file)
+            throw MigrationError(
+                .store, "the destination already holds rows in \(table) (the store of a finished job?): \(advice)",
+                entity: entity.name, file: file)
         }
     }
 
@@ -270,9 +301,11 @@ public final class MigrationJob: Sendable {
     ///   - logger: where the job logs.
     /// - Throws: ``MigrationError`` with code `.mismatch` when a fingerprint differs, `.journal`
     ///   when the journal cannot be read.
-    public static func resume(at journal: URL, source: URL? = nil, destination: URL? = nil, plan expected: MigrationPlan? = nil,
-                              options: MigrationOptions = MigrationOptions(),
-                              logger: Logger) throws -> MigrationJob {
+    public static func resume(
+        at journal: URL, source: URL? = nil, destination: URL? = nil, plan expected: MigrationPlan? = nil,
+        options: MigrationOptions = MigrationOptions(),
+        logger: Logger
+    ) throws -> MigrationJob {
         let reader = try readJournal(at: journal)
         guard JournalSHA256.hex(reader.plan) == reader.header.planFingerprint else {
             throw MigrationError(.journal, "plan.json does not match the plan fingerprint in the journal header", file: reader.layout.plan)
@@ -282,16 +315,18 @@ public final class MigrationJob: Sendable {
             // Equal as plans, not as bytes: the frozen plan.json may have been written by another
             // version, or spell out defaults the caller's plan leaves out.
             guard expected == plan else {
-                throw MigrationError(.mismatch,
+                throw MigrationError(
+                    .mismatch,
                     "the plan differs from the one this job started with (see \(reader.layout.plan)); finish or discard this job, or use its plan",
                     file: journal.path)
             }
         }
         let sourceURL = source ?? URL(fileURLWithPath: reader.header.sourcePath)
         let destinationURL = destination ?? URL(fileURLWithPath: reader.header.destinationPath)
-        let job = MigrationJob(journalURL: journal, header: reader.header, plan: plan, source: sourceURL,
-                               destination: destinationURL, options: options, logger: logger,
-                               complete: reader.state == .complete)
+        let job = MigrationJob(
+            journalURL: journal, header: reader.header, plan: plan, source: sourceURL,
+            destination: destinationURL, options: options, logger: logger,
+            complete: reader.state == .complete)
         if job.isComplete { job.finishDestination() }
         if !job.isComplete {
             // Check the stores now, so a mismatch is refused at startup rather than at run.
@@ -321,15 +356,18 @@ public final class MigrationJob: Sendable {
     ///   - logger: where the job logs.
     /// - Throws: ``MigrationError``, as ``start(plan:source:destination:journal:schema:options:logger:)``
     ///   or ``resume(at:source:destination:plan:options:logger:)`` would.
-    public static func startOrResume(plan: MigrationPlan, source: URL, destination: URL, journal: URL,
-                                     schema: @autoclosure () throws -> String? = nil,
-                                     options: MigrationOptions = MigrationOptions(),
-                                     logger: Logger) throws -> MigrationJob {
+    public static func startOrResume(
+        plan: MigrationPlan, source: URL, destination: URL, journal: URL,
+        schema: @autoclosure () throws -> String? = nil,
+        options: MigrationOptions = MigrationOptions(),
+        logger: Logger
+    ) throws -> MigrationJob {
         if hasJournal(at: journal) {
             return try resume(at: journal, source: source, destination: destination, plan: plan, options: options, logger: logger)
         }
-        return try start(plan: plan, source: source, destination: destination, journal: journal, schema: try schema(),
-                         options: options, logger: logger)
+        return try start(
+            plan: plan, source: source, destination: destination, journal: journal, schema: try schema(),
+            options: options, logger: logger)
     }
 
     /// Where the job recorded in a journal stands, from the journal alone.
@@ -406,9 +444,11 @@ public final class MigrationJob: Sendable {
             guard try CheckpointStore.jobIDs(in: database).contains(jobID) else { return }
             try CheckpointStore.finish(in: database, keepTables: options.keepCheckpointTables)
         } catch {
-            logger.warning("cannot remove the checkpoint tables of a completed job", metadata: [
-                "destination": "\(destinationURL.path)", "error": "\(error)",
-            ])
+            logger.warning(
+                "cannot remove the checkpoint tables of a completed job",
+                metadata: [
+                    "destination": "\(destinationURL.path)", "error": "\(error)",
+                ])
         }
     }
 
@@ -416,10 +456,12 @@ public final class MigrationJob: Sendable {
         progress.totalUnitCount = Self.progressUnits
         progress.completedUnitCount = Int64(step.fraction * Double(Self.progressUnits))
         shell.publish(step)
-        logger.debug("batch committed", metadata: [
-            "entity": "\(step.entity)", "phase": "\(step.phase)", "batch": "\(step.batch)",
-            "rows": "\(step.rowsDone)/\(step.rowsTotal)",
-        ])
+        logger.debug(
+            "batch committed",
+            metadata: [
+                "entity": "\(step.entity)", "phase": "\(step.phase)", "batch": "\(step.batch)",
+                "rows": "\(step.rowsDone)/\(step.rowsTotal)",
+            ])
     }
 
     /// Checks that the destination and the source are this job's: the destination holds this
@@ -429,17 +471,20 @@ public final class MigrationJob: Sendable {
         let jobs = try CheckpointStore.jobIDs(in: stores.database)
         if jobs.isEmpty && !log.recordsCompletion {
             guard !log.recordsBatches else {
-                throw MigrationError(.mismatch,
+                throw MigrationError(
+                    .mismatch,
                     "the destination has no checkpoint of job \(jobID), but the journal records batches: this is not the destination the job wrote",
                     file: destinationURL.path)
             }
         } else if !jobs.isEmpty && !jobs.contains(jobID) {
-            throw MigrationError(.mismatch,
+            throw MigrationError(
+                .mismatch,
                 "the destination belongs to job \(jobs[0]), not to this journal's job \(jobID)", file: destinationURL.path)
         }
         let fingerprint = try stores.sourceFingerprint(plan: plan)
         guard fingerprint == header.sourceFingerprint else {
-            throw MigrationError(.mismatch,
+            throw MigrationError(
+                .mismatch,
                 "the source is not the store this job started with (its schema or key range changed, or it is another file)",
                 file: sourceURL.path)
         }
@@ -456,13 +501,16 @@ public final class MigrationJob: Sendable {
         let stores = try Stores.open(source: sourceURL.path, destination: destinationURL.path, schema: nil, options: options)
         let database = stores.database
         try checkStores(stores, header: writer.header, log: writer.log)
-        let idMap = IDMap(layout: writer.layout, entityCount: plan.entities.count, cacheBudget: options.idMapCacheBytes,
-                          cacheLimit: options.idMapCacheLimitBytes)
+        let idMap = IDMap(
+            layout: writer.layout, entityCount: plan.entities.count, cacheBudget: options.idMapCacheBytes,
+            cacheLimit: options.idMapCacheLimitBytes)
         func makeEngine() throws -> Engine {
-            let engine = try Engine(plan: plan, options: options, logger: logger, stores: stores, journal: writer, idMap: idMap,
-                                    sourcePath: sourceURL.path,
-                                    hooks: Self.storeHooks(plan: plan, options: options, logger: logger, sourcePath: sourceURL.path,
-                                                      checkScratch: writer.layout.check))
+            let engine = try Engine(
+                plan: plan, options: options, logger: logger, stores: stores, journal: writer, idMap: idMap,
+                sourcePath: sourceURL.path,
+                hooks: Self.storeHooks(
+                    plan: plan, options: options, logger: logger, sourcePath: sourceURL.path,
+                    checkScratch: writer.layout.check))
             try engine.prepare()
             return engine
         }
@@ -472,8 +520,9 @@ public final class MigrationJob: Sendable {
             // committed: do all of it now (the journal mode is still the store's own).
             let journalMode = try stores.journalMode()
             engine = try database.inTransaction(.immediate) {
-                try Self.recordJob(writer.header, journalMode: journalMode, stores: stores, options: options,
-                                   file: destinationURL.path, defersTriggers: plan.coreData != nil, engine: makeEngine)
+                try Self.recordJob(
+                    writer.header, journalMode: journalMode, stores: stores, options: options,
+                    file: destinationURL.path, defersTriggers: plan.coreData != nil, engine: makeEngine)
             }
             try stores.useRollbackJournal()
         } else {
@@ -502,7 +551,8 @@ public final class MigrationJob: Sendable {
             do {
                 try CheckpointStore.ensureUniqueIndex(table: entity.destination.table, column: distinct.destination, in: database)
             } catch {
-                throw MigrationError(.invalidPlan,
+                throw MigrationError(
+                    .invalidPlan,
                     "entities[\(index)].distinct.destination: the natural key \(distinct.destination) must be unique in \(entity.destination.table), but \(error.message)",
                     entity: entity.name, column: distinct.destination, file: file)
             }
@@ -516,9 +566,11 @@ public final class MigrationJob: Sendable {
     private static func readJournal(at journal: URL) throws -> JournalReader {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: journal.path, isDirectory: &isDirectory), !isDirectory.boolValue,
-           InPlaceMigration.isHalfMigrated(journal) {
+            InPlaceMigration.isHalfMigrated(journal)
+        {
             // A store given where a journal goes: an in-place job keeps its state in the store.
-            throw MigrationError(.journal, "this is a store, not a journal: \(InPlaceMigration.halfMigratedMessage(journal.path))", file: journal.path)
+            throw MigrationError(
+                .journal, "this is a store, not a journal: \(InPlaceMigration.halfMigratedMessage(journal.path))", file: journal.path)
         }
         do { return try JournalReader(directory: journal.path) } catch {
             throw MigrationError(.journal, "cannot read the journal: \(error.message)", file: error.file ?? journal.path, cause: error)

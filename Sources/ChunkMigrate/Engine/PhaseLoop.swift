@@ -35,9 +35,11 @@ struct PhaseLoop {
     /// (`.paused`); `done` is called after each unit with what it returned, once its source rows
     /// (`rows`) are counted. `finished` tells, where the phase can, that no unit is left, so that a
     /// run that did the last unit completes the phase rather than stopping before it finds so.
-    mutating func run<Unit>(until finished: () throws -> Bool = { false }, _ next: () throws -> Unit?,
-                            done: (Unit, PhaseLoop) throws -> Void = { _, _ in },
-                            rows: (Unit) -> Int64 = { _ in 0 }) throws -> RunOutcome {
+    mutating func run<Unit>(
+        until finished: () throws -> Bool = { false }, _ next: () throws -> Unit?,
+        done: (Unit, PhaseLoop) throws -> Void = { _, _ in },
+        rows: (Unit) -> Int64 = { _ in 0 }
+    ) throws -> RunOutcome {
         while true {
             if try finished() { return .complete }
             if stops() { return .paused }

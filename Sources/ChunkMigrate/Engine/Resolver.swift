@@ -277,7 +277,8 @@ final class Resolver {
             let foreignKey = call.int64(1)
             if let mapped = try idMap.destination(of: foreignKey, entity: target) { return call.result(mapped) }
             if target == batchEntity && foreignKey <= call.int64(2),
-               let mapped = takenInBatch(foreignKey, entity: batchEntity) {
+                let mapped = takenInBatch(foreignKey, entity: batchEntity)
+            {
                 return call.result(mapped)
             }
             call.resultNull()

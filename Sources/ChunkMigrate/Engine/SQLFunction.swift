@@ -20,8 +20,10 @@ public struct SQLFunction: Sendable {
     public var body: @Sendable ([SQLiteValue]) throws -> SQLiteValue
 
     /// Creates a function.
-    public init(name: String, argumentCount: Int, isDeterministic: Bool = true,
-                body: @escaping @Sendable ([SQLiteValue]) throws -> SQLiteValue) {
+    public init(
+        name: String, argumentCount: Int, isDeterministic: Bool = true,
+        body: @escaping @Sendable ([SQLiteValue]) throws -> SQLiteValue
+    ) {
         self.name = name
         self.argumentCount = argumentCount
         self.isDeterministic = isDeterministic

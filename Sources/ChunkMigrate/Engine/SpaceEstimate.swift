@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The disk a job needs at its peak, worked out before its first row is written, against the free
@@ -48,8 +48,11 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
         if isUpperBound {
             return "needs at most \(Self.bytes(neededBytes)) (3.5 times the source's file), \(Self.bytes(freeBytes)) free"
         }
-        return "needs \(Self.bytes(neededBytes)) (destination \(Self.bytes(destinationBytes)), journal \(Self.bytes(journalBytes)), index builds \(Self.bytes(indexBuildBytes))), \(Self.bytes(freeBytes)) free"
-            + (inPlaceBytes.map { "; in place (--in-place) it would need about \(Self.bytes($0)) beside the store, which \($0 + $0 / 20 <= freeBytes ? "fits" : "does not fit either")" } ?? "")
+        return
+            "needs \(Self.bytes(neededBytes)) (destination \(Self.bytes(destinationBytes)), journal \(Self.bytes(journalBytes)), index builds \(Self.bytes(indexBuildBytes))), \(Self.bytes(freeBytes)) free"
+            + (inPlaceBytes.map {
+                "; in place (--in-place) it would need about \(Self.bytes($0)) beside the store, which \($0 + $0 / 20 <= freeBytes ? "fits" : "does not fit either")"
+            } ?? "")
     }
 
     /// Bytes for a person: `512 MB`, `1.2 GB`.
@@ -63,7 +66,9 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
     /// The estimate for `plan` from `source` into `destination` (which must exist).
     ///
     /// - Throws: ``MigrationError`` naming the file when a store cannot be read.
-    public static func of(plan: MigrationPlan, source: URL, destination: URL, options: MigrationOptions = MigrationOptions()) throws -> SpaceEstimate {
+    public static func of(plan: MigrationPlan, source: URL, destination: URL, options: MigrationOptions = MigrationOptions()) throws
+        -> SpaceEstimate
+    {
         let stores = try Stores.open(source: source.path, destination: destination.path, schema: nil, options: options)
         return try of(plan: plan, stores: stores, options: options)
     }
@@ -76,8 +81,9 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
     /// bytes a key, a key per four bytes of the file at most): 3.5 times the file.
     static func upperBound(source: String, freeBytes: Int64) -> SpaceEstimate? {
         guard let size = (try? FileManager.default.attributesOfItem(atPath: source)[.size] as? NSNumber)?.int64Value else { return nil }
-        return SpaceEstimate(destinationBytes: size, journalBytes: size / 2 + 64 * 1024, indexBuildBytes: 2 * size, inPlaceBytes: nil,
-                             freeBytes: freeBytes, isUpperBound: true)
+        return SpaceEstimate(
+            destinationBytes: size, journalBytes: size / 2 + 64 * 1024, indexBuildBytes: 2 * size, inPlaceBytes: nil,
+            freeBytes: freeBytes, isUpperBound: true)
     }
 
     /// The estimate on a job's two stores; with `boundWhereItFits`, the bound instead where the
@@ -113,7 +119,8 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
                 journal += entity.keys == .allocate ? keys * 2 : keys / 8
             }
         } catch {
-            throw MigrationError(.store, "cannot estimate the space the job needs: \(error.message)", file: database.path, sql: error.sql, cause: error)
+            throw MigrationError(
+                .store, "cannot estimate the space the job needs: \(error.message)", file: database.path, sql: error.sql, cause: error)
         }
         let folder = URL(fileURLWithPath: database.path).deletingLastPathComponent().path
         let temporary = ProcessInfo.processInfo.environment["SQLITE_TMPDIR"] ?? ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
@@ -122,9 +129,10 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
         let sourceIndexes = indexes.compactMap { sizes[$0[0].text?.lowercased() ?? ""] }
         let total = sizes.values.reduce(0, +)
         let inPlace = plan.coreData == nil ? nil : (sourceIndexes.max() ?? 0) + min(4 * 1_048_576, total / 50)
-        return SpaceEstimate(destinationBytes: destination, journalBytes: journal,
-                             indexBuildBytes: options.defersIndexes && sameVolume ? largestIndex : 0,
-                             inPlaceBytes: inPlace, freeBytes: options.freeSpace?(folder) ?? freeBytes(at: folder))
+        return SpaceEstimate(
+            destinationBytes: destination, journalBytes: journal,
+            indexBuildBytes: options.defersIndexes && sameVolume ? largestIndex : 0,
+            inPlaceBytes: inPlace, freeBytes: options.freeSpace?(folder) ?? freeBytes(at: folder))
     }
 
     /// Bytes per table and index of the source (`src`), by lowercased name: SQLite's `dbstat`
@@ -147,12 +155,15 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
             let tables = try database.rows("SELECT name FROM src.sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
                 .compactMap { $0[0].text }
             var counts: [String: Int64] = [:]
-            for table in tables { counts[table.lowercased()] = try database.scalar("SELECT count(*) FROM src.\(SQL.quote(table))").integer ?? 0 }
+            for table in tables {
+                counts[table.lowercased()] = try database.scalar("SELECT count(*) FROM src.\(SQL.quote(table))").integer ?? 0
+            }
             let total = max(1, counts.values.reduce(0, +))
             for (table, count) in counts { sizes[table] = pages * pageSize * count / total }
             return sizes
         } catch {
-            throw MigrationError(.store, "cannot estimate the space the job needs: \(error.message)", file: database.path, sql: error.sql, cause: error)
+            throw MigrationError(
+                .store, "cannot estimate the space the job needs: \(error.message)", file: database.path, sql: error.sql, cause: error)
         }
     }
 
@@ -161,10 +172,11 @@ public struct SpaceEstimate: Sendable, Codable, Equatable, CustomStringConvertib
     /// available to an unprivileged user.
     public static func freeBytes(at path: String) -> Int64 {
         #if os(iOS) || os(macOS) || os(tvOS) || os(watchOS) || os(visionOS)
-        if let values = try? URL(fileURLWithPath: path).resourceValues(forKeys: [.volumeAvailableCapacityForImportantUsageKey]),
-           let capacity = values.volumeAvailableCapacityForImportantUsage {
-            return capacity
-        }
+            if let values = try? URL(fileURLWithPath: path).resourceValues(forKeys: [.volumeAvailableCapacityForImportantUsageKey]),
+                let capacity = values.volumeAvailableCapacityForImportantUsage
+            {
+                return capacity
+            }
         #endif
         var stats = statvfs()
         guard statvfs(path, &stats) == 0 else { return Int64.max }

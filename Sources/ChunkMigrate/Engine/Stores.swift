@@ -27,8 +27,9 @@ final class Stores {
         try checkSource(source)
         let exists = try Self.exists(destination)
         if !exists && schema == nil {
-            throw MigrationError(.store, "the destination does not exist; create it first or pass a schema (--schema FILE.sql) to create it",
-                                 file: destination)
+            throw MigrationError(
+                .store, "the destination does not exist; create it first or pass a schema (--schema FILE.sql) to create it",
+                file: destination)
         }
         let database: Database
         var isEmpty = !exists
@@ -53,7 +54,8 @@ final class Stores {
             // own mode, would otherwise come back rolled back after a power cut, the journal's
             // unlink lost, while the job's journal says it is complete. In TRUNCATE mode, the
             // job's own, it costs nothing more. https://sqlite.org/pragma.html#pragma_synchronous
-            try database.execute("""
+            try database.execute(
+                """
                 PRAGMA synchronous = EXTRA;
                 PRAGMA fullfsync = ON;
                 PRAGMA cache_size = -\(options.sqliteCacheKiB);
@@ -62,8 +64,10 @@ final class Stores {
             try database.attach(Database.sourceURI(source), as: "src")
             try database.execute("PRAGMA src.cache_size = -\(options.sqliteCacheKiB);")
         } catch let error as SQLiteError {
-            throw MigrationError(.store, error.sql?.hasPrefix("ATTACH") == true
-                ? "cannot attach the source read-only: \(error.message)" : "cannot prepare the destination: \(error.message)",
+            throw MigrationError(
+                .store,
+                error.sql?.hasPrefix("ATTACH") == true
+                    ? "cannot attach the source read-only: \(error.message)" : "cannot prepare the destination: \(error.message)",
                 file: error.sql?.hasPrefix("ATTACH") == true ? source : destination, sql: error.sql, cause: error)
         }
         return Stores(database: database)

@@ -20,8 +20,10 @@ extension InPlaceMigration {
 
         /// The report of `step`'s batch number `number`, which did `batch`; `next` is the step
         /// under way or next after it.
-        mutating func after(_ step: Step, _ batch: Batch, before cursor: Int64?, number: UInt64,
-                            next: (step: Step, cursor: Int64?)?) -> MigrationProgress {
+        mutating func after(
+            _ step: Step, _ batch: Batch, before cursor: Int64?, number: UInt64,
+            next: (step: Step, cursor: Int64?)?
+        ) -> MigrationProgress {
             if var status {
                 if batch.finished { status.stepsDone += 1 }
                 status.currentStep = next?.step.label
@@ -39,18 +41,20 @@ extension InPlaceMigration {
             if let last = batch.cursor { rowids += max(0, last - (cursor ?? min(last, 0))) }
             let seconds = (ContinuousClock.now - started) / .seconds(1)
             let reached = batch.cursor ?? 0, extent = batch.lastRowid ?? 0
-            return MigrationProgress(entity: step.label, phase: .inPlace(step: step.label), table: step.table, fraction: fraction,
-                                     batch: number, rowsDone: reached, rowsTotal: extent, jobRowsDone: reached,
-                                     jobRowsTotal: extent, rowsPerSecond: seconds > 0 ? Double(rowids) / seconds : 0,
-                                     estimatedRemaining: nil, batchSize: batchSize)
+            return MigrationProgress(
+                entity: step.label, phase: .inPlace(step: step.label), table: step.table, fraction: fraction,
+                batch: number, rowsDone: reached, rowsTotal: extent, jobRowsDone: reached,
+                jobRowsTotal: extent, rowsPerSecond: seconds > 0 ? Double(rowids) / seconds : 0,
+                estimatedRemaining: nil, batchSize: batchSize)
         }
 
         /// The last report of the job, whose fraction is 1.
         func complete() -> MigrationProgress {
             let seconds = (ContinuousClock.now - started) / .seconds(1)
-            return MigrationProgress(entity: "", phase: .complete, table: nil, fraction: 1, batch: 0, rowsDone: 0, rowsTotal: 0,
-                                     jobRowsDone: 0, jobRowsTotal: 0, rowsPerSecond: seconds > 0 ? Double(rowids) / seconds : 0,
-                                     estimatedRemaining: .zero, batchSize: batchSize)
+            return MigrationProgress(
+                entity: "", phase: .complete, table: nil, fraction: 1, batch: 0, rowsDone: 0, rowsTotal: 0,
+                jobRowsDone: 0, jobRowsTotal: 0, rowsPerSecond: seconds > 0 ? Double(rowids) / seconds : 0,
+                estimatedRemaining: .zero, batchSize: batchSize)
         }
     }
 }

@@ -94,7 +94,8 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
         /// points nowhere is the store's where the job left no row out of the table it points into.
         func carried(_ finding: CoreDataStoreCheck.Finding) -> String? {
             guard let table = finding.table?.uppercased(), let column = finding.column?.uppercased(),
-                  !columns.contains("\(table).\(column)") else { return nil }
+                !columns.contains("\(table).\(column)")
+            else { return nil }
             switch finding.kind {
             case .required, .entityWithoutKey, .orderWithoutKey, .entityOutsideTree, .externalFile, .joinWithoutOrder:
                 return "as the store was: the job does not write \(finding.column!)"
@@ -122,8 +123,9 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
         targetURL = target
         self.database = database
         self.options = options
-        shell = JobShell(complete: false, threadName: "chunkmigrate in place", file: store.path,
-                         alreadyRunning: "this in-place job is already running")
+        shell = JobShell(
+            complete: false, threadName: "chunkmigrate in place", file: store.path,
+            alreadyRunning: "this in-place job is already running")
     }
 
     /// The file beside `store` that an in-place job holds locked (`flock`, which the kernel drops
@@ -142,7 +144,9 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
             throw MigrationError(.store, "cannot lock the store for an in-place job: \(error.message)", file: path, cause: error)
         }
         guard let lock else {
-            throw MigrationError(.busy, "another in-place job has this store (it holds \(path)); let it finish, or pause it, and run again", file: store.path)
+            throw MigrationError(
+                .busy, "another in-place job has this store (it holds \(path)); let it finish, or pause it, and run again", file: store.path
+            )
         }
         return lock
     }
@@ -162,7 +166,8 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     static func isHalfMigrated(_ store: URL, recovering: Bool) -> Bool {
         func ask(_ mode: Database.Mode) -> Bool? {
             guard let database = try? Database(path: store.path, mode: mode) else { return nil }
-            return (try? database.scalar("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1", .text(stateTable)).integer)
+            return
+                (try? database.scalar("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1", .text(stateTable)).integer)
                 .map { $0 == 1 }
         }
         if let answer = ask(.source) { return answer }
@@ -198,7 +203,8 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
             let database = try Database(path: store.path, mode: .source)
             return try status(in: database, store: store.path)
         } catch {
-            throw MigrationError(.store, "cannot read the in-place job's state: \(error.message)", file: store.path, sql: error.sql, cause: error)
+            throw MigrationError(
+                .store, "cannot read the in-place job's state: \(error.message)", file: store.path, sql: error.sql, cause: error)
         }
     }
 
@@ -207,8 +213,9 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
         let counts = try database.rows("SELECT count(*), coalesce(sum(done), 0) FROM main.\(stepTable)").first ?? []
         let current = try database.rows("SELECT step, cursor FROM main.\(stepTable) WHERE done = 0 ORDER BY idx LIMIT 1").first
         let label = current?[0].text.flatMap { try? JSONDecoder().decode(Step.self, from: Data($0.utf8)).label }
-        return Status(store: store, target: target, steps: Int(counts.first?.integer ?? 0), stepsDone: Int(counts.last?.integer ?? 0),
-                      currentStep: label, cursor: current?[1].integer)
+        return Status(
+            store: store, target: target, steps: Int(counts.first?.integer ?? 0), stepsDone: Int(counts.last?.integer ?? 0),
+            currentStep: label, cursor: current?[1].integer)
     }
 
     /// Where this job stands now, or `nil` once it is done: as it was opened, then as each batch
@@ -231,7 +238,9 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     public static func resume(store: URL, options: MigrationOptions = MigrationOptions()) throws -> InPlaceMigration? {
         guard let status = try status(of: store) else { return nil }
         guard FileManager.default.fileExists(atPath: status.target) else {
-            throw MigrationError(.store, "the target this in-place job started with is gone: \(status.target); put the new model's empty store back there", file: store.path)
+            throw MigrationError(
+                .store, "the target this in-place job started with is gone: \(status.target); put the new model's empty store back there",
+                file: store.path)
         }
         return try open(store: store, target: URL(fileURLWithPath: status.target), options: options)
     }
@@ -255,7 +264,9 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     /// store is part-way through.
     ///
     /// - Throws: ``MigrationError`` naming what needs the copy path, or the file that cannot be used.
-    public static func startOrResume(plan: MigrationPlan, store: URL, target: URL, options: MigrationOptions = MigrationOptions()) throws -> InPlaceMigration {
+    public static func startOrResume(plan: MigrationPlan, store: URL, target: URL, options: MigrationOptions = MigrationOptions()) throws
+        -> InPlaceMigration
+    {
         return try open(store: store, target: target, options: options, plan: plan)
     }
 
@@ -275,7 +286,9 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
             // definition changes is rebuilt from the target's own statement.
             // EXTRA: FULL, and the directory synced after a rollback journal is unlinked (see
             // Stores.open), so that the last commit, in the store's own mode, survives a power cut.
-            try database.execute("PRAGMA synchronous = EXTRA; PRAGMA fullfsync = ON; PRAGMA legacy_alter_table = ON; PRAGMA cache_size = -\(options.sqliteCacheKiB);")
+            try database.execute(
+                "PRAGMA synchronous = EXTRA; PRAGMA fullfsync = ON; PRAGMA legacy_alter_table = ON; PRAGMA cache_size = -\(options.sqliteCacheKiB);"
+            )
             try database.attach(Database.sourceURI(target.path), as: "tgt")
         } catch {
             throw MigrationError(.store, "cannot open the store to migrate in place: \(error.message)", file: store.path, cause: error)
@@ -291,39 +304,52 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
         // the model it started with, wherever its target is now.
         let targetCoreDataModel = (try? CoreDataModel.read(database, schema: "tgt", file: target.path)).flatMap { $0 }
             .map { CoreDataModelBundle.signature($0).joined(separator: "\n") }
-        let targetModel = targetCoreDataModel ?? (try? InPlacePlanner.tables("tgt", in: database))
+        let targetModel =
+            targetCoreDataModel
+            ?? (try? InPlacePlanner.tables("tgt", in: database))
             .map { $0.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: "\n") }
         // Asked of the connection already open (the read-write one rolled back a batch a kill left).
-        let halfMigrated = (try? database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1",
-                                                 .text(stateTable)).integer) == 1
+        let halfMigrated =
+            (try? database.scalar(
+                "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1",
+                .text(stateTable)
+            ).integer) == 1
         if halfMigrated {
             let recorded = (try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'target_model'").text) ?? nil
             if let recorded, recorded != targetModel {
-                throw MigrationError(.mismatch, "the store is part-way through an in-place migration to another model than \(target.path)'s (it started with \((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'target'").text) ?? nil ?? "?")); finish that one first with its target", file: store.path)
+                throw MigrationError(
+                    .mismatch,
+                    "the store is part-way through an in-place migration to another model than \(target.path)'s (it started with \((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'target'").text) ?? nil ?? "?")); finish that one first with its target",
+                    file: store.path)
             }
         }
         // A store already at the target's model (a job that finished, run again): nothing to do.
         let already: Bool
         if halfMigrated {
             already = false
-        } else if let hashes = storeHashes(database, schema: "main", file: store.path), hashes == storeHashes(database, schema: "tgt", file: target.path) {
+        } else if let hashes = storeHashes(database, schema: "main", file: store.path),
+            hashes == storeHashes(database, schema: "tgt", file: target.path)
+        {
             // Equal entity version hashes: the same model, as Core Data tells it, with or without
             // a model cache.
             already = true
         } else if targetCoreDataModel == nil, (try? CoreDataModel.read(database, schema: "main", file: store.path)) == nil,
-                  ["main", "tgt"].allSatisfy({ (try? CoreDataEntities.isCoreData(database, schema: $0)) == true }),
-                  storeHashes(database, schema: "main", file: store.path) == nil, storeHashes(database, schema: "tgt", file: target.path) == nil {
+            ["main", "tgt"].allSatisfy({ (try? CoreDataEntities.isCoreData(database, schema: $0)) == true }),
+            storeHashes(database, schema: "main", file: store.path) == nil, storeHashes(database, schema: "tgt", file: target.path) == nil
+        {
             // Core Data stores that carry no model and record no hashes: the same model where
             // their tables are the same (the plan between them copies every table as it is).
             already = (try? InPlacePlanner.tables("main", in: database)) == (try? InPlacePlanner.tables("tgt", in: database))
         } else if targetCoreDataModel == nil {
             already = try plainStoreIsDone(database, plan: plan, file: store.path)
         } else {
-            already = (try? CoreDataModel.read(database, schema: "main", file: store.path))
+            already =
+                (try? CoreDataModel.read(database, schema: "main", file: store.path))
                 .flatMap { $0 }.map { CoreDataModelBundle.signature($0).joined(separator: "\n") } == targetModel
         }
         if !already && !halfMigrated, let plan {
-            let (steps, touched) = try InPlacePlanner(database: database, plan: plan, storePath: store.path, targetPath: target.path).steps()
+            let (steps, touched) = try InPlacePlanner(database: database, plan: plan, storePath: store.path, targetPath: target.path)
+                .steps()
             let encoder = JSONEncoder()
             var encoded: [String] = []
             for step in steps {
@@ -340,10 +366,12 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
             if let writes = try? JSONEncoder().encode(Writes(plan: plan)) { extra = [("writes", String(decoding: writes, as: UTF8.self))] }
             try useRollbackJournal(database, file: store.path)
             do {
-                try record(encoded, target: target.path, targetModel: targetModel ?? "", mode: mode, touched: touched, extra: extra, in: database)
+                try record(
+                    encoded, target: target.path, targetModel: targetModel ?? "", mode: mode, touched: touched, extra: extra, in: database)
             } catch {
                 try? database.execute("PRAGMA main.journal_mode = \(mode)")
-                throw MigrationError(.store, "cannot record the in-place job in the store: \(error.message)", file: store.path, sql: error.sql, cause: error)
+                throw MigrationError(
+                    .store, "cannot record the in-place job in the store: \(error.message)", file: store.path, sql: error.sql, cause: error)
             }
         } else if halfMigrated {
             try useRollbackJournal(database, file: store.path)
@@ -354,7 +382,8 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
         } else if let plan {
             migration.writes = Writes(plan: plan)
         }
-        migration.touchedTables = ((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'touched'").text) ?? nil)?
+        migration.touchedTables =
+            ((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'touched'").text) ?? nil)?
             .split(separator: "\n").map(String.init) ?? []
         migration.current.withLock { $0 = try? status(in: database, store: store.path) }
         recorded = migration.status != nil
@@ -390,7 +419,8 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     /// Every batch commits through a rollback journal (`TRUNCATE`), which writes each row once.
     private static func useRollbackJournal(_ database: Database, file: String) throws {
         do { try database.execute("PRAGMA main.journal_mode = TRUNCATE") } catch {
-            throw MigrationError(.store, "cannot set the store's journal (does another process have it open?): \(error.message)", file: file, cause: error)
+            throw MigrationError(
+                .store, "cannot set the store's journal (does another process have it open?): \(error.message)", file: file, cause: error)
         }
     }
 
@@ -400,14 +430,18 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     /// rewritten) but no table, a finished job cannot be told from one to do: refused, it takes
     /// the copy path.
     private static func plainStoreIsDone(_ database: Database, plan: MigrationPlan?, file: String) throws -> Bool {
-        guard let tables = try? InPlacePlanner.tables("main", in: database), tables == (try? InPlacePlanner.tables("tgt", in: database)) else {
+        guard let tables = try? InPlacePlanner.tables("main", in: database), tables == (try? InPlacePlanner.tables("tgt", in: database))
+        else {
             return false
         }
         guard let plan else { return true }
         for entity in plan.entities {
             let values = entity.columns.values.map { "(\($0))" }.joined(separator: ", ")
-            let query = "SELECT \(values.isEmpty ? "1" : values) FROM main.\(SQL.quote(entity.source.table)) AS s WHERE \(entity.source.where ?? "1")"
-            let readable = (try? database.prepare(query.replacingOccurrences(of: #"\bsrc\."#, with: "main.", options: [.regularExpression, .caseInsensitive]))) != nil
+            let query =
+                "SELECT \(values.isEmpty ? "1" : values) FROM main.\(SQL.quote(entity.source.table)) AS s WHERE \(entity.source.where ?? "1")"
+            let readable =
+                (try? database.prepare(
+                    query.replacingOccurrences(of: #"\bsrc\."#, with: "main.", options: [.regularExpression, .caseInsensitive]))) != nil
             if !readable { return true }
         }
         for entity in plan.entities {
@@ -415,7 +449,10 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
                 expression.trimmingCharacters(in: CharacterSet(charactersIn: "\"() ")).caseInsensitiveCompare(column) != .orderedSame
             }
             if entity.source.where != nil || rewrites {
-                throw MigrationError(.invalidPlan, "this migration needs the copy path (run without --in-place): the store's tables are the target's already, and \(entity.name) changes rows of \(entity.source.table) but no table, so a run that did it cannot be told from one to do", entity: entity.name, file: file)
+                throw MigrationError(
+                    .invalidPlan,
+                    "this migration needs the copy path (run without --in-place): the store's tables are the target's already, and \(entity.name) changes rows of \(entity.source.table) but no table, so a run that did it cannot be told from one to do",
+                    entity: entity.name, file: file)
             }
         }
         return true
@@ -426,21 +463,27 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     /// - Throws: ``MigrationError`` naming the file and the statement SQLite rejects.
     public static func createTarget(at url: URL, schema: String) throws {
         do { try Database(path: url.path, mode: .readWriteCreate).execute(schema) } catch {
-            throw MigrationError(.store, "cannot create the target from the schema: \(error.message)", file: url.path, sql: error.sql, cause: error)
+            throw MigrationError(
+                .store, "cannot create the target from the schema: \(error.message)", file: url.path, sql: error.sql, cause: error)
         }
     }
 
     /// Records the job and its steps in the store, in one transaction, with the journal mode the
     /// store had (every batch commits through a rollback journal; the mode comes back at the end).
-    private static func record(_ steps: [String], target: String, targetModel: String, mode: String, touched: [String],
-                               extra: [(String, String)], in database: Database) throws(SQLiteError) {
+    private static func record(
+        _ steps: [String], target: String, targetModel: String, mode: String, touched: [String],
+        extra: [(String, String)], in database: Database
+    ) throws(SQLiteError) {
         try database.inTransaction(.immediate) { () throws(SQLiteError) in
-            try database.execute("""
+            try database.execute(
+                """
                 CREATE TABLE main.\(stateTable) (key TEXT PRIMARY KEY, value TEXT);
                 CREATE TABLE main.\(stepTable) (idx INTEGER PRIMARY KEY, step TEXT NOT NULL, cursor INTEGER, done INTEGER NOT NULL);
                 """)
             let state = try database.prepare("INSERT INTO main.\(stateTable) (key, value) VALUES (?1, ?2)")
-            for (key, value) in [("target", target), ("target_model", targetModel), ("journal_mode", mode), ("touched", touched.joined(separator: "\n"))] + extra {
+            for (key, value) in [
+                ("target", target), ("target_model", targetModel), ("journal_mode", mode), ("touched", touched.joined(separator: "\n")),
+            ] + extra {
                 try state.bind([.text(key), .text(value)])
                 _ = try state.step()
                 state.reset()
@@ -499,7 +542,9 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
         func nextStep() throws -> (index: Int64, step: Step, cursor: Int64?)? {
             if let pending { return pending }
             let row: [SQLiteValue]?
-            do throws(SQLiteError) { row = try database.rows("SELECT idx, step, cursor FROM main.\(Self.stepTable) WHERE done = 0 ORDER BY idx LIMIT 1").first } catch {
+            do throws(SQLiteError) {
+                row = try database.rows("SELECT idx, step, cursor FROM main.\(Self.stepTable) WHERE done = 0 ORDER BY idx LIMIT 1").first
+            } catch {
                 // No state tables: the job is done.
                 if error.message.contains("no such table") {
                     noJob = true
@@ -512,28 +557,36 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
                 pending = .some(nil)
                 return nil
             }
-            guard let index = row[0].integer, let text = row[1].text, let step = try? decoder.decode(Step.self, from: Data(text.utf8)) else {
-                throw MigrationError(.store, "the in-place step \(row[0].integer.map(String.init) ?? "?") recorded in \(Self.stepTable) cannot be read: the job's state is damaged", file: storeURL.path)
+            guard let index = row[0].integer, let text = row[1].text, let step = try? decoder.decode(Step.self, from: Data(text.utf8))
+            else {
+                throw MigrationError(
+                    .store,
+                    "the in-place step \(row[0].integer.map(String.init) ?? "?") recorded in \(Self.stepTable) cannot be read: the job's state is damaged",
+                    file: storeURL.path)
             }
             pending = (index, step, row[2].integer)
             return pending!
         }
         var loop = PhaseLoop(deadline: deadline, shouldStop: { [shell] in shell.pauseRequested })
-        let outcome = try loop.run(until: { try nextStep() == nil }, { () throws -> (Step, Batch, Int64?)? in
-            guard let (index, step, cursor) = try nextStep() else { return nil }
-            pending = nil
-            stepBatches[step.label, default: 0] += 1
-            let batch = try run(step, index: index, cursor: cursor, batch: stepBatches[step.label]!)
-            CrashPoint.check(.afterStep, entity: step.label, batch: stepBatches[step.label]!)
-            return (step, batch, cursor)
-        }, done: { unit, _ in
-            let (step, batch, cursor) = unit
-            let reported = report.after(step, batch, before: cursor, number: stepBatches[step.label]!,
-                                        next: try nextStep().map { ($0.step, $0.cursor) })
-            current.withLock { $0 = report.status }
-            progress(reported)
-            shell.publish(reported)
-        })
+        let outcome = try loop.run(
+            until: { try nextStep() == nil },
+            { () throws -> (Step, Batch, Int64?)? in
+                guard let (index, step, cursor) = try nextStep() else { return nil }
+                pending = nil
+                stepBatches[step.label, default: 0] += 1
+                let batch = try run(step, index: index, cursor: cursor, batch: stepBatches[step.label]!)
+                CrashPoint.check(.afterStep, entity: step.label, batch: stepBatches[step.label]!)
+                return (step, batch, cursor)
+            },
+            done: { unit, _ in
+                let (step, batch, cursor) = unit
+                let reported = report.after(
+                    step, batch, before: cursor, number: stepBatches[step.label]!,
+                    next: try nextStep().map { ($0.step, $0.cursor) })
+                current.withLock { $0 = report.status }
+                progress(reported)
+                shell.publish(reported)
+            })
         guard outcome == .complete else { return .paused }
         if !noJob { try finish() }
         current.withLock { $0 = nil }
@@ -590,8 +643,10 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
                 let after = cursor ?? Int64.min
                 let size = Int64(batchSize)
                 let quoted = "main.\(SQL.quote(table))"
-                var last = try database.scalar("SELECT rowid FROM \(quoted) WHERE rowid > ?1 ORDER BY rowid LIMIT 1 OFFSET ?2",
-                                               .integer(after), .integer(size - 1)).integer
+                var last = try database.scalar(
+                    "SELECT rowid FROM \(quoted) WHERE rowid > ?1 ORDER BY rowid LIMIT 1 OFFSET ?2",
+                    .integer(after), .integer(size - 1)
+                ).integer
                 let finished = last == nil
                 // The table's largest rowid, for the step's progress: the last of this batch when
                 // it ends the table, else read from the rowid's b-tree (no scan).
@@ -618,7 +673,8 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
                 return Batch(finished: finished, cursor: last, lastRowid: largest ?? last)
             }
         } catch {
-            throw MigrationError(.batch, "in-place step \(step.label) failed: \(error.message)", file: storeURL.path, sql: sql ?? error.sql, cause: error)
+            throw MigrationError(
+                .batch, "in-place step \(step.label) failed: \(error.message)", file: storeURL.path, sql: sql ?? error.sql, cause: error)
         }
     }
 }

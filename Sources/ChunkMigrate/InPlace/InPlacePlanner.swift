@@ -35,7 +35,8 @@ final class InPlacePlanner {
             let touched = Set(touchedTables.map { $0.uppercased() })
             return (steps, touched.sorted())
         } catch let error as SQLiteError {
-            throw MigrationError(.store, "cannot work out the in-place steps: \(error.message)", file: storePath, sql: error.sql, cause: error)
+            throw MigrationError(
+                .store, "cannot work out the in-place steps: \(error.message)", file: storePath, sql: error.sql, cause: error)
         }
     }
 
@@ -44,7 +45,9 @@ final class InPlacePlanner {
         var readers: [String: String] = [:]
         for (index, entity) in plan.entities.enumerated() {
             let name = "entities[\(index)] (\(entity.name))"
-            if entity.keys != .preserve, entity.destination.key != nil || plain { throw refuse("\(name) gives its rows new keys", entity: entity.name) }
+            if entity.keys != .preserve, entity.destination.key != nil || plain {
+                throw refuse("\(name) gives its rows new keys", entity: entity.name)
+            }
             if entity.distinct != nil { throw refuse("\(name) is de-duplicated", entity: entity.name) }
             if !entity.relationships.isEmpty { throw refuse("\(name) resolves relationships through the ID map", entity: entity.name) }
             if entity.columns.values.contains(where: { $0.contains("coredata_external_") }) {
@@ -55,14 +58,16 @@ final class InPlacePlanner {
                 throw refuse("\(name) reads the destination (main.), which in place is the store being migrated", entity: entity.name)
             }
             if try database.tableSchema(entity.source.table, in: "main")?.isWithoutRowid == true {
-                throw refuse("\(name) reads \(entity.source.table), a WITHOUT ROWID table, which in place walks by rowid", entity: entity.name)
+                throw refuse(
+                    "\(name) reads \(entity.source.table), a WITHOUT ROWID table, which in place walks by rowid", entity: entity.name)
             }
             if let other = readers[entity.source.table.uppercased()] {
                 throw refuse("\(other) and \(entity.name) both read table \(entity.source.table)", entity: entity.name)
             }
             readers[entity.source.table.uppercased()] = entity.name
         }
-        for schema in ["main", "tgt"] where try database.scalar("SELECT count(*) FROM \(schema).sqlite_schema WHERE sql LIKE 'CREATE VIRTUAL TABLE%'").integer ?? 0 > 0 {
+        for schema in ["main", "tgt"]
+        where try database.scalar("SELECT count(*) FROM \(schema).sqlite_schema WHERE sql LIKE 'CREATE VIRTUAL TABLE%'").integer ?? 0 > 0 {
             throw refuse("the \(schema == "main" ? "store" : "target") has R-tree indexes (virtual tables)")
         }
         let writtenOut: MigrationPlan
@@ -74,13 +79,16 @@ final class InPlacePlanner {
             // the rows were numbered.
             func numbers(_ schema: String, _ file: String) throws -> [String: Int64] {
                 if let model = try CoreDataModel.read(database, schema: schema, file: file) {
-                    return Dictionary(try CoreDataLayout(model: model).entities.values.map { ($0.name, $0.number) }, uniquingKeysWith: { a, _ in a })
+                    return Dictionary(
+                        try CoreDataLayout(model: model).entities.values.map { ($0.name, $0.number) }, uniquingKeysWith: { a, _ in a })
                 }
-                return Dictionary(try CoreDataEntities.read(database, schema: schema, file: file).entities.values.map { ($0.name, $0.number) },
-                                  uniquingKeysWith: { a, _ in a })
+                return Dictionary(
+                    try CoreDataEntities.read(database, schema: schema, file: file).entities.values.map { ($0.name, $0.number) },
+                    uniquingKeysWith: { a, _ in a })
             }
-            writtenOut = try CoreDataStepComposition.entityNumbersWrittenOut(plan, from: try numbers("main", storePath),
-                                                                             to: try numbers("tgt", targetPath), step: nil)
+            writtenOut = try CoreDataStepComposition.entityNumbersWrittenOut(
+                plan, from: try numbers("main", storePath),
+                to: try numbers("tgt", targetPath), step: nil)
         }
 
         // The sets of keys of a table's rows of some entities that a step reads from its own
@@ -93,7 +101,8 @@ final class InPlacePlanner {
             let own = written.entities[index].source.table
             func snapshotting(_ expression: String) -> String {
                 var result = expression
-                let pattern = #"\(SELECT kept\.Z_PK FROM src\.("[^"]+"|[A-Za-z_][A-Za-z0-9_]*) AS kept WHERE kept\.Z_ENT IN \(([0-9, ]+)\)\)"#
+                let pattern =
+                    #"\(SELECT kept\.Z_PK FROM src\.("[^"]+"|[A-Za-z_][A-Za-z0-9_]*) AS kept WHERE kept\.Z_ENT IN \(([0-9, ]+)\)\)"#
                 while let range = result.range(of: pattern, options: .regularExpression) {
                     let match = String(result[range])
                     let table = match.replacingOccurrences(of: #"^\(SELECT kept\.Z_PK FROM src\."#, with: "", options: .regularExpression)
@@ -104,7 +113,11 @@ final class InPlacePlanner {
                         name = existing.name
                     } else {
                         name = "_chunkmigrate_keys_\(snapshots.count + 1)"
-                        snapshots.append((name, match, "INSERT INTO main.\(name) (k) SELECT k FROM \(match.replacingOccurrences(of: "SELECT kept.Z_PK FROM src.", with: "SELECT kept.Z_PK AS k FROM main."))"))
+                        snapshots.append(
+                            (
+                                name, match,
+                                "INSERT INTO main.\(name) (k) SELECT k FROM \(match.replacingOccurrences(of: "SELECT kept.Z_PK FROM src.", with: "SELECT kept.Z_PK AS k FROM main."))"
+                            ))
                     }
                     result.replaceSubrange(range, with: "(SELECT k FROM main.\(name))")
                 }
@@ -116,12 +129,16 @@ final class InPlacePlanner {
 
         func tables(_ schema: String) throws -> [String: String] {
             var result: [String: String] = [:]
-            for row in try database.rows("SELECT name, sql FROM \(schema).sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '\\_chunkmigrate%' ESCAPE '\\'") {
+            for row in try database.rows(
+                "SELECT name, sql FROM \(schema).sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '\\_chunkmigrate%' ESCAPE '\\'"
+            ) {
                 if let name = row[0].text { result[name.uppercased()] = row[1].text ?? "" }
             }
             return result
         }
-        func columns(_ table: String, _ schema: String) throws -> [ColumnInfo] { try database.tableSchema(table, in: schema)?.columns ?? [] }
+        func columns(_ table: String, _ schema: String) throws -> [ColumnInfo] {
+            try database.tableSchema(table, in: schema)?.columns ?? []
+        }
         let storeTables = try tables("main"), targetTables = try tables("tgt")
         let storeEntities = plain ? nil : try CoreDataEntities.read(database, schema: "main", file: storePath)
         let bookkeeping: Set<String> = plain ? [] : ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"]
@@ -135,31 +152,45 @@ final class InPlacePlanner {
         var addedColumns: [String: Set<String>] = [:]
 
         for snapshot in snapshots {
-            pre.append(Step(label: "keys \(snapshot.name)", statements: ["CREATE TABLE main.\(snapshot.name) (k INTEGER PRIMARY KEY)", snapshot.sql]))
+            pre.append(
+                Step(
+                    label: "keys \(snapshot.name)",
+                    statements: ["CREATE TABLE main.\(snapshot.name) (k INTEGER PRIMARY KEY)", snapshot.sql]))
         }
         let triggers = try database.rows("SELECT name FROM main.sqlite_schema WHERE type = 'trigger'").compactMap { $0[0].text }
-        if !triggers.isEmpty { pre.append(Step(label: "drop the old model's triggers", statements: triggers.map { "DROP TRIGGER main.\(SQL.quote($0))" })) }
+        if !triggers.isEmpty {
+            pre.append(Step(label: "drop the old model's triggers", statements: triggers.map { "DROP TRIGGER main.\(SQL.quote($0))" }))
+        }
         let views = try database.rows("SELECT name FROM main.sqlite_schema WHERE type = 'view'").compactMap { $0[0].text }
-        if !views.isEmpty { pre.append(Step(label: "drop the old schema's views", statements: views.map { "DROP VIEW main.\(SQL.quote($0))" })) }
+        if !views.isEmpty {
+            pre.append(Step(label: "drop the old schema's views", statements: views.map { "DROP VIEW main.\(SQL.quote($0))" }))
+        }
 
         for entity in written.entities {
             let source = entity.source.table, destination = entity.destination.table
             guard storeTables[source.uppercased()] != nil else { throw refuse("the store has no table \(source)", entity: entity.name) }
-            guard targetTables[destination.uppercased()] != nil else { throw refuse("the target has no table \(destination)", entity: entity.name) }
+            guard targetTables[destination.uppercased()] != nil else {
+                throw refuse("the target has no table \(destination)", entity: entity.name)
+            }
             if destination.uppercased() != source.uppercased(), storeTables[destination.uppercased()] != nil,
-               readers[destination.uppercased()] == nil {
+                readers[destination.uppercased()] == nil
+            {
                 throw refuse("the store has a table \(destination) already, which the model's \(source) becomes", entity: entity.name)
             }
             consumed.insert(source.uppercased())
             produced.insert(destination.uppercased())
             let sourceColumns = try columns(source, "main"), targetColumns = try columns(destination, "tgt")
-            func sourceColumn(_ name: String) -> ColumnInfo? { sourceColumns.first { $0.name.caseInsensitiveCompare(name) == .orderedSame } }
+            func sourceColumn(_ name: String) -> ColumnInfo? {
+                sourceColumns.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+            }
             func isTarget(_ name: String) -> Bool { targetColumns.contains { $0.name.caseInsensitiveCompare(name) == .orderedSame } }
             // Expressions over the store's own tables.
             let expressions = entity.columns.reduce(into: [String: String]()) { result, pair in
-                result[pair.key.uppercased()] = pair.value.replacingOccurrences(of: #"\bsrc\."#, with: "main.", options: [.regularExpression, .caseInsensitive])
+                result[pair.key.uppercased()] = pair.value.replacingOccurrences(
+                    of: #"\bsrc\."#, with: "main.", options: [.regularExpression, .caseInsensitive])
             }
-            let condition = entity.source.where?.replacingOccurrences(of: #"\bsrc\."#, with: "main.", options: [.regularExpression, .caseInsensitive])
+            let condition = entity.source.where?.replacingOccurrences(
+                of: #"\bsrc\."#, with: "main.", options: [.regularExpression, .caseInsensitive])
             let key = (entity.destination.key ?? "").uppercased()
 
             var kept: Set<String> = [], renamedFrom: Set<String> = [], rebuild = false
@@ -169,7 +200,9 @@ final class InPlacePlanner {
                 let expression = expressions[name]
                 var bare = expression?.trimmingCharacters(in: CharacterSet(charactersIn: "\"() ")).uppercased()
                 // A system table's entity number written as the number it has already.
-                if name == "Z_ENT", let literal = bare.flatMap(Int64.init), literal == storeEntities?.root(ofTable: source)?.number { bare = name }
+                if name == "Z_ENT", let literal = bare.flatMap(Int64.init), literal == storeEntities?.root(ofTable: source)?.number {
+                    bare = name
+                }
                 if name == key || (expression == nil && sourceColumn(column.name) != nil && name == key) {
                     if sourceColumn(column.name) == nil { rebuild = true }
                     kept.insert(name)
@@ -183,12 +216,14 @@ final class InPlacePlanner {
                     if derivedColumns.contains("\(destination).\(column.name)".uppercased()), bare == nil || bare == "NULL" { continue }
                     if bare != name { updates.append((column.name, expression ?? column.defaultValueSQL ?? "NULL")) }
                 } else if let bare, let from = sourceColumn(bare), !isTarget(bare), !renamedFrom.contains(bare),
-                          from.type.caseInsensitiveCompare(column.type) == .orderedSame {
+                    from.type.caseInsensitiveCompare(column.type) == .orderedSame
+                {
                     renamedFrom.insert(bare)
                     renames.append((from.name, column.name))
                 } else if let expression, let read = try onlyColumnRead(expression, sourceColumns, rowOf: source),
-                          !isTarget(read.name), !renamedFrom.contains(read.name.uppercased()), !kept.contains(read.name.uppercased()),
-                          read.type.caseInsensitiveCompare(column.type) == .orderedSame {
+                    !isTarget(read.name), !renamedFrom.contains(read.name.uppercased()), !kept.contains(read.name.uppercased()),
+                    read.type.caseInsensitiveCompare(column.type) == .orderedSame
+                {
                     // A value of one column the target does not keep (`Z2_LINKED` renumbered into
                     // `Z3_LINKED`): updated where it is, then renamed.
                     renamedFrom.insert(read.name.uppercased())
@@ -201,25 +236,33 @@ final class InPlacePlanner {
             }
             // A column of the store the target does not have: only a rebuild removes it without
             // rewriting the whole table in one statement.
-            if sourceColumns.contains(where: { !kept.contains($0.name.uppercased()) && !renamedFrom.contains($0.name.uppercased()) }) { rebuild = true }
+            if sourceColumns.contains(where: { !kept.contains($0.name.uppercased()) && !renamedFrom.contains($0.name.uppercased()) }) {
+                rebuild = true
+            }
             // A plain store's table whose definition changes in any way (a column, a constraint,
             // a default, a reference) is rebuilt with the target's own CREATE TABLE, so that the
             // table is the target's to the letter and its constraints hold for every row.
-            if plain, Self.body(of: storeTables[source.uppercased()]) != Self.body(of: targetTables[destination.uppercased()]) { rebuild = true }
+            if plain, Self.body(of: storeTables[source.uppercased()]) != Self.body(of: targetTables[destination.uppercased()]) {
+                rebuild = true
+            }
 
             let from = "main.\(SQL.quote(source))"
             if rebuild || !updates.isEmpty || !renames.isEmpty {
-                try checkUniqueness(of: destination, entity: entity.name, from: from, condition: condition, key: key,
-                                    storeKey: "s.\(SQL.quote(entity.source.key ?? entity.destination.key ?? "rowid"))",
-                                    value: { column in expressions[column.uppercased()] ?? sourceColumn(column).map { "s.\(SQL.quote($0.name))" } })
+                try checkUniqueness(
+                    of: destination, entity: entity.name, from: from, condition: condition, key: key,
+                    storeKey: "s.\(SQL.quote(entity.source.key ?? entity.destination.key ?? "rowid"))",
+                    value: { column in expressions[column.uppercased()] ?? sourceColumn(column).map { "s.\(SQL.quote($0.name))" } })
             }
             if rebuild {
                 let temporary = "_chunkmigrate_new_\(destination)"
                 guard let sql = targetTables[destination.uppercased()],
-                      let range = sql.range(of: #"^CREATE TABLE\s+("[^"]+"|\S+)"#, options: [.regularExpression, .caseInsensitive]) else {
+                    let range = sql.range(of: #"^CREATE TABLE\s+("[^"]+"|\S+)"#, options: [.regularExpression, .caseInsensitive])
+                else {
                     throw refuse("the target's table \(destination) has no CREATE TABLE statement", entity: entity.name)
                 }
-                adds.append(Step(label: "create \(temporary)", statements: ["CREATE TABLE main.\(SQL.quote(temporary))" + sql[range.upperBound...]]))
+                adds.append(
+                    Step(label: "create \(temporary)", statements: ["CREATE TABLE main.\(SQL.quote(temporary))" + sql[range.upperBound...]])
+                )
                 // The key as it is in the store (a plain store's key may be named anew); a rowid
                 // table without a named key keeps its rowids.
                 let storeKey = "s.\(SQL.quote(entity.source.key ?? entity.destination.key ?? "rowid"))"
@@ -229,34 +272,53 @@ final class InPlacePlanner {
                 var values = filled.map { column -> String in
                     column.name.uppercased() == key ? storeKey : "(\(expressions[column.name.uppercased()]!))"
                 }
-                if entity.destination.key == nil, let shape = try database.tableSchema(destination, in: "tgt"), !shape.isWithoutRowid, shape.rowidAlias == nil {
+                if entity.destination.key == nil, let shape = try database.tableSchema(destination, in: "tgt"), !shape.isWithoutRowid,
+                    shape.rowidAlias == nil
+                {
                     names.insert("rowid", at: 0)
                     values.insert(storeKey, at: 0)
                 }
-                rows.append((Step(label: "rebuild \(destination)", table: source, statements: [
-                    "INSERT INTO main.\(SQL.quote(temporary)) (\(names.map(SQL.quote).joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) "
-                        + "FROM \(from) AS s WHERE s.rowid > ?1 AND s.rowid <= ?2" + (condition.map { " AND (\($0))" } ?? ""),
-                    "DELETE FROM \(from) WHERE rowid > ?1 AND rowid <= ?2",
-                ]), try reads(values, where: condition, rowOf: source)))
+                rows.append(
+                    (
+                        Step(
+                            label: "rebuild \(destination)", table: source,
+                            statements: [
+                                "INSERT INTO main.\(SQL.quote(temporary)) (\(names.map(SQL.quote).joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) "
+                                    + "FROM \(from) AS s WHERE s.rowid > ?1 AND s.rowid <= ?2" + (condition.map { " AND (\($0))" } ?? ""),
+                                "DELETE FROM \(from) WHERE rowid > ?1 AND rowid <= ?2",
+                            ]), try reads(values, where: condition, rowOf: source)
+                    ))
                 drops.append(source)
                 tableRenames.append((temporary, destination))
                 touchedTables.append(destination)
                 continue
             }
             if !added.isEmpty {
-                adds.append(Step(label: "add columns to \(source)",
-                                 statements: added.map { "ALTER TABLE \(from) ADD COLUMN \(SQL.quote($0.name)) \($0.type)" }))
+                adds.append(
+                    Step(
+                        label: "add columns to \(source)",
+                        statements: added.map { "ALTER TABLE \(from) ADD COLUMN \(SQL.quote($0.name)) \($0.type)" }))
             }
             if let condition {
-                rows.append((Step(label: "leave out rows of \(source)", table: source, statements: [
-                    "DELETE FROM \(from) AS s WHERE s.rowid > ?1 AND s.rowid <= ?2 AND NOT ifnull((\(condition)), 0)",
-                ]), try reads([], where: condition, rowOf: source)))
+                rows.append(
+                    (
+                        Step(
+                            label: "leave out rows of \(source)", table: source,
+                            statements: [
+                                "DELETE FROM \(from) AS s WHERE s.rowid > ?1 AND s.rowid <= ?2 AND NOT ifnull((\(condition)), 0)"
+                            ]), try reads([], where: condition, rowOf: source)
+                    ))
             }
             if !updates.isEmpty {
                 let assignments = updates.map { "\(SQL.quote($0.0)) = (\($0.1))" }
-                rows.append((Step(label: "update \(source)", table: source, statements: [
-                    "UPDATE \(from) AS s SET \(assignments.joined(separator: ", ")) WHERE s.rowid > ?1 AND s.rowid <= ?2",
-                ]), try reads(updates.map(\.1), where: nil, rowOf: source)))
+                rows.append(
+                    (
+                        Step(
+                            label: "update \(source)", table: source,
+                            statements: [
+                                "UPDATE \(from) AS s SET \(assignments.joined(separator: ", ")) WHERE s.rowid > ?1 AND s.rowid <= ?2"
+                            ]), try reads(updates.map(\.1), where: nil, rowOf: source)
+                    ))
             }
             columnRenames += renames.map { "ALTER TABLE \(from) RENAME COLUMN \(SQL.quote($0.0)) TO \(SQL.quote($0.1))" }
             if source.uppercased() != destination.uppercased() {
@@ -276,7 +338,9 @@ final class InPlacePlanner {
         // Tables the plan does not read go, as the copy path leaves them behind; tables of the
         // target no step makes are created empty.
         for (name, _) in storeTables where !consumed.contains(name) && !bookkeeping.contains(name) {
-            drops.append(try database.scalar("SELECT name FROM main.sqlite_schema WHERE type = 'table' AND upper(name) = ?1", .text(name)).text ?? name)
+            drops.append(
+                try database.scalar("SELECT name FROM main.sqlite_schema WHERE type = 'table' AND upper(name) = ?1", .text(name)).text
+                    ?? name)
         }
         let createdTables = targetTables.filter { !produced.contains($0.key) && !bookkeeping.contains($0.key) }
         touchedTables += createdTables.keys
@@ -287,7 +351,8 @@ final class InPlacePlanner {
             guard rowsKept.contains(table), addedColumns[table]?.contains(value.column.uppercased()) == false else { return true }
             // The tables it reads as SQLite resolves them; where the store cannot answer yet (a
             // table or column the change makes), it is computed.
-            guard let read = try? database.tablesRead(in: "main", preparing: "SELECT (\(value.value)) FROM main.\(SQL.quote(value.table))") else {
+            guard let read = try? database.tablesRead(in: "main", preparing: "SELECT (\(value.value)) FROM main.\(SQL.quote(value.table))")
+            else {
                 return true
             }
             return !read.allSatisfy { rowsKept.contains($0.uppercased()) }
@@ -295,11 +360,17 @@ final class InPlacePlanner {
         touchedTables += derivedValues.map(\.table)
         // Where a computed one fills only some rows of its table (an entity of a tree), the
         // others are NULL, as the copy path leaves them.
-        for value in derivedValues where value.rows != nil && addedColumns[value.table.uppercased()]?.contains(value.column.uppercased()) != true {
+        for value in derivedValues
+        where value.rows != nil && addedColumns[value.table.uppercased()]?.contains(value.column.uppercased()) != true {
             let table = "main.\(SQL.quote(value.table))"
-            rows.append((Step(label: "clear \(value.attribute)", table: value.table, statements: [
-                "UPDATE \(table) SET \(SQL.quote(value.column)) = NULL WHERE rowid > ?1 AND rowid <= ?2",
-            ]), []))
+            rows.append(
+                (
+                    Step(
+                        label: "clear \(value.attribute)", table: value.table,
+                        statements: [
+                            "UPDATE \(table) SET \(SQL.quote(value.column)) = NULL WHERE rowid > ?1 AND rowid <= ?2"
+                        ]), []
+                ))
         }
         let created = createdTables.map(\.value).sorted()
 
@@ -309,18 +380,25 @@ final class InPlacePlanner {
         // rebuild, deleted), where the copy path reads them as they were.
         for (step, reads) in rows {
             if let table = step.table, reads.contains(table.uppercased()),
-               let entity = written.entities.first(where: { $0.source.table.caseInsensitiveCompare(table) == .orderedSame }) {
-                throw refuse("\(entity.name) reads other rows of \(table), its own table, which a batch changes as it goes", entity: entity.name)
+                let entity = written.entities.first(where: { $0.source.table.caseInsensitiveCompare(table) == .orderedSame })
+            {
+                throw refuse(
+                    "\(entity.name) reads other rows of \(table), its own table, which a batch changes as it goes", entity: entity.name)
             }
         }
         var ordered: [Step] = []
         var pending = rows
         while !pending.isEmpty {
-            guard let next = pending.indices.first(where: { index in
-                let table = pending[index].step.table?.uppercased() ?? ""
-                return !pending.indices.contains { $0 != index && pending[$0].reads.contains(table) && pending[$0].step.table?.uppercased() != table }
-            }) else {
-                throw refuse("tables read each other's values while both change: \(pending.compactMap(\.step.table).joined(separator: ", "))")
+            guard
+                let next = pending.indices.first(where: { index in
+                    let table = pending[index].step.table?.uppercased() ?? ""
+                    return !pending.indices.contains {
+                        $0 != index && pending[$0].reads.contains(table) && pending[$0].step.table?.uppercased() != table
+                    }
+                })
+            else {
+                throw refuse(
+                    "tables read each other's values while both change: \(pending.compactMap(\.step.table).joined(separator: ", "))")
             }
             ordered.append(pending.remove(at: next).step)
         }
@@ -333,7 +411,9 @@ final class InPlacePlanner {
         var dropIndexes: [(name: String, sql: String)] = []
         for index in storeIndexes {
             guard let name = index[0].text else { continue }
-            if untouched.contains(index[1].text?.uppercased() ?? ""), targetIndexes.contains(where: { $0[0].text == name && $0[1].text == index[2].text }) {
+            if untouched.contains(index[1].text?.uppercased() ?? ""),
+                targetIndexes.contains(where: { $0[0].text == name && $0[1].text == index[2].text })
+            {
                 keptIndexes.insert(name)
             } else {
                 dropIndexes.append((name, "DROP INDEX main.\(SQL.quote(name))"))
@@ -357,10 +437,12 @@ final class InPlacePlanner {
             return Step(label: "index \(name)", statements: [sql])
         }
         let derived = derivedValues.map { value in
-            Step(label: "derive \(value.attribute)", table: value.table, statements: [
-                "UPDATE main.\(SQL.quote(value.table)) SET \(SQL.quote(value.column)) = \(value.value) WHERE rowid > ?1 AND rowid <= ?2"
-                    + (value.rows.map { " AND (\($0))" } ?? ""),
-            ])
+            Step(
+                label: "derive \(value.attribute)", table: value.table,
+                statements: [
+                    "UPDATE main.\(SQL.quote(value.table)) SET \(SQL.quote(value.column)) = \(value.value) WHERE rowid > ?1 AND rowid <= ?2"
+                        + (value.rows.map { " AND (\($0))" } ?? "")
+                ])
         }
         return pre + adds + ordered + post + indexSteps + derived + [try plain ? finishPlain() : finish(written)]
     }
@@ -368,7 +450,9 @@ final class InPlacePlanner {
     /// A CREATE TABLE statement after the table's name, spaces made one: what two tables are
     /// declared as, whatever their names.
     static func body(of sql: String?) -> String? {
-        guard let sql, let range = sql.range(of: #"^CREATE TABLE\s+("[^"]+"|\S+)"#, options: [.regularExpression, .caseInsensitive]) else { return sql }
+        guard let sql, let range = sql.range(of: #"^CREATE TABLE\s+("[^"]+"|\S+)"#, options: [.regularExpression, .caseInsensitive]) else {
+            return sql
+        }
         return sql[range.upperBound...].split(whereSeparator: \.isWhitespace).joined(separator: " ")
     }
 
@@ -376,7 +460,9 @@ final class InPlacePlanner {
     /// whose tables are these is at the target's schema.
     static func tables(_ schema: String, in database: Database) throws(SQLiteError) -> [String: String] {
         var result: [String: String] = [:]
-        for row in try database.rows("SELECT name, sql FROM \(schema).sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'") {
+        for row in try database.rows(
+            "SELECT name, sql FROM \(schema).sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
+        {
             if let name = row[0].text { result[name.uppercased()] = body(of: row[1].text) ?? "" }
         }
         return result
@@ -385,10 +471,12 @@ final class InPlacePlanner {
     /// The last step of a plain store: the target's views and triggers.
     private func finishPlain() throws -> Step {
         // Views first (a trigger may be INSTEAD OF one), each kind in the order the target made them.
-        let statements = try database.rows("""
+        let statements = try database.rows(
+            """
             SELECT sql FROM tgt.sqlite_schema WHERE type IN ('trigger', 'view') AND sql IS NOT NULL
             ORDER BY CASE type WHEN 'view' THEN 0 ELSE 1 END, rowid
-            """).compactMap { $0[0].text }
+            """
+        ).compactMap { $0[0].text }
         return Step(label: "the new schema's triggers and views", statements: statements)
     }
 
@@ -396,12 +484,15 @@ final class InPlacePlanner {
     /// and constraint the target has on `table` (the copy path finds a duplicate in the batch that
     /// writes it, with the old store intact; in place would find it at the end). NULLs are
     /// distinct in SQLite's unique indexes, so a tuple with one is never a duplicate.
-    private func checkUniqueness(of table: String, entity: String, from: String, condition: String?, key: String,
-                                 storeKey: String, value: (String) -> String?) throws {
+    private func checkUniqueness(
+        of table: String, entity: String, from: String, condition: String?, key: String,
+        storeKey: String, value: (String) -> String?
+    ) throws {
         let indexes = try database.rows("SELECT name, partial FROM pragma_index_list(?1, 'tgt') WHERE \"unique\" = 1", .text(table))
         for index in indexes where index[1].integer == 0 {
             guard let name = index[0].text else { continue }
-            let columns = try database.rows("SELECT cid, name, coll FROM pragma_index_xinfo(?1, 'tgt') WHERE key = 1 ORDER BY seqno", .text(name))
+            let columns = try database.rows(
+                "SELECT cid, name, coll FROM pragma_index_xinfo(?1, 'tgt') WHERE key = 1 ORDER BY seqno", .text(name))
             var terms: [String] = []
             for column in columns {
                 guard (column[0].integer ?? -1) >= 0, let columnName = column[1].text else { terms = []; break }
@@ -411,14 +502,18 @@ final class InPlacePlanner {
             // An index on an expression, or on the key alone, is left to SQLite.
             guard !terms.isEmpty, !(columns.count == 1 && columns[0][1].text?.uppercased() == key) else { continue }
             let filled = terms.map { "(\($0)) IS NOT NULL" } + [condition.map { "(\($0))" }].compactMap { $0 }
-            let duplicate = try database.rows("""
+            let duplicate = try database.rows(
+                """
                 SELECT \(terms.joined(separator: ", ")), count(*) FROM \(from) AS s WHERE \(filled.joined(separator: " AND "))
                 GROUP BY \(terms.indices.map { String($0 + 1) }.joined(separator: ", ")) HAVING count(*) > 1 LIMIT 1
-                """).first
+                """
+            ).first
             if let duplicate {
                 let values = duplicate.dropLast().map { "\($0)" }.joined(separator: ", ")
-                throw MigrationError(.batch, "the migrated rows would break the target's unique index \(name) on \(table): \(duplicate.last?.integer ?? 2) rows would have (\(values)); fix those rows (nothing was written)",
-                                     entity: entity, file: storePath)
+                throw MigrationError(
+                    .batch,
+                    "the migrated rows would break the target's unique index \(name) on \(table): \(duplicate.last?.integer ?? 2) rows would have (\(values)); fix those rows (nothing was written)",
+                    entity: entity, file: storePath)
             }
         }
     }
@@ -429,7 +524,10 @@ final class InPlacePlanner {
         var found: Set<String> = []
         _ = try? SQLIdentifiers.replacing(in: expression) { name, qualifier in
             if qualifier == nil || qualifier?.lowercased() == "s",
-               columns.contains(where: { $0.name.caseInsensitiveCompare(name) == .orderedSame }) { found.insert(name.uppercased()) }
+                columns.contains(where: { $0.name.caseInsensitiveCompare(name) == .orderedSame })
+            {
+                found.insert(name.uppercased())
+            }
             return nil
         }
         guard found.count == 1 else { return nil }
@@ -467,7 +565,8 @@ final class InPlacePlanner {
         do {
             return Set(try database.tablesRead(in: "main", preparing: sql).map { $0.uppercased() })
         } catch {
-            throw MigrationError(.invalidPlan, "SQLite rejects an expression over \(table): \(error.message)", file: storePath, sql: sql, cause: error)
+            throw MigrationError(
+                .invalidPlan, "SQLite rejects an expression over \(table): \(error.message)", file: storePath, sql: sql, cause: error)
         }
     }
 
@@ -480,12 +579,17 @@ final class InPlacePlanner {
     private func finish(_ plan: MigrationPlan) throws -> Step {
         let store = try CoreDataEntities.read(database, schema: "main", file: storePath)
         let target = try CoreDataEntities.read(database, schema: "tgt", file: targetPath)
-        var statements = ["DELETE FROM main.Z_PRIMARYKEY", "INSERT INTO main.Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) SELECT Z_ENT, Z_NAME, Z_SUPER, Z_MAX FROM tgt.Z_PRIMARYKEY"]
+        var statements = [
+            "DELETE FROM main.Z_PRIMARYKEY",
+            "INSERT INTO main.Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) SELECT Z_ENT, Z_NAME, Z_SUPER, Z_MAX FROM tgt.Z_PRIMARYKEY",
+        ]
         // Z_MAX ahead of the keys: the store's high-water mark, or the largest key, whichever is larger.
         for entity in plan.entities {
             guard let to = target.root(ofTable: entity.destination.table) else { continue }
             let old = store.root(ofTable: entity.source.table)?.max ?? 0
-            statements.append("UPDATE main.Z_PRIMARYKEY SET Z_MAX = max(Z_MAX, \(old), (SELECT ifnull(max(Z_PK), 0) FROM main.\(SQL.quote(entity.destination.table)))) WHERE Z_ENT = \(to.number)")
+            statements.append(
+                "UPDATE main.Z_PRIMARYKEY SET Z_MAX = max(Z_MAX, \(old), (SELECT ifnull(max(Z_PK), 0) FROM main.\(SQL.quote(entity.destination.table)))) WHERE Z_ENT = \(to.number)"
+            )
         }
         for entity in store.system.values {
             guard let to = target.systemEntity(named: entity.name) else { continue }
@@ -502,11 +606,15 @@ final class InPlacePlanner {
         do { bytes = try CoreDataMetadata.encoded(plist) } catch {
             throw MigrationError(.store, "cannot encode the migrated store's metadata: \(error)", file: storePath, cause: error)
         }
-        statements += ["DELETE FROM main.Z_METADATA",
-                       "INSERT INTO main.Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (\(new.version), '\(uuid.replacingOccurrences(of: "'", with: "''"))', x'\(bytes.map { String(format: "%02x", $0) }.joined())')"]
+        statements += [
+            "DELETE FROM main.Z_METADATA",
+            "INSERT INTO main.Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (\(new.version), '\(uuid.replacingOccurrences(of: "'", with: "''"))', x'\(bytes.map { String(format: "%02x", $0) }.joined())')",
+        ]
         let hasCache = try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE name = 'Z_MODELCACHE'").integer == 1
         if try database.scalar("SELECT count(*) FROM tgt.sqlite_schema WHERE name = 'Z_MODELCACHE'").integer == 1 {
-            if !hasCache, let sql = try database.scalar("SELECT sql FROM tgt.sqlite_schema WHERE name = 'Z_MODELCACHE'").text { statements.append(sql) }
+            if !hasCache, let sql = try database.scalar("SELECT sql FROM tgt.sqlite_schema WHERE name = 'Z_MODELCACHE'").text {
+                statements.append(sql)
+            }
             statements += ["DELETE FROM main.Z_MODELCACHE", "INSERT INTO main.Z_MODELCACHE SELECT * FROM tgt.Z_MODELCACHE"]
         }
         statements += try database.rows("SELECT sql FROM tgt.sqlite_schema WHERE type = 'trigger' ORDER BY name").compactMap { $0[0].text }

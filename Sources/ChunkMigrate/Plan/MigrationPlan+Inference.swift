@@ -82,9 +82,11 @@ public struct InferenceOptions: Sendable {
     var coreDataFramework: Int?
 
     /// Creates inference options.
-    public init(renames: [String: String] = [:], sourceModel: CoreDataModel? = nil, destinationModel: CoreDataModel? = nil,
-                keys: EntityMapping.KeyPolicy = .preserve, keepFirstDuplicate: Bool = false,
-                modelBundle: CoreDataModelBundle? = nil, sourceVersion: String? = nil, destinationVersion: String? = nil) {
+    public init(
+        renames: [String: String] = [:], sourceModel: CoreDataModel? = nil, destinationModel: CoreDataModel? = nil,
+        keys: EntityMapping.KeyPolicy = .preserve, keepFirstDuplicate: Bool = false,
+        modelBundle: CoreDataModelBundle? = nil, sourceVersion: String? = nil, destinationVersion: String? = nil
+    ) {
         self.renames = renames
         self.modelBundle = modelBundle
         self.sourceVersion = sourceVersion
@@ -124,8 +126,9 @@ extension MigrationPlan {
     public static func infer(source: URL, destination: URL, options: InferenceOptions = InferenceOptions()) throws -> InferredPlan {
         try Stores.checkSource(source.path)
         guard FileManager.default.fileExists(atPath: destination.path) else {
-            throw MigrationError(.store, "the destination does not exist; create it first (for Core Data: add a persistent store with the new model)",
-                                 file: destination.path)
+            throw MigrationError(
+                .store, "the destination does not exist; create it first (for Core Data: add a persistent store with the new model)",
+                file: destination.path)
         }
         let database: Database
         do {
@@ -138,21 +141,27 @@ extension MigrationPlan {
         }
         switch (try CoreDataEntities.isCoreData(database, schema: "src"), try CoreDataEntities.isCoreData(database, schema: "main")) {
         case (true, true):
-            if !options.isPart, !options.steps.isEmpty || !(options.modelBundle?.mappingModels.isEmpty ?? true)
-                || (options.modelBundle != nil && options.versionPath == .stepByStep) {
+            if !options.isPart,
+                !options.steps.isEmpty || !(options.modelBundle?.mappingModels.isEmpty ?? true)
+                    || (options.modelBundle != nil && options.versionPath == .stepByStep)
+            {
                 return try CoreDataStepComposition(source: source, destination: destination, database: database, options: options).compose()
             }
-            var inference = CoreDataInference(database: database, sourcePath: source.path,
-                                              destinationPath: destination.path, options: options)
+            var inference = CoreDataInference(
+                database: database, sourcePath: source.path,
+                destinationPath: destination.path, options: options)
             return try inference.infer()
         case (false, false):
             return try inferPlain(database)
         case (true, false):
-            throw MigrationError(.store, "the source is a Core Data store but the destination is not (it has no Z_PRIMARYKEY): create the destination with Core Data and the new model",
-                                 file: destination.path)
+            throw MigrationError(
+                .store,
+                "the source is a Core Data store but the destination is not (it has no Z_PRIMARYKEY): create the destination with Core Data and the new model",
+                file: destination.path)
         case (false, true):
-            throw MigrationError(.store, "the destination is a Core Data store but the source is not (it has no Z_PRIMARYKEY)",
-                                 file: source.path)
+            throw MigrationError(
+                .store, "the destination is a Core Data store but the source is not (it has no Z_PRIMARYKEY)",
+                file: source.path)
         }
     }
 
@@ -216,11 +225,15 @@ extension MigrationPlan {
                 guard name != sourceKey, destinationTable?.column(named: name) == nil else { continue }
                 notes.append("\(from).\(name): no column of that name in the destination; not copied")
             }
-            entities.append(EntityMapping(name: table, source: .init(table: from, key: sourceKey),
-                                          destination: .init(table: table, key: destinationKey),
-                                          keys: sourceKey != nil && destinationKey != nil ? .preserve : .allocate,
-                                          columns: columns, relationships: relationships))
-            decisions.append("\(from) -> \(table): \(columns.count) columns, \(relationships.count) relationships, keys \(sourceKey != nil && destinationKey != nil ? "preserved" : "allocated")")
+            entities.append(
+                EntityMapping(
+                    name: table, source: .init(table: from, key: sourceKey),
+                    destination: .init(table: table, key: destinationKey),
+                    keys: sourceKey != nil && destinationKey != nil ? .preserve : .allocate,
+                    columns: columns, relationships: relationships))
+            decisions.append(
+                "\(from) -> \(table): \(columns.count) columns, \(relationships.count) relationships, keys \(sourceKey != nil && destinationKey != nil ? "preserved" : "allocated")"
+            )
         }
         for table in sourceTables where !used.contains(table) {
             notes.append("table \(table): no table of that name in the destination; not copied")
@@ -231,12 +244,14 @@ extension MigrationPlan {
             for (column, relationship) in entities[index].relationships where !names.contains(relationship.to) {
                 entities[index].relationships[column] = nil
                 entities[index].columns[column] = SQL.identifier(relationship.from)
-                notes.append("\(entities[index].name).\(column): references \(relationship.to), which the plan does not copy; copied as it is")
+                notes.append(
+                    "\(entities[index].name).\(column): references \(relationship.to), which the plan does not copy; copied as it is")
             }
         }
         guard !entities.isEmpty else {
-            throw MigrationError(.store, "the two stores have no table in common: they are not two versions of one schema",
-                                 file: database.path)
+            throw MigrationError(
+                .store, "the two stores have no table in common: they are not two versions of one schema",
+                file: database.path)
         }
         return InferredPlan(plan: MigrationPlan(entities: entities), decisions: decisions, notes: notes)
     }

@@ -15,23 +15,30 @@ extension MigrationPlan {
             guard !entity.source.table.isEmpty else { throw MigrationError(.invalidPlan, "\(path).source.table is empty") }
             guard !entity.destination.table.isEmpty else { throw MigrationError(.invalidPlan, "\(path).destination.table is empty") }
             for column in entity.relationships.keys.sorted() where entity.columns[column] != nil {
-                throw MigrationError(.invalidPlan,
+                throw MigrationError(
+                    .invalidPlan,
                     "\(path).relationships.\(column): destination column \(column) is also mapped in \(path).columns")
             }
             if let distinct = entity.distinct {
                 guard entity.keys == .allocate else {
-                    throw MigrationError(.invalidPlan, "\(path).keys: a de-duplicated entity (distinct) allocates its keys; its rows are values, not source rows")
+                    throw MigrationError(
+                        .invalidPlan,
+                        "\(path).keys: a de-duplicated entity (distinct) allocates its keys; its rows are values, not source rows")
                 }
                 guard !distinct.source.isEmpty, !distinct.destination.isEmpty else {
                     throw MigrationError(.invalidPlan, "\(path).distinct: source and destination must both be given")
                 }
                 if entity.columns[distinct.destination] != nil {
-                    throw MigrationError(.invalidPlan, "\(path).columns.\(distinct.destination): the natural-key column is filled from distinct.source; remove it from columns")
+                    throw MigrationError(
+                        .invalidPlan,
+                        "\(path).columns.\(distinct.destination): the natural-key column is filled from distinct.source; remove it from columns"
+                    )
                 }
             }
             if let key = entity.destination.key {
                 if entity.columns[key] != nil || entity.relationships[key] != nil {
-                    throw MigrationError(.invalidPlan,
+                    throw MigrationError(
+                        .invalidPlan,
                         "\(path): destination key column \(key) is filled by the engine and cannot also be mapped")
                 }
             }
@@ -41,22 +48,29 @@ extension MigrationPlan {
             for (column, relationship) in entity.sortedRelationships {
                 let path = "entities[\(index)].relationships.\(column)"
                 guard let targetIndex = seen[relationship.to] else {
-                    throw MigrationError(.invalidPlan,
+                    throw MigrationError(
+                        .invalidPlan,
                         "\(path).to: no entity is named \"\(relationship.to)\"\(Self.suggestion(for: relationship.to, among: names))")
                 }
                 if case let target = entities[targetIndex], target.distinct != nil {
                     if relationship.missing == .skip {
-                        throw MigrationError(.invalidPlan,
-                            "\(path).missing: \"skip\" is not available for a relationship to a de-duplicated entity (\(target.name)); use \"null\" or \"fail\"")
+                        throw MigrationError(
+                            .invalidPlan,
+                            "\(path).missing: \"skip\" is not available for a relationship to a de-duplicated entity (\(target.name)); use \"null\" or \"fail\""
+                        )
                     }
                     if order.isDeferred(entity: index, column: column) {
-                        throw MigrationError(.invalidPlan,
-                            "\(path).to: a relationship to a de-duplicated entity resolves by value and must not refer to its own entity or close a cycle")
+                        throw MigrationError(
+                            .invalidPlan,
+                            "\(path).to: a relationship to a de-duplicated entity resolves by value and must not refer to its own entity or close a cycle"
+                        )
                     }
                 }
                 if order.isDeferred(entity: index, column: column) && relationship.missing == .skip {
-                    throw MigrationError(.invalidPlan,
-                        "\(path).missing: \"skip\" cannot be used on a self-reference or a relationship that closes a cycle (its target is not migrated yet when the row is copied); use \"null\" or \"fail\"")
+                    throw MigrationError(
+                        .invalidPlan,
+                        "\(path).missing: \"skip\" cannot be used on a self-reference or a relationship that closes a cycle (its target is not migrated yet when the row is copied); use \"null\" or \"fail\""
+                    )
                 }
             }
         }

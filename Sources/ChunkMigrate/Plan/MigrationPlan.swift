@@ -140,8 +140,9 @@ public struct EntityMapping: Codable, Sendable, Equatable {
 
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            self.init(from: try container.decode(String.self, forKey: .from), to: try container.decode(String.self, forKey: .to),
-                      missing: try container.decodeIfPresent(MissingPolicy.self, forKey: .missing) ?? .fail)
+            self.init(
+                from: try container.decode(String.self, forKey: .from), to: try container.decode(String.self, forKey: .to),
+                missing: try container.decodeIfPresent(MissingPolicy.self, forKey: .missing) ?? .fail)
         }
     }
 
@@ -180,8 +181,10 @@ public struct EntityMapping: Codable, Sendable, Equatable {
     public var distinct: Distinct?
 
     /// Creates an entity mapping.
-    public init(name: String, source: Source, destination: Destination, keys: KeyPolicy = .allocate,
-                columns: [String: String] = [:], relationships: [String: Relationship] = [:], distinct: Distinct? = nil) {
+    public init(
+        name: String, source: Source, destination: Destination, keys: KeyPolicy = .allocate,
+        columns: [String: String] = [:], relationships: [String: Relationship] = [:], distinct: Distinct? = nil
+    ) {
         self.name = name
         self.source = source
         self.destination = destination
@@ -219,16 +222,18 @@ extension EntityMapping {
         var keys = KeyPolicy.allocate
         if let name = try container.decodeIfPresent(String.self, forKey: .keys) {
             guard let policy = KeyPolicy(name: name) else {
-                throw DecodingError.dataCorruptedError(forKey: .keys, in: container,
+                throw DecodingError.dataCorruptedError(
+                    forKey: .keys, in: container,
                     debugDescription: "\"\(name)\" is not a key policy: \"allocate\" or \"preserve\"")
             }
             keys = policy
         }
-        self.init(name: try container.decode(String.self, forKey: .name), source: try container.decode(Source.self, forKey: .source),
-                  destination: try container.decode(Destination.self, forKey: .destination), keys: keys,
-                  columns: try container.decodeIfPresent([String: String].self, forKey: .columns) ?? [:],
-                  relationships: try container.decodeIfPresent([String: Relationship].self, forKey: .relationships) ?? [:],
-                  distinct: try container.decodeIfPresent(Distinct.self, forKey: .distinct))
+        self.init(
+            name: try container.decode(String.self, forKey: .name), source: try container.decode(Source.self, forKey: .source),
+            destination: try container.decode(Destination.self, forKey: .destination), keys: keys,
+            columns: try container.decodeIfPresent([String: String].self, forKey: .columns) ?? [:],
+            relationships: try container.decodeIfPresent([String: Relationship].self, forKey: .relationships) ?? [:],
+            distinct: try container.decodeIfPresent(Distinct.self, forKey: .distinct))
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -27,11 +27,13 @@ struct PlanCheck {
         let entity = plan.entities[index]
         let path = "entities[\(index)]"
         let source = try table(entity.source.table, of: stores.source, planPath: path + ".source", entity: entity)
-        let sourceAccess = try keyAccess(entity.source.key, of: source, named: entity.source.table, in: stores.source,
-                                         planPath: path + ".source", entity: entity)
+        let sourceAccess = try keyAccess(
+            entity.source.key, of: source, named: entity.source.table, in: stores.source,
+            planPath: path + ".source", entity: entity)
         let destination = try table(entity.destination.table, of: stores.destination, planPath: path + ".destination", entity: entity)
-        let destinationAccess = try keyAccess(entity.destination.key, of: destination, named: entity.destination.table,
-                                              in: stores.destination, planPath: path + ".destination", entity: entity)
+        let destinationAccess = try keyAccess(
+            entity.destination.key, of: destination, named: entity.destination.table,
+            in: stores.destination, planPath: path + ".destination", entity: entity)
         let tables = EntityTables(entity: entity, index: index, path: path, source: source, destination: destination)
         try checkKeyIsNotMapped(tables)
         try checkFilter(tables)
@@ -46,7 +48,8 @@ struct PlanCheck {
     /// rows: a batch needs the rows in the key's own order, one at a time.
     func checkWalksInKeyOrder(_ copier: EntityCopier) throws {
         guard try copier.walksInKeyOrder(database: database) else {
-            throw MigrationError(.invalidPlan,
+            throw MigrationError(
+                .invalidPlan,
                 "SQLite would sort the rows of \(copier.entity.source.table) instead of reading them in key order; batches need the key's own order",
                 entity: copier.entity.name, sql: copier.insertSQL)
         }
@@ -73,8 +76,9 @@ struct PlanCheck {
         /// Refuses a destination column the table does not have, suggesting a close name.
         func requireDestinationColumn(_ column: String, at path: String) throws {
             guard destination.column(named: column) == nil else { return }
-            throw invalid("\(path): the destination table \"\(entity.destination.table)\" has no column \"\(column)\"\(MigrationPlan.suggestion(for: column, among: destinationNames))",
-                          column: column)
+            throw invalid(
+                "\(path): the destination table \"\(entity.destination.table)\" has no column \"\(column)\"\(MigrationPlan.suggestion(for: column, among: destinationNames))",
+                column: column)
         }
     }
 
@@ -90,24 +94,29 @@ struct PlanCheck {
     /// column alone; refused, naming the plan path and what is missing, when there is neither.
     /// Only the source is walked, so only a source key must be NOT NULL; a destination key needs
     /// uniqueness (the engine writes every key).
-    func keyAccess(_ column: String?, of table: TableSchema, named name: String, in store: StoreSchema,
-                   planPath: String, entity: EntityMapping) throws -> KeyAccess {
+    func keyAccess(
+        _ column: String?, of table: TableSchema, named name: String, in store: StoreSchema,
+        planPath: String, entity: EntityMapping
+    ) throws -> KeyAccess {
         guard let column, !TableSchema.rowidNames.contains(column.lowercased()) else { return .rowid }
         guard let info = table.column(named: column) else {
-            throw MigrationError(.invalidPlan,
+            throw MigrationError(
+                .invalidPlan,
                 "\(planPath).key: table \"\(name)\" has no column \"\(column)\"\(MigrationPlan.suggestion(for: column, among: table.columns.map(\.name)))",
                 entity: entity.name)
         }
         if table.isRowid(column) { return .rowid }
         if let index = table.uniqueIndex(on: column) {
             guard info.isNotNull || !store.isSource else {
-                throw MigrationError(.invalidPlan,
+                throw MigrationError(
+                    .invalidPlan,
                     "\(planPath).key: column \"\(column)\" of \"\(name)\" is unique but may be NULL; rows with a NULL key could not be migrated. Declare it NOT NULL or use the rowid",
                     entity: entity.name)
             }
             return .index(index.name)
         }
-        throw MigrationError(.invalidPlan,
+        throw MigrationError(
+            .invalidPlan,
             store.isSource
                 ? "\(planPath).key: column \"\(column)\" of \"\(name)\" is neither the rowid (INTEGER PRIMARY KEY) nor covered by a unique index; batches walk the table in key order and need one"
                 : "\(planPath).key: column \"\(column)\" of \"\(name)\" is neither the rowid (INTEGER PRIMARY KEY) nor covered by a unique index; the destination key needs one, so that keys cannot collide and the largest is found at once",
@@ -121,15 +130,18 @@ struct PlanCheck {
         let entity = tables.entity, path = tables.path
         let keyNames = tables.destination.names(ofKey: entity.destination.key)
         var mapped: [String: String] = [:]
-        for (kind, names) in [("columns", entity.sortedColumns.map(\.column)), ("relationships", entity.sortedRelationships.map(\.column))] {
+        for (kind, names) in [("columns", entity.sortedColumns.map(\.column)), ("relationships", entity.sortedRelationships.map(\.column))]
+        {
             for name in names {
                 if keyNames.contains(name.lowercased()) {
-                    throw tables.invalid("\(path).\(kind).\(name): \"\(name)\" is the destination's key, which the engine fills (keys: \(entity.keys)); remove it from the plan",
-                                         column: name)
+                    throw tables.invalid(
+                        "\(path).\(kind).\(name): \"\(name)\" is the destination's key, which the engine fills (keys: \(entity.keys)); remove it from the plan",
+                        column: name)
                 }
                 if let other = mapped[name.lowercased()] {
-                    throw tables.invalid("\(path).\(kind).\(name): destination column \"\(name)\" is already mapped as \(other) (SQLite column names ignore case)",
-                                         column: name)
+                    throw tables.invalid(
+                        "\(path).\(kind).\(name): destination column \"\(name)\" is already mapped as \(other) (SQLite column names ignore case)",
+                        column: name)
                 }
                 mapped[name.lowercased()] = "\(path).\(kind).\(name)"
             }
@@ -173,17 +185,20 @@ struct PlanCheck {
             try tables.requireDestinationColumn(column, at: path)
             if plan.isDistinct(relationship.to) {
                 // By value: `from` is an expression over the source row.
-                try checkPrepares("SELECT (\(relationship.from)) FROM \(tables.sourceFrom) LIMIT 0", text: relationship.from,
-                                  at: path + ".from", column: column, tables)
+                try checkPrepares(
+                    "SELECT (\(relationship.from)) FROM \(tables.sourceFrom) LIMIT 0", text: relationship.from,
+                    at: path + ".from", column: column, tables)
                 continue
             }
             guard tables.source.column(named: relationship.from) != nil else {
-                throw tables.invalid("\(path).from: the source table \"\(entity.source.table)\" has no column \"\(relationship.from)\"\(MigrationPlan.suggestion(for: relationship.from, among: tables.sourceNames))",
-                                     column: column)
+                throw tables.invalid(
+                    "\(path).from: the source table \"\(entity.source.table)\" has no column \"\(relationship.from)\"\(MigrationPlan.suggestion(for: relationship.from, among: tables.sourceNames))",
+                    column: column)
             }
             if order.isDeferred(entity: tables.index, column: column), tables.destination.column(named: column)?.isNotNull == true {
-                throw tables.invalid("\(path): this relationship refers to its own entity or closes a cycle, so it is written as NULL and set by the fix-up pass, but destination column \"\(column)\" is NOT NULL; make it nullable",
-                                     column: column)
+                throw tables.invalid(
+                    "\(path): this relationship refers to its own entity or closes a cycle, so it is written as NULL and set by the fix-up pass, but destination column \"\(column)\" is NOT NULL; make it nullable",
+                    column: column)
             }
         }
     }
@@ -192,8 +207,9 @@ struct PlanCheck {
     private func checkDistinct(_ tables: EntityTables) throws {
         guard let distinct = tables.entity.distinct else { return }
         try tables.requireDestinationColumn(distinct.destination, at: "\(tables.path).distinct.destination")
-        try checkPrepares("SELECT (\(distinct.source)) FROM \(tables.sourceFrom) LIMIT 0", text: distinct.source,
-                          at: "\(tables.path).distinct.source", tables)
+        try checkPrepares(
+            "SELECT (\(distinct.source)) FROM \(tables.sourceFrom) LIMIT 0", text: distinct.source,
+            at: "\(tables.path).distinct.source", tables)
     }
 
     /// Refuses a destination column that would reject every row: NOT NULL, no default, not the
@@ -204,13 +220,14 @@ struct PlanCheck {
         for info in tables.destination.columns {
             let name = info.name
             guard info.isNotNull, info.defaultValueSQL == nil, info.primaryKeyIndex == 0,
-                  name.lowercased() != destinationKey,
-                  !entity.columns.keys.contains(where: { $0.lowercased() == name.lowercased() }),
-                  !entity.relationships.keys.contains(where: { $0.lowercased() == name.lowercased() }),
-                  entity.distinct?.destination.lowercased() != name.lowercased()
+                name.lowercased() != destinationKey,
+                !entity.columns.keys.contains(where: { $0.lowercased() == name.lowercased() }),
+                !entity.relationships.keys.contains(where: { $0.lowercased() == name.lowercased() }),
+                entity.distinct?.destination.lowercased() != name.lowercased()
             else { continue }
-            throw tables.invalid("\(tables.path).columns: destination column \"\(name)\" of \"\(entity.destination.table)\" is NOT NULL with no default, and the plan does not map it; every row would be rejected",
-                                 column: name)
+            throw tables.invalid(
+                "\(tables.path).columns: destination column \"\(name)\" of \"\(entity.destination.table)\" is NOT NULL with no default, and the plan does not map it; every row would be rejected",
+                column: name)
         }
     }
 
@@ -220,8 +237,9 @@ struct PlanCheck {
         do {
             _ = try database.prepare(sql)
         } catch {
-            throw tables.invalid("\(path): SQLite rejects \"\(text)\": \(error.message)\(Self.nearName(in: error.message, among: tables.sourceNames))",
-                                 column: column)
+            throw tables.invalid(
+                "\(path): SQLite rejects \"\(text)\": \(error.message)\(Self.nearName(in: error.message, among: tables.sourceNames))",
+                column: column)
         }
     }
 
@@ -230,7 +248,8 @@ struct PlanCheck {
     func refuseUnqualifiedDestinationReads(sql: String, text: String, path: String, entity: EntityMapping) throws {
         let tables = try database.tablesRead(in: "main", preparing: sql)
         guard !tables.isEmpty, !text.lowercased().contains("main.") else { return }
-        throw MigrationError(.invalidPlan,
+        throw MigrationError(
+            .invalidPlan,
             "\(path): \"\(text)\" reads \(tables.sorted().map { "\"\($0)\"" }.joined(separator: ", ")) from the destination; name the source's tables as src.<table> (or main.<table> if the destination is meant)",
             entity: entity.name)
     }
@@ -247,10 +266,12 @@ struct PlanCheck {
         guard let source = tables.source.column(named: bare), let destination = tables.destination.column(named: column) else { return }
         let from = source.affinity
         let to = destination.affinity
-        let changes = (from == "TEXT" && ["INTEGER", "REAL", "NUMERIC"].contains(to))
+        let changes =
+            (from == "TEXT" && ["INTEGER", "REAL", "NUMERIC"].contains(to))
             || (["INTEGER", "REAL", "NUMERIC"].contains(from) && to == "TEXT")
         guard changes else { return }
-        throw MigrationError(.invalidPlan,
+        throw MigrationError(
+            .invalidPlan,
             "\(path): source column \"\(source.name)\" has \(from) affinity and destination column \"\(column)\" \(to) affinity; SQLite would silently convert values (text such as '007' into 7, or numbers into text). Write the conversion in the expression if it is intended, e.g. CAST(\(source.name) AS \(to))",
             entity: tables.entity.name, column: column)
     }
@@ -261,7 +282,8 @@ struct PlanCheck {
     /// an empty path, or an empty component (`'address..city'`). A path to a key that rows do not
     /// have is not an error (the value is NULL); the plan check cannot see the rows' keys.
     static func keyPathProblem(in expression: String) -> String? {
-        guard let pattern = try? NSRegularExpression(pattern: #"plist_value\s*\([^,]*,\s*'([^']*)'\s*\)"#, options: [.caseInsensitive]) else {
+        guard let pattern = try? NSRegularExpression(pattern: #"plist_value\s*\([^,]*,\s*'([^']*)'\s*\)"#, options: [.caseInsensitive])
+        else {
             return nil
         }
         let range = NSRange(expression.startIndex..., in: expression)
@@ -269,7 +291,8 @@ struct PlanCheck {
             guard let found = Range(match.range(at: 1), in: expression) else { continue }
             let keyPath = String(expression[found])
             if keyPath.isEmpty || keyPath.split(separator: ".", omittingEmptySubsequences: false).contains(where: \.isEmpty) {
-                return "plist_value key path '\(keyPath)' is empty or has an empty component; write keys separated by single dots ('address.city', 'lines.0')"
+                return
+                    "plist_value key path '\(keyPath)' is empty or has an empty component; write keys separated by single dots ('address.city', 'lines.0')"
             }
         }
         return nil

@@ -23,7 +23,9 @@ extension Database {
 
     /// Runs `body`, recording the columns of `schema` that every statement prepared meanwhile
     /// reads, by table (an authorizer, `sqlite3_set_authorizer`, that records every read).
-    func recordingReads<T, Failure: Error>(in schema: String, _ body: () throws(Failure) -> T) throws(Failure) -> (value: T, columns: [String: Set<String>]) {
+    func recordingReads<T, Failure: Error>(in schema: String, _ body: () throws(Failure) -> T) throws(Failure) -> (
+        value: T, columns: [String: Set<String>]
+    ) {
         var columns: [String: Set<String>] = [:]
         let handler = ReadHandler { database, table, column in
             guard database == schema else { return }
@@ -46,11 +48,13 @@ extension Database {
     /// Sets an authorizer that allows everything and passes each read to `handler`, which the
     /// caller keeps alive while it is set.
     private func authorizeReads(_ handler: ReadHandler) {
-        sqlite3_set_authorizer(handle, { context, action, table, column, database, _ in
-            guard action == SQLITE_READ, let context, let table, let database else { return SQLITE_OK }
-            let handler = Unmanaged<ReadHandler>.fromOpaque(context).takeUnretainedValue()
-            handler.body(String(cString: database), String(cString: table), column.map { String(cString: $0) } ?? "")
-            return SQLITE_OK
-        }, Unmanaged.passUnretained(handler).toOpaque())
+        sqlite3_set_authorizer(
+            handle,
+            { context, action, table, column, database, _ in
+                guard action == SQLITE_READ, let context, let table, let database else { return SQLITE_OK }
+                let handler = Unmanaged<ReadHandler>.fromOpaque(context).takeUnretainedValue()
+                handler.body(String(cString: database), String(cString: table), column.map { String(cString: $0) } ?? "")
+                return SQLITE_OK
+            }, Unmanaged.passUnretained(handler).toOpaque())
     }
 }

@@ -1,9 +1,9 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// In debug builds, the thread inside a connection: a connection is opened `SQLITE_OPEN_NOMUTEX`
@@ -24,7 +24,9 @@ final class ThreadConfinement: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if let owner, pthread_equal(owner, me) == 0 {
-            preconditionFailure("the connection to \(path) is used from two threads at once: a connection is used by one thread at a time; open another for another thread")
+            preconditionFailure(
+                "the connection to \(path) is used from two threads at once: a connection is used by one thread at a time; open another for another thread"
+            )
         }
         owner = me
         depth += 1
@@ -43,14 +45,14 @@ extension Database {
     @inline(__always)
     func enter() {
         #if DEBUG
-        confinement.enter(path)
+            confinement.enter(path)
         #endif
     }
 
     @inline(__always)
     func leave() {
         #if DEBUG
-        confinement.leave()
+            confinement.leave()
         #endif
     }
 }

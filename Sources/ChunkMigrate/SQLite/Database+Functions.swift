@@ -46,8 +46,9 @@ struct FunctionCall {
         case let .real(real): sqlite3_result_double(context, real)
         case var .text(text):
             text.withUTF8 { bytes in
-                sqlite3_result_text64(context, bytes.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) },
-                                      UInt64(bytes.count), csqlite_transient(), UInt8(SQLITE_UTF8))
+                sqlite3_result_text64(
+                    context, bytes.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) },
+                    UInt64(bytes.count), csqlite_transient(), UInt8(SQLITE_UTF8))
             }
         case let .blob(bytes):
             bytes.withUnsafeBytes { sqlite3_result_blob(context, $0.baseAddress, Int32($0.count), csqlite_transient()) }
@@ -75,8 +76,10 @@ extension Database {
     /// Registers a scalar SQL function implemented by `body`. An error thrown by `body` fails
     /// the statement: its ``SQLiteError`` has the error's description as its message and the
     /// error itself as its ``SQLiteError/cause``.
-    func createFunction(_ name: String, argumentCount: Int, deterministic: Bool,
-                        _ body: @escaping (FunctionCall) throws -> Void) throws(SQLiteError) {
+    func createFunction(
+        _ name: String, argumentCount: Int, deterministic: Bool,
+        _ body: @escaping (FunctionCall) throws -> Void
+    ) throws(SQLiteError) {
         let box = FunctionBox(body, database: self)
         retain(box)
         var flags = SQLITE_UTF8

@@ -38,8 +38,10 @@ extension Database {
 
     /// Both ``inTransaction(_:_:)``: `sqliteError` gives BEGIN's and COMMIT's errors the body's
     /// error type.
-    private func transaction<T, Failure: Error>(_ kind: TransactionKind, _ body: () throws(Failure) -> T,
-                                                sqliteError: (SQLiteError) -> Failure) throws(Failure) -> T {
+    private func transaction<T, Failure: Error>(
+        _ kind: TransactionKind, _ body: () throws(Failure) -> T,
+        sqliteError: (SQLiteError) -> Failure
+    ) throws(Failure) -> T {
         do { try execute("BEGIN \(kind.rawValue)") } catch { throw sqliteError(error) }
         do throws(Failure) {
             let result = try body()

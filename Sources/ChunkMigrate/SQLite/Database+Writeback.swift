@@ -1,6 +1,6 @@
 import Foundation
 #if os(Linux)
-import CLinuxFile
+    import CLinuxFile
 #endif
 
 /// Asks the OS, every few milliseconds, to start writing a file's dirty pages to disk (Linux's
@@ -18,10 +18,10 @@ final class Writeback: @unchecked Sendable {
     fileprivate init(descriptor: Int32, every interval: DispatchTimeInterval) {
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global(qos: .utility))
         #if os(Linux)
-        timer.setEventHandler { [lastResult] in
-            let result = clinuxfile_start_writeback(descriptor)
-            lastResult.withLock { $0 = result }
-        }
+            timer.setEventHandler { [lastResult] in
+                let result = clinuxfile_start_writeback(descriptor)
+                lastResult.withLock { $0 = result }
+            }
         #endif
         timer.setCancelHandler { [stopped] in stopped.signal() }
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(5))
@@ -49,14 +49,14 @@ extension Database {
     /// file open meanwhile, which a job's destination does not.
     func startWriteback(every interval: DispatchTimeInterval = .milliseconds(20)) -> Writeback? {
         #if os(Linux)
-        if writebackDescriptor == nil {
-            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { return nil }
-            writebackDescriptor = descriptor
-        }
-        return writebackDescriptor.map { Writeback(descriptor: $0, every: interval) }
+            if writebackDescriptor == nil {
+                let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+                guard descriptor >= 0 else { return nil }
+                writebackDescriptor = descriptor
+            }
+            return writebackDescriptor.map { Writeback(descriptor: $0, every: interval) }
         #else
-        return nil
+            return nil
         #endif
     }
 }

@@ -33,8 +33,8 @@ package final class Database {
     let path: String
     private var functionBoxes: [AnyObject] = []
     #if DEBUG
-    /// The thread inside the connection, checked in debug builds (``enter()``).
-    let confinement = ThreadConfinement()
+        /// The thread inside the connection, checked in debug builds (``enter()``).
+        let confinement = ThreadConfinement()
     #endif
     /// The error an application-defined function last threw, until the statement's error takes
     /// it as its cause (``SQLiteError/cause``).
@@ -51,12 +51,13 @@ package final class Database {
         case .readOnlyAttachingWritable: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         }
         var connection: OpaquePointer?
-        let uri = switch mode {
-        case .readOnly, .readOnlyAttachingWritable: Database.readOnlyURI(path)
-        case .source: Database.sourceURI(path)
-        case .unlocked: Database.readOnlyURI(path) + "&immutable=1"
-        default: path
-        }
+        let uri =
+            switch mode {
+            case .readOnly, .readOnlyAttachingWritable: Database.readOnlyURI(path)
+            case .source: Database.sourceURI(path)
+            case .unlocked: Database.readOnlyURI(path) + "&immutable=1"
+            default: path
+            }
         let result = sqlite3_open_v2(uri, &connection, flags, nil)
         guard result == SQLITE_OK, let connection else {
             let message = connection.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
@@ -75,14 +76,17 @@ package final class Database {
     private static let profiles = ProcessInfo.processInfo.environment["CHUNKMIGRATE_PROFILE_SQL"] == "1"
 
     private static func profile(_ handle: OpaquePointer) {
-        sqlite3_trace_v2(handle, UInt32(SQLITE_TRACE_PROFILE), { _, _, statement, nanoseconds in
-            guard let statement, let nanoseconds else { return 0 }
-            let elapsed = nanoseconds.assumingMemoryBound(to: Int64.self).pointee
-            guard elapsed >= 5_000_000, let sql = sqlite3_sql(OpaquePointer(statement)) else { return 0 }
-            let text = String(cString: sql).split(whereSeparator: \.isNewline).joined(separator: " ")
-            FileHandle.standardError.write(Data(String(format: "sql %8.1f ms  %@\n", Double(elapsed) / 1e6, String(text.prefix(300))).utf8))
-            return 0
-        }, nil)
+        sqlite3_trace_v2(
+            handle, UInt32(SQLITE_TRACE_PROFILE),
+            { _, _, statement, nanoseconds in
+                guard let statement, let nanoseconds else { return 0 }
+                let elapsed = nanoseconds.assumingMemoryBound(to: Int64.self).pointee
+                guard elapsed >= 5_000_000, let sql = sqlite3_sql(OpaquePointer(statement)) else { return 0 }
+                let text = String(cString: sql).split(whereSeparator: \.isNewline).joined(separator: " ")
+                FileHandle.standardError.write(
+                    Data(String(format: "sql %8.1f ms  %@\n", Double(elapsed) / 1e6, String(text.prefix(300))).utf8))
+                return 0
+            }, nil)
     }
 
     private var isClosed = false
@@ -114,10 +118,12 @@ package final class Database {
         }
         let check = Check(stopped)
         retain(check)
-        sqlite3_progress_handler(handle, 1_000, { context in
-            guard let context else { return 0 }
-            return Unmanaged<Check>.fromOpaque(context).takeUnretainedValue().stopped() ? 1 : 0
-        }, Unmanaged.passUnretained(check).toOpaque())
+        sqlite3_progress_handler(
+            handle, 1_000,
+            { context in
+                guard let context else { return 0 }
+                return Unmanaged<Check>.fromOpaque(context).takeUnretainedValue().stopped() ? 1 : 0
+            }, Unmanaged.passUnretained(check).toOpaque())
     }
 
     /// Gives `main` back a journal mode recorded before a job changed it; a recorded text that
@@ -176,8 +182,9 @@ package final class Database {
     }
 
     func error(_ result: Int32, sql: String? = nil) -> SQLiteError {
-        var error = SQLiteError(SQLiteResultCode(sqlite3_extended_errcode(handle)), message: String(cString: sqlite3_errmsg(handle)),
-                                sql: sql, file: path)
+        var error = SQLiteError(
+            SQLiteResultCode(sqlite3_extended_errcode(handle)), message: String(cString: sqlite3_errmsg(handle)),
+            sql: sql, file: path)
         error.cause = takeFunctionFailure(message: error.message)
         return error
     }
@@ -249,10 +256,12 @@ package final class Database {
         }
         let handler = Handler(body)
         retain(handler)
-        sqlite3_busy_handler(handle, { context, count in
-            guard let context else { return 0 }
-            return Unmanaged<Handler>.fromOpaque(context).takeUnretainedValue().body(Int(count)) ? 1 : 0
-        }, Unmanaged.passUnretained(handler).toOpaque())
+        sqlite3_busy_handler(
+            handle,
+            { context, count in
+                guard let context else { return 0 }
+                return Unmanaged<Handler>.fromOpaque(context).takeUnretainedValue().body(Int(count)) ? 1 : 0
+            }, Unmanaged.passUnretained(handler).toOpaque())
     }
 
     /// A statement that finds the file locked waits up to five seconds for it (the default).

@@ -6,21 +6,23 @@ extension Database {
     func tableSchema(_ table: String, in schema: String) throws(SQLiteError) -> TableSchema? {
         let quoted = SQL.quote(table)
         let columns = try records("PRAGMA \(schema).table_info(\(quoted))").map { row in
-            ColumnInfo(name: row["name"]?.text ?? "", type: row["type"]?.text ?? "",
-                       isNotNull: row["notnull"]?.integer == 1,
-                       defaultValueSQL: row["dflt_value"]?.text,
-                       primaryKeyIndex: Int(row["pk"]?.integer ?? 0))
+            ColumnInfo(
+                name: row["name"]?.text ?? "", type: row["type"]?.text ?? "",
+                isNotNull: row["notnull"]?.integer == 1,
+                defaultValueSQL: row["dflt_value"]?.text,
+                primaryKeyIndex: Int(row["pk"]?.integer ?? 0))
         }
         guard !columns.isEmpty else { return nil }
         var indexes: [IndexInfo] = []
         for row in try records("PRAGMA \(schema).index_list(\(quoted))") {
             guard let name = row["name"]?.text else { continue }
             let indexed = try records("PRAGMA \(schema).index_info(\(SQL.quote(name)))")
-            indexes.append(IndexInfo(
-                name: name, columns: indexed.compactMap { $0["name"]?.text },
-                isUnique: row["unique"]?.integer == 1,
-                origin: IndexInfo.Origin(rawValue: row["origin"]?.text ?? "") ?? .createIndex,
-                isPartial: row["partial"]?.integer == 1))
+            indexes.append(
+                IndexInfo(
+                    name: name, columns: indexed.compactMap { $0["name"]?.text },
+                    isUnique: row["unique"]?.integer == 1,
+                    origin: IndexInfo.Origin(rawValue: row["origin"]?.text ?? "") ?? .createIndex,
+                    isPartial: row["partial"]?.integer == 1))
         }
         // One row per column of a key; rows of one key share its `id`, in `seq` order.
         var foreignKeys: [Int64: ForeignKeyInfo] = [:]
@@ -29,10 +31,13 @@ extension Database {
             foreignKeys[id, default: ForeignKeyInfo(destinationTable: row["table"]?.text ?? "", mapping: [])]
                 .mapping.append((from, row["to"]?.text))
         }
-        let declared = try rows("SELECT name, sql FROM \(schema).sqlite_schema WHERE type IN ('table', 'view') AND name = ?1 COLLATE NOCASE",
-                                .text(table)).first
-        return TableSchema(name: declared?[0].text ?? table, sql: declared?[1].text ?? "", columns: columns, indexes: indexes,
-                           foreignKeys: foreignKeys.keys.sorted().compactMap { foreignKeys[$0] })
+        let declared = try rows(
+            "SELECT name, sql FROM \(schema).sqlite_schema WHERE type IN ('table', 'view') AND name = ?1 COLLATE NOCASE",
+            .text(table)
+        ).first
+        return TableSchema(
+            name: declared?[0].text ?? table, sql: declared?[1].text ?? "", columns: columns, indexes: indexes,
+            foreignKeys: foreignKeys.keys.sorted().compactMap { foreignKeys[$0] })
     }
 
     /// Every row of a query, each as values by column name.

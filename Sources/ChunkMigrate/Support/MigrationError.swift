@@ -70,9 +70,11 @@ public struct MigrationError: Error, CustomStringConvertible, Sendable {
     /// raised it (SQLite, the journal, a file read or copied), the code is
     /// ``Code-swift.struct/diskFull`` or ``Code-swift.struct/deviceError`` instead of `code`:
     /// what went wrong is then the disk's doing, not the step's that met it.
-    public init(_ code: Code, _ message: String, entity: String? = nil, batch: UInt64? = nil,
-                sourceKey: Int64? = nil, column: String? = nil, file: String? = nil, sql: String? = nil,
-                cause: (any Error)? = nil) {
+    public init(
+        _ code: Code, _ message: String, entity: String? = nil, batch: UInt64? = nil,
+        sourceKey: Int64? = nil, column: String? = nil, file: String? = nil, sql: String? = nil,
+        cause: (any Error)? = nil
+    ) {
         self.code = Self.deviceCode(of: cause) ?? code
         self.message = message
         self.entity = entity
@@ -172,8 +174,10 @@ public struct MigrationError: Error, CustomStringConvertible, Sendable {
 
     /// ``wrapping(_:)``, with the entity, batch, source key and column filled in where the error
     /// did not name them.
-    static func wrapping(_ error: any Error, entity: String, batch: UInt64? = nil, sourceKey: Int64? = nil,
-                         column: String? = nil) -> MigrationError {
+    static func wrapping(
+        _ error: any Error, entity: String, batch: UInt64? = nil, sourceKey: Int64? = nil,
+        column: String? = nil
+    ) -> MigrationError {
         var wrapped = wrapping(error)
         wrapped.entity = wrapped.entity ?? entity
         wrapped.batch = wrapped.batch ?? batch

@@ -5,7 +5,9 @@ package enum SQL {
     /// `TABLE.COLUMN` (in capitals) of an index's first column, from `CREATE INDEX name ON table
     /// (column, ...)`.
     static func leadingColumn(ofIndex sql: String) -> String? {
-        guard let range = sql.range(of: #"\bON\s+("[^"]+"|\S+?)\s*\(\s*("[^"]+"|[^\s,)]+)"#, options: [.regularExpression, .caseInsensitive]) else {
+        guard
+            let range = sql.range(of: #"\bON\s+("[^"]+"|\S+?)\s*\(\s*("[^"]+"|[^\s,)]+)"#, options: [.regularExpression, .caseInsensitive])
+        else {
             return nil
         }
         let parts = sql[range].dropFirst(2).trimmingCharacters(in: .whitespaces).split(separator: "(", maxSplits: 1)
@@ -22,7 +24,8 @@ package enum SQL {
     /// `name` as it reads best in an expression a person may edit: bare where it is a plain
     /// identifier and no keyword (`ZTITLE`), quoted otherwise (`"order"`, `"first name"`).
     static func identifier(_ name: String) -> String {
-        let plain = name.first.map { $0 == "_" || ($0.isASCII && $0.isLetter) } == true
+        let plain =
+            name.first.map { $0 == "_" || ($0.isASCII && $0.isLetter) } == true
             && name.allSatisfy { $0 == "_" || ($0.isASCII && ($0.isLetter || $0.isNumber)) }
         return plain && !Database.isKeyword(name) ? name : quote(name)
     }

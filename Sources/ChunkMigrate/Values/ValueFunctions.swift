@@ -56,7 +56,8 @@ final class ValueFunctions {
                 object = try NSKeyedUnarchiver.unarchivedObject(
                     ofClasses: [NSString.self, NSNumber.self, NSURL.self, NSDate.self, NSData.self], from: data)
             } catch {
-                throw fail("unarchive: the blob is not a keyed archive of a string, number, URL, date or data (\(error.localizedDescription))")
+                throw fail(
+                    "unarchive: the blob is not a keyed archive of a string, number, URL, date or data (\(error.localizedDescription))")
             }
             call.result(try Self.sqlValue(object, function: "unarchive", path: nil, fail: fail))
         }
@@ -78,8 +79,11 @@ final class ValueFunctions {
             guard !call.isNull(0) else { return call.resultNull() }
             let bytes = call.withBytes(0) { Array($0) }
             guard bytes.count == 16 else { throw fail("uuid_text: a UUID blob has 16 bytes, this one \(bytes.count)") }
-            let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                                   bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+            let uuid = UUID(
+                uuid: (
+                    bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                    bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+                ))
             call.result(.text(uuid.uuidString))
         }
         try database.createFunction("uuid_blob", argumentCount: 1, deterministic: true) { [self] call in
@@ -92,7 +96,9 @@ final class ValueFunctions {
     /// `text_lower` and `text_upper`, which an app's mapping model's case-insensitive comparisons
     /// and `lowercase:`/`uppercase:` translate to: Foundation's case mapping, as `NSString`'s.
     static func registerText(on database: Database) throws(SQLiteError) {
-        for (name, map) in [("text_lower", { (text: String) in text.lowercased() }), ("text_upper", { (text: String) in text.uppercased() })] {
+        for (name, map) in [
+            ("text_lower", { (text: String) in text.lowercased() }), ("text_upper", { (text: String) in text.uppercased() }),
+        ] {
             try database.createFunction(name, argumentCount: 1, deterministic: true) { call in
                 guard case let .text(text) = call.value(0) else { return call.result(call.value(0)) }
                 call.result(.text(map(text)))
@@ -104,9 +110,10 @@ final class ValueFunctions {
     /// same bytes.
     private func plist(_ call: FunctionCall) throws -> Any {
         let same = call.withBytes(0) { bytes in
-            bytes.count == lastBlob.count && lastBlob.withUnsafeBytes { last in
-                bytes.count == 0 || memcmp(last.baseAddress!, bytes.baseAddress!, bytes.count) == 0
-            }
+            bytes.count == lastBlob.count
+                && lastBlob.withUnsafeBytes { last in
+                    bytes.count == 0 || memcmp(last.baseAddress!, bytes.baseAddress!, bytes.count) == 0
+                }
         }
         if same, let lastPlist { return lastPlist }
         lastBlob = call.withBytes(0) { Array($0) }
@@ -137,8 +144,10 @@ final class ValueFunctions {
 
     /// A decoded value as an SQL value: text, an integer (booleans 0 and 1), a real, a blob, a date
     /// as Core Data seconds since 2001; NULL for none.
-    static func sqlValue(_ value: Any?, function: String, path: String?,
-                         fail: (String) -> MigrationError) throws -> SQLiteValue {
+    static func sqlValue(
+        _ value: Any?, function: String, path: String?,
+        fail: (String) -> MigrationError
+    ) throws -> SQLiteValue {
         let place = path.map { " at \"\($0)\"" } ?? ""
         switch value {
         case nil: return .null

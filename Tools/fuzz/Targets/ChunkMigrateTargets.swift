@@ -12,7 +12,7 @@ import Foundation
 import MigrationJournal
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// ChunkMigrate's fuzz targets by name.
@@ -115,10 +115,13 @@ enum FuzzTargets {
 /// libFuzzer's set-up call: picks the target this process runs, by CHUNKMIGRATE_FUZZ_TARGET or
 /// by the name the binary was started as.
 @_cdecl("LLVMFuzzerInitialize")
-public func fuzzInitialize(_ argc: UnsafeMutablePointer<CInt>,
-                           _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>) -> CInt {
+public func fuzzInitialize(
+    _ argc: UnsafeMutablePointer<CInt>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>
+) -> CInt {
     let invoked = argv.pointee[0].map { String(cString: $0) } ?? ""
-    let name = ProcessInfo.processInfo.environment["CHUNKMIGRATE_FUZZ_TARGET"]
+    let name =
+        ProcessInfo.processInfo.environment["CHUNKMIGRATE_FUZZ_TARGET"]
         ?? URL(fileURLWithPath: invoked).lastPathComponent
     if name == "list" {
         print(FuzzTargets.all.keys.sorted().joined(separator: "\n"))

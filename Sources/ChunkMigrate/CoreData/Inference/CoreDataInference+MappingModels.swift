@@ -14,8 +14,9 @@ extension CoreDataInference {
     /// (``accountForPropertyMappings(_:)``); until then the value is `nil`.
     mutating func mappedValue(_ property: String, of rows: Rows, relationship: Bool, _ context: Context) -> Source? {
         guard let model = context.mapping.mappingModel,
-              let mapping = context.mapping.entityMapping(into: rows.entity, from: rows.source),
-              let value = (relationship ? mapping.relationships : mapping.attributes).first(where: { $0.name == property })?.value else { return nil }
+            let mapping = context.mapping.entityMapping(into: rows.entity, from: rows.source),
+            let value = (relationship ? mapping.relationships : mapping.attributes).first(where: { $0.name == property })?.value
+        else { return nil }
         func refuse(_ why: String) -> Source? {
             if options.templating {
                 let comment = "TODO \(mapping.name): \(property) = \(value): \(why)".replacingOccurrences(of: "*/", with: "* /")
@@ -23,16 +24,20 @@ extension CoreDataInference {
                 translatedMappings.insert("\(mapping.name)\t\(property)")
                 return relationship ? nil : .expression("NULL /* \(comment) */")
             }
-            refuseMapping(MigrationError(.invalidPlan, "the mapping model \(model.url.lastPathComponent), entity mapping \(mapping.name) (\(rows.source) -> \(rows.entity)), \(property) = \(value): \(why); chunkmigrate cannot run it: give the entity mapping as a step (--step \(model.source) -> \(model.destination))",
-                                         entity: rows.entity, column: property, file: model.url.path))
+            refuseMapping(
+                MigrationError(
+                    .invalidPlan,
+                    "the mapping model \(model.url.lastPathComponent), entity mapping \(mapping.name) (\(rows.source) -> \(rows.entity)), \(property) = \(value): \(why); chunkmigrate cannot run it: give the entity mapping as a step (--step \(model.source) -> \(model.destination))",
+                    entity: rows.entity, column: property, file: model.url.path))
             return nil
         }
         if relationship {
             // A relationship takes the rows of the source instances the migration manager is
             // given (matched by the mapping); anything else is the app's to say.
-            return refuse(CoreDataModelMapping.sourcePath(value) == nil
-                          ? "a relationship's value other than the migration manager's destination instances of $source's relationship"
-                          : "the source entity \(rows.source) has no relationship at that key path")
+            return refuse(
+                CoreDataModelMapping.sourcePath(value) == nil
+                    ? "a relationship's value other than the migration manager's destination instances of $source's relationship"
+                    : "the source entity \(rows.source) has no relationship at that key path")
         }
         do {
             guard let sql = try CoreDataMappingModelSQL.value(value, resolve: resolver(rows, context)) else {
@@ -41,7 +46,9 @@ extension CoreDataInference {
                 return .null
             }
             translatedMappings.insert("\(mapping.name)\t\(property)")
-            decide("\(model.url.lastPathComponent): \(rows.entity).\(property) of the rows of \(rows.source) = \(value), in SQL \(sql) (\(mapping.name))")
+            decide(
+                "\(model.url.lastPathComponent): \(rows.entity).\(property) of the rows of \(rows.source) = \(value), in SQL \(sql) (\(mapping.name))"
+            )
             return .expression(sql)
         } catch {
             return refuse("\(error)")
@@ -80,19 +87,26 @@ extension CoreDataInference {
                 for property in mapping.attributes + mapping.relationships {
                     guard let value = property.value, value != .constant(.null) else { continue }
                     func account(_ outcome: PropertyMappingAccount.Outcome) {
-                        propertyMappings.append(PropertyMappingAccount(mappingModel: file, entityMapping: mapping.name, property: property.name,
-                                                                       value: value.description, outcome: outcome))
+                        propertyMappings.append(
+                            PropertyMappingAccount(
+                                mappingModel: file, entityMapping: mapping.name, property: property.name,
+                                value: value.description, outcome: outcome))
                     }
                     guard let declared = context.destination.model.property(property.name, of: entity)?.property else {
-                        refuseMapping(MigrationError(.invalidPlan, "the mapping model \(file), entity mapping \(mapping.name) (\(source) -> \(entity)), \(property.name) = \(value): version \(model.destination) has no property \(entity).\(property.name) (Core Data's migration manager fails on it too, setting a key its destination instance does not have)",
-                                                     entity: entity, column: property.name, file: model.url.path))
+                        refuseMapping(
+                            MigrationError(
+                                .invalidPlan,
+                                "the mapping model \(file), entity mapping \(mapping.name) (\(source) -> \(entity)), \(property.name) = \(value): version \(model.destination) has no property \(entity).\(property.name) (Core Data's migration manager fails on it too, setting a key its destination instance does not have)",
+                                entity: entity, column: property.name, file: model.url.path))
                         continue
                     }
                     if replaced {
                         account(.replacedByStep)
                     } else if declared.isTransient {
                         account(.notStored)
-                        note("\(file): \(mapping.name) sets \(entity).\(property.name), a transient property, which no store keeps (\(value))")
+                        note(
+                            "\(file): \(mapping.name) sets \(entity).\(property.name), a transient property, which no store keeps (\(value))"
+                        )
                     } else if context.mapping.sourceProperty(property.name, of: entity, from: source) != nil {
                         account(.readAsIs)
                     } else if context.mapping.leftEmpty.contains("\(entity)\t\(property.name)") {
@@ -101,10 +115,16 @@ extension CoreDataInference {
                         account(.translated)
                     } else if declared.attribute?.derivation != nil {
                         account(.computed)
-                        note("\(file): \(mapping.name) sets \(entity).\(property.name), a derived attribute, which Core Data computes from its derivation when it saves; computed so here too (\(value))")
-                    } else if !refusals.contains(where: { $0.entity == entity && $0.column == property.name && $0.file == model.url.path }) {
-                        refuseMapping(MigrationError(.invalidPlan, "the mapping model \(file), entity mapping \(mapping.name) (\(source) -> \(entity)), \(property.name) = \(value): chunkmigrate has no SQL for it here; give the entity mapping as a step (--step \(model.source) -> \(model.destination))",
-                                                     entity: entity, column: property.name, file: model.url.path))
+                        note(
+                            "\(file): \(mapping.name) sets \(entity).\(property.name), a derived attribute, which Core Data computes from its derivation when it saves; computed so here too (\(value))"
+                        )
+                    } else if !refusals.contains(where: { $0.entity == entity && $0.column == property.name && $0.file == model.url.path })
+                    {
+                        refuseMapping(
+                            MigrationError(
+                                .invalidPlan,
+                                "the mapping model \(file), entity mapping \(mapping.name) (\(source) -> \(entity)), \(property.name) = \(value): chunkmigrate has no SQL for it here; give the entity mapping as a step (--step \(model.source) -> \(model.destination))",
+                                entity: entity, column: property.name, file: model.url.path))
                     }
                 }
             }
@@ -115,16 +135,19 @@ extension CoreDataInference {
             first.cause = all
             throw first
         }
-        throw MigrationError(.invalidPlan, "the mapping model \(file): \(refusals.count) of what it says chunkmigrate cannot run: "
-                             + refusals.enumerated().map { "(\($0.offset + 1)) \($0.element.message)" }.joined(separator: " "),
-                             entity: first.entity, column: first.column, file: model.url.path, cause: all)
+        throw MigrationError(
+            .invalidPlan,
+            "the mapping model \(file): \(refusals.count) of what it says chunkmigrate cannot run: "
+                + refusals.enumerated().map { "(\($0.offset + 1)) \($0.element.message)" }.joined(separator: " "),
+            entity: first.entity, column: first.column, file: model.url.path, cause: all)
     }
 
     /// Whether the app's mapping model gives `property` of the rows of `rows` a value: a value
     /// expression other than a constant `nil`.
     func mappingModelGivesValue(_ property: String, of rows: Rows, _ context: Context) -> Bool {
         guard let mapping = context.mapping.entityMapping(into: rows.entity, from: rows.source),
-              let value = (mapping.attributes + mapping.relationships).first(where: { $0.name == property })?.value else { return false }
+            let value = (mapping.attributes + mapping.relationships).first(where: { $0.name == property })?.value
+        else { return false }
         return value != .constant(.null)
     }
 
@@ -136,7 +159,9 @@ extension CoreDataInference {
         guard let model = context.mapping.mappingModel else { return [] }
         var conditions: [String] = []
         for row in rows {
-            guard let mapping = context.mapping.entityMapping(into: row.entity, from: row.source), let filter = mapping.filter else { continue }
+            guard let mapping = context.mapping.entityMapping(into: row.entity, from: row.source), let filter = mapping.filter else {
+                continue
+            }
             do {
                 let sql = try CoreDataMappingModelSQL.condition(filter, resolve: resolver(row, context, row: alias))
                 guard alias == "s" else {
@@ -147,8 +172,11 @@ extension CoreDataInference {
                 conditions.append("(Z_ENT <> \(row.number) OR \(sql))")
             } catch {
                 guard alias == "s" else { continue }
-                refuseMapping(MigrationError(.invalidPlan, "the mapping model \(model.url.lastPathComponent), entity mapping \(mapping.name) (\(row.source) -> \(row.entity)), its filter \(filter): \(error); chunkmigrate cannot run it: give the entity mapping as a step (--step \(model.source) -> \(model.destination))",
-                                             entity: row.source, file: model.url.path, cause: error))
+                refuseMapping(
+                    MigrationError(
+                        .invalidPlan,
+                        "the mapping model \(model.url.lastPathComponent), entity mapping \(mapping.name) (\(row.source) -> \(row.entity)), its filter \(filter): \(error); chunkmigrate cannot run it: give the entity mapping as a step (--step \(model.source) -> \(model.destination))",
+                        entity: row.source, file: model.url.path, cause: error))
             }
         }
         return conditions
@@ -171,11 +199,12 @@ extension CoreDataInference {
     /// by the inference).
     mutating func mappedToOne(_ property: String, of rows: Rows, _ context: Context) -> MappedToOne? {
         guard let model = context.mapping.mappingModel,
-              let mapping = context.mapping.entityMapping(into: rows.entity, from: rows.source),
-              let value = mapping.relationships.first(where: { $0.name == property })?.value,
-              case let .function(.variable("manager"), selector, arguments) = value, arguments.count == 2,
-              let path = arguments[1].sourceKeyPath, path.contains("."),
-              let relationship = context.destination.model.property(property, of: rows.entity)?.property.relationship, !relationship.isToMany else { return nil }
+            let mapping = context.mapping.entityMapping(into: rows.entity, from: rows.source),
+            let value = mapping.relationships.first(where: { $0.name == property })?.value,
+            case let .function(.variable("manager"), selector, arguments) = value, arguments.count == 2,
+            let path = arguments[1].sourceKeyPath, path.contains("."),
+            let relationship = context.destination.model.property(property, of: rows.entity)?.property.relationship, !relationship.isToMany
+        else { return nil }
         // Every step a to-one; the entity at the end.
         var entity = rows.source
         for step in path.split(separator: ".").map(String.init) {
@@ -193,17 +222,20 @@ extension CoreDataInference {
         var through: String
         if selector == "destinationInstancesForEntityMappingNamed:sourceInstances:", case let .constant(.string(name)) = arguments[0] {
             guard let named = context.mapping.entityMappings.values.joined().first(where: { $0.name == name }), let from = named.source,
-                  let number = context.source.entity(named: from)?.number, let into = named.destination,
-                  context.destination.model.lineage(of: into).contains(where: { $0.name == relationship.destination }) else { return nil }
+                let number = context.source.entity(named: from)?.number, let into = named.destination,
+                context.destination.model.lineage(of: into).contains(where: { $0.name == relationship.destination })
+            else { return nil }
             numbers = [number]
             if let filter = named.filter {
                 let targetRows = Rows(entity: into, source: from, number: number)
-                guard let condition = try? CoreDataMappingModelSQL.condition(filter, resolve: resolver(targetRows, context, row: "m")) else { return nil }
+                guard let condition = try? CoreDataMappingModelSQL.condition(filter, resolve: resolver(targetRows, context, row: "m"))
+                else { return nil }
                 conditions.append(condition)
             }
             through = "entity mapping \(name) (\(from) -> \(into))"
         } else if selector == "destinationInstancesForSourceRelationshipNamed:sourceInstances:" {
-            numbers = context.destination.descendants(of: context.destination.entity(named: relationship.destination)?.number ?? -1).flatMap { number in
+            numbers = context.destination.descendants(of: context.destination.entity(named: relationship.destination)?.number ?? -1).flatMap
+            { number in
                 context.destination.entities[number].map { context.mapping.sourceEntities(of: $0.name) } ?? []
             }.compactMap { context.source.entity(named: $0)?.number }
             through = "the entity mappings into \(relationship.destination)"
@@ -214,10 +246,14 @@ extension CoreDataInference {
         numbers = numbers.filter { context.source.descendants(of: context.source.entity(named: entity)?.number ?? -1).contains($0) }
         guard !numbers.isEmpty else { return nil }
         let restriction = (["m.Z_ENT IN (\(numbers.map(String.init).joined(separator: ", ")))"] + conditions).joined(separator: " AND ")
-        let restricted = "CASE WHEN \(key) IN (SELECT m.Z_PK FROM src.\(SQL.quote(targetTable.name)) AS m WHERE \(restriction)) THEN \(key) END"
+        let restricted =
+            "CASE WHEN \(key) IN (SELECT m.Z_PK FROM src.\(SQL.quote(targetTable.name)) AS m WHERE \(restriction)) THEN \(key) END"
         translatedMappings.insert("\(mapping.name)\t\(property)")
-        decide("\(model.url.lastPathComponent): \(rows.entity).\(property) of the rows of \(rows.source) = \(value): the row at \(path) where \(through) migrates it, in SQL \(restricted) (\(mapping.name))")
-        let entityNumber: Source = numbers.count == 1
+        decide(
+            "\(model.url.lastPathComponent): \(rows.entity).\(property) of the rows of \(rows.source) = \(value): the row at \(path) where \(through) migrates it, in SQL \(restricted) (\(mapping.name))"
+        )
+        let entityNumber: Source =
+            numbers.count == 1
             ? .expression("CASE WHEN \(restricted) IS NOT NULL THEN coredata_entity(\(numbers[0])) END")
             : .expression("(SELECT coredata_entity(e.Z_ENT) FROM src.\(SQL.quote(targetTable.name)) AS e WHERE e.Z_PK = \(restricted))")
         return MappedToOne(key: .expression(restricted), entity: entityNumber)
@@ -232,13 +268,16 @@ extension CoreDataInference {
         func resolve(_ parts: ArraySlice<String>, entity: String, row: String) -> String? {
             guard let first = parts.first else { return nil }
             if let relationship = layout.model.property(first, of: entity)?.property.relationship, relationship.isToMany {
-                return aggregate(parts.dropFirst(), over: first, of: entity, row: row, context) { resolve($0, entity: relationship.destination, row: $1) }
+                return aggregate(parts.dropFirst(), over: first, of: entity, row: row, context) {
+                    resolve($0, entity: relationship.destination, row: $1)
+                }
             }
             guard let column = layout.column(of: first, entity: entity) else { return nil }
             // The row's own column bare, as the plan's expressions name them.
             if parts.count == 1 { return row == "s" ? SQL.identifier(column.name) : "\(row).\(SQL.quote(column.name))" }
             guard let relationship = layout.model.property(first, of: entity)?.property.relationship, !relationship.isToMany,
-                  let table = layout.table(of: relationship.destination) else { return nil }
+                let table = layout.table(of: relationship.destination)
+            else { return nil }
             let alias = "t\(parts.count)"
             guard let inner = resolve(parts.dropFirst(), entity: relationship.destination, row: alias) else { return nil }
             return "(SELECT \(inner) FROM src.\(SQL.quote(table.name)) AS \(alias) WHERE \(alias).Z_PK = \(row).\(SQL.quote(column.name)))"
@@ -252,20 +291,24 @@ extension CoreDataInference {
     /// that sum over the number of targets (nil for none); `@min.path`, `@max.path` the least and
     /// greatest value (nil values left out, nil for none). `nil` for another operator.
     /// `value` resolves the path after the operator for a target row alias.
-    func aggregate(_ rest: ArraySlice<String>, over property: String, of entity: String, row: String, _ context: Context,
-                   value: (ArraySlice<String>, String) -> String?) -> String? {
+    func aggregate(
+        _ rest: ArraySlice<String>, over property: String, of entity: String, row: String, _ context: Context,
+        value: (ArraySlice<String>, String) -> String?
+    ) -> String? {
         let layout = context.source
         guard let operation = rest.first, operation.hasPrefix("@"), let declared = layout.model.property(property, of: entity),
-              let relationship = declared.property.relationship,
-              let pairs = pairs(declaredBy: declared.declaredBy, property: property, context),
-              let targets = layout.table(of: relationship.destination) else { return nil }
+            let relationship = declared.property.relationship,
+            let pairs = pairs(declaredBy: declared.declaredBy, property: property, context),
+            let targets = layout.table(of: relationship.destination)
+        else { return nil }
         let target = "a\(rest.count)", join = "j\(rest.count)"
         let owner = "\(row).Z_PK"
         let from: String
         if pairs.table == targets.name, pairs.target == "Z_PK" {
             from = "src.\(SQL.quote(targets.name)) AS \(target) WHERE \(target).\(SQL.quote(pairs.owner)) = \(owner)"
         } else {
-            from = "src.\(SQL.quote(pairs.table)) AS \(join) JOIN src.\(SQL.quote(targets.name)) AS \(target) ON \(target).Z_PK = \(join).\(SQL.quote(pairs.target)) WHERE \(join).\(SQL.quote(pairs.owner)) = \(owner)"
+            from =
+                "src.\(SQL.quote(pairs.table)) AS \(join) JOIN src.\(SQL.quote(targets.name)) AS \(target) ON \(target).Z_PK = \(join).\(SQL.quote(pairs.target)) WHERE \(join).\(SQL.quote(pairs.owner)) = \(owner)"
         }
         if operation == "@count" { return rest.count == 1 ? "(SELECT count(*) FROM \(from))" : nil }
         guard rest.count > 1, let each = value(rest.dropFirst(), target) else { return nil }

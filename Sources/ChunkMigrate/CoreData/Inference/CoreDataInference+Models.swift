@@ -31,7 +31,10 @@ extension CoreDataInference {
                         return (candidate, "\(role) store: no model cache; its entity version hashes are \(whose)'s, so that is its model")
                     }
                 } else if (try? CoreDataLayout(model: candidate).resolved(against: database, schema: schema, file: file)) != nil {
-                    return (candidate, "\(role) store: no model cache and no entity version hashes; its schema is \(whose)'s layout exactly, so that is taken for its model")
+                    return (
+                        candidate,
+                        "\(role) store: no model cache and no entity version hashes; its schema is \(whose)'s layout exactly, so that is taken for its model"
+                    )
                 }
             }
             return nil
@@ -46,14 +49,20 @@ extension CoreDataInference {
         }
         if let source, let destination { return (source, destination) }
         if source == nil, destination == nil, sourceHashes == destinationHashes { return nil }
-        let (file, option, hashes, other) = source == nil
+        let (file, option, hashes, other) =
+            source == nil
             ? (sourcePath, "--model-from", sourceHashes, destination)
             : (destinationPath, "--model-to", destinationHashes, source)
-        let why = other == nil ? "" : hashes == nil
-            ? ", records no entity version hashes, and its schema is not the other store's model's layout"
-            : ", and its entity version hashes are not the other store's model's"
-        throw MigrationError(.store, "the store has no model cache (Z_MODELCACHE, written since iOS 10)\(why): give its model with \(option) (the .xcdatamodel folder inside the .xcdatamodeld, or a compiled .mom), or every version of the app's model with --models",
-                             file: file)
+        let why =
+            other == nil
+            ? ""
+            : hashes == nil
+                ? ", records no entity version hashes, and its schema is not the other store's model's layout"
+                : ", and its entity version hashes are not the other store's model's"
+        throw MigrationError(
+            .store,
+            "the store has no model cache (Z_MODELCACHE, written since iOS 10)\(why): give its model with \(option) (the .xcdatamodel folder inside the .xcdatamodeld, or a compiled .mom), or every version of the app's model with --models",
+            file: file)
     }
 
     /// The entity version hashes the metadata of the store open as `schema` records; `nil` when

@@ -24,7 +24,9 @@ extension CoreDataInference {
         let source = try CoreDataEntities.read(database, schema: "src", file: sourcePath)
         let destination = try CoreDataEntities.read(database, schema: "main", file: destinationPath)
         for (number, stale) in source.staleNames.sorted(by: { $0.key < $1.key }) {
-            notes.append("Z_PRIMARYKEY of the source names entity \(number) \(stale), its name before a rename to \(source.entities[number]?.name ?? "?"): carried as it is, as Core Data reads Z_PRIMARYKEY by number")
+            notes.append(
+                "Z_PRIMARYKEY of the source names entity \(number) \(stale), its name before a rename to \(source.entities[number]?.name ?? "?"): carried as it is, as Core Data reads Z_PRIMARYKEY by number"
+            )
         }
         // Source entity number -> destination number, for the model's entities carried over.
         var mapped: [Int64: Int64] = [:]
@@ -41,16 +43,20 @@ extension CoreDataInference {
             guard try tableExists(table, schema: "src") else { continue }
             guard let target = destination.systemEntity(named: entity.name), try tableExists(target.table, schema: "main") else {
                 if isMirroring {
-                    throw MigrationError(.store,
+                    throw MigrationError(
+                        .store,
                         "the source mirrors to CloudKit (\(table)) but the destination has no \(table): create it with the app's NSPersistentCloudKitContainer, or its records would be uploaded again as new",
                         entity: entity.name, file: destinationPath)
                 }
-                note("\(table): the destination has no persistent history (created without NSPersistentHistoryTrackingKey); the source's is not carried")
+                note(
+                    "\(table): the destination has no persistent history (created without NSPersistentHistoryTrackingKey); the source's is not carried"
+                )
                 continue
             }
             guard options.keys == .preserve else {
                 if isMirroring {
-                    throw MigrationError(.invalidPlan,
+                    throw MigrationError(
+                        .invalidPlan,
                         "\(table): CloudKit mirroring names objects by their keys, which this plan allocates anew; migrate with keys preserved",
                         entity: entity.name, file: sourcePath)
                 }
@@ -65,7 +71,8 @@ extension CoreDataInference {
             }
             for column in sourceColumns where !destinationColumns.contains(where: { $0.caseInsensitiveCompare(column) == .orderedSame }) {
                 if isMirroring {
-                    throw MigrationError(.store,
+                    throw MigrationError(
+                        .store,
                         "\(table).\(column) has no counterpart in the destination's \(target.table): the two stores' CloudKit mirroring versions differ; open the destination with the same OS version's container first",
                         entity: entity.name, column: column, file: destinationPath)
                 }
@@ -80,31 +87,42 @@ extension CoreDataInference {
                 let cut = try historyCut(numbers: numbers)
                 if cut > 0 {
                     conditions.append("ZTRANSACTIONID > \(cut)")
-                    note("\(table): transactions 1-\(cut) recorded changes to entities the destination model does not have; the history is cut off after them, as Core Data's migration does (a token older than transaction \(cut + 1) is expired)")
+                    note(
+                        "\(table): transactions 1-\(cut) recorded changes to entities the destination model does not have; the history is cut off after them, as Core Data's migration does (a token older than transaction \(cut + 1) is expired)"
+                    )
                 }
                 let changed = changedEntities(mapped, context)
                 if !changed.isEmpty, columns["ZCOLUMNS"] != nil {
-                    columns["ZCOLUMNS"] = "CASE WHEN ZENTITY IN (\(changed.map(String.init).joined(separator: ", "))) THEN NULL ELSE ZCOLUMNS END"
-                    decide("\(table).ZCOLUMNS: left empty for updates of entities whose properties changed (\(changed.compactMap { context.source.entities[$0]?.name }.joined(separator: ", "))), where the bits no longer name the same properties")
+                    columns["ZCOLUMNS"] =
+                        "CASE WHEN ZENTITY IN (\(changed.map(String.init).joined(separator: ", "))) THEN NULL ELSE ZCOLUMNS END"
+                    decide(
+                        "\(table).ZCOLUMNS: left empty for updates of entities whose properties changed (\(changed.compactMap { context.source.entities[$0]?.name }.joined(separator: ", "))), where the bits no longer name the same properties"
+                    )
                 }
             case "TRANSACTION":
                 let cut = try historyCut(numbers: numbers)
                 if cut > 0 { conditions.append("Z_PK > \(cut)") }
             default:
                 guard let key = columns.keys.first(where: { $0.uppercased() == "ZENTITYID" }),
-                      let column = sourceColumns.first(where: { $0.uppercased() == "ZENTITYID" }) else { break }
+                    let column = sourceColumns.first(where: { $0.uppercased() == "ZENTITYID" })
+                else { break }
                 columns[key] = "coredata_entity(\(SQL.identifier(column)))"
-                let stray = try count("SELECT count(*) FROM src.\(SQL.quote(table))"
-                                      + (numbers.isEmpty ? "" : " WHERE \(SQL.identifier(column)) NOT IN (\(numbers))"))
+                let stray = try count(
+                    "SELECT count(*) FROM src.\(SQL.quote(table))"
+                        + (numbers.isEmpty ? "" : " WHERE \(SQL.identifier(column)) NOT IN (\(numbers))"))
                 if stray > 0 {
-                    throw MigrationError(.store,
+                    throw MigrationError(
+                        .store,
                         "\(table) holds \(stray) rows for objects of entities the destination model does not have: CloudKit's records of them cannot be carried over (delete those objects before the migration, or keep their entities in the model)",
                         entity: entity.name, column: column, file: sourcePath)
                 }
             }
             decide("\(what) \(table) -> \(target.table): entity \(entity.number) -> \(target.number), keys preserved")
-            result.append(EntityMapping(name: table, source: .init(table: table, key: "Z_PK", where: conditions.isEmpty ? nil : conditions.joined(separator: " AND ")),
-                                        destination: .init(table: target.table, key: "Z_PK"), keys: .preserve, columns: columns))
+            result.append(
+                EntityMapping(
+                    name: table,
+                    source: .init(table: table, key: "Z_PK", where: conditions.isEmpty ? nil : conditions.joined(separator: " AND ")),
+                    destination: .init(table: target.table, key: "Z_PK"), keys: .preserve, columns: columns))
         }
         return result
     }
@@ -127,18 +145,24 @@ extension CoreDataInference {
             }
         }
         return mapped.keys.sorted().filter { number in
-            guard let from = context.source.entities[number]?.name, let to = mapped[number].flatMap({ context.destination.entities[$0]?.name }) else { return false }
+            guard let from = context.source.entities[number]?.name,
+                let to = mapped[number].flatMap({ context.destination.entities[$0]?.name })
+            else { return false }
             return signature(context.source.model, from) != signature(context.destination.model, to)
         }
     }
 
     private func tableExists(_ table: String, schema: String) throws -> Bool {
-        try count("SELECT count(*) FROM \(schema).sqlite_schema WHERE type = 'table' AND name = '\(table.replacingOccurrences(of: "'", with: "''"))' COLLATE NOCASE") > 0
+        try count(
+            "SELECT count(*) FROM \(schema).sqlite_schema WHERE type = 'table' AND name = '\(table.replacingOccurrences(of: "'", with: "''"))' COLLATE NOCASE"
+        ) > 0
     }
 
     private func columnNames(_ table: String, schema: String) throws -> [String] {
         do { return try database.tableSchema(table, in: schema)?.columns.map(\.name) ?? [] } catch {
-            throw MigrationError(.store, "cannot read table \(table): \(error.message)", file: schema == "src" ? sourcePath : destinationPath, sql: error.sql, cause: error)
+            throw MigrationError(
+                .store, "cannot read table \(table): \(error.message)", file: schema == "src" ? sourcePath : destinationPath,
+                sql: error.sql, cause: error)
         }
     }
 }

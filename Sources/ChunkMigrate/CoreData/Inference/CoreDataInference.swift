@@ -74,26 +74,36 @@ struct CoreDataInference {
         if let bundle = options.modelBundle {
             let path = try versionPath(bundle)
             (sourceModel, destinationModel) = (path.first!.model, path.last!.model)
-            mapping = try options.mappingModel.map { try CoreDataModelMapping(mappingModel: $0, source: sourceModel, destination: destinationModel) } ?? (path.count == 1
-                ? try CoreDataModelMapping(source: sourceModel, destination: destinationModel, renames: options.renames)
-                : try CoreDataModelMapping(path: path.map { ($0.name, $0.model) }, renames: options.renames))
+            mapping =
+                try options.mappingModel.map {
+                    try CoreDataModelMapping(mappingModel: $0, source: sourceModel, destination: destinationModel)
+                }
+                ?? (path.count == 1
+                    ? try CoreDataModelMapping(source: sourceModel, destination: destinationModel, renames: options.renames)
+                    : try CoreDataModelMapping(path: path.map { ($0.name, $0.model) }, renames: options.renames))
         } else {
             guard let models = try storeModels() else {
                 // Neither store carries its model, and the two are one model.
-                let plan = try CoreDataSameModelPlan(database: database, sourcePath: sourcePath, destinationPath: destinationPath,
-                                                     options: options).infer()
+                let plan = try CoreDataSameModelPlan(
+                    database: database, sourcePath: sourcePath, destinationPath: destinationPath,
+                    options: options
+                ).infer()
                 return InferredPlan(plan: plan.plan, decisions: decisions + plan.decisions, notes: notes + plan.notes)
             }
             (sourceModel, destinationModel) = models
             mapping = try CoreDataModelMapping(source: sourceModel, destination: destinationModel, renames: options.renames)
         }
         let (source, sourceOthers) = try CoreDataLayout(model: sourceModel).resolved(against: database, schema: "src", file: sourcePath)
-        let (destination, _) = try CoreDataLayout(model: destinationModel).resolved(against: database, schema: "main", file: destinationPath)
+        let (destination, _) = try CoreDataLayout(model: destinationModel).resolved(
+            against: database, schema: "main", file: destinationPath)
         guard !mapping.sourceEntity.isEmpty else {
-            throw MigrationError(.store, "the two stores' models have no entity in common: they are not two versions of one model (Core Data's inference would map nothing and leave the new store empty)",
-                                 file: destinationPath)
+            throw MigrationError(
+                .store,
+                "the two stores' models have no entity in common: they are not two versions of one model (Core Data's inference would map nothing and leave the new store empty)",
+                file: destinationPath)
         }
-        let framework = try options.coreDataFramework ?? CoreDataMetadata.read(database, schema: "main", file: destinationPath).frameworkVersion
+        let framework =
+            try options.coreDataFramework ?? CoreDataMetadata.read(database, schema: "main", file: destinationPath).frameworkVersion
         let context = Context(source: source, destination: destination, mapping: mapping, framework: framework)
         decisions += mapping.decisions
 
@@ -103,10 +113,14 @@ struct CoreDataInference {
                 if sources.isEmpty {
                     notes.append("entity \(entity.name) (\(entity.number)): no entity mapping of \(model) fills it; left empty")
                 } else {
-                    decisions.append("entity \(entity.name): \(sources.map { "\($0.name) (\($0.number))" }.joined(separator: ", ")) -> \(entity.number) (\(model): \(sources.compactMap { mapping.entityMapping(into: entity.name, from: $0.name)?.name }.joined(separator: ", ")))")
+                    decisions.append(
+                        "entity \(entity.name): \(sources.map { "\($0.name) (\($0.number))" }.joined(separator: ", ")) -> \(entity.number) (\(model): \(sources.compactMap { mapping.entityMapping(into: entity.name, from: $0.name)?.name }.joined(separator: ", ")))"
+                    )
                 }
             } else if let from = mapping.sourceEntity[entity.name].flatMap({ source.entity(named: $0) }) {
-                decisions.append("entity \(entity.name)\(from.name == entity.name ? "" : " (renamed from \(from.name))"): number \(from.number) -> \(entity.number)")
+                decisions.append(
+                    "entity \(entity.name)\(from.name == entity.name ? "" : " (renamed from \(from.name))"): number \(from.number) -> \(entity.number)"
+                )
             } else {
                 notes.append("entity \(entity.name) (\(entity.number)): new in the destination model; left empty")
             }
@@ -116,7 +130,9 @@ struct CoreDataInference {
             guard let entity = source.entity(named: name) else { continue }
             let rows = try count("SELECT count(*) FROM src.\(SQL.quote(entity.table)) WHERE Z_ENT = \(entity.number)")
             dropped[name] = rows
-            notes.append("entity \(name) (\(entity.number)): \(mapping.mappingModel.map { "no entity mapping of \($0.url.lastPathComponent) takes its rows" } ?? "no counterpart in the destination model"); its \(rows) rows are not copied")
+            notes.append(
+                "entity \(name) (\(entity.number)): \(mapping.mappingModel.map { "no entity mapping of \($0.url.lastPathComponent) takes its rows" } ?? "no counterpart in the destination model"); its \(rows) rows are not copied"
+            )
         }
         try noteAttributesLeftOut(context)
 
@@ -128,7 +144,8 @@ struct CoreDataInference {
             guard let (rows, from) = try sourceRows(of: table, context) else { continue }
             let unique = try checkNewUniqueness(table, from: from, rows: rows, context)
             keptRows[table.name] = unique + filters(rows, context)
-            keptRowsInSubquery[table.name] = try unique.map { try Self.realiased($0, as: Self.keptAlias) } + filters(rows, context, row: Self.keptAlias)
+            keptRowsInSubquery[table.name] =
+                try unique.map { try Self.realiased($0, as: Self.keptAlias) } + filters(rows, context, row: Self.keptAlias)
         }
         var entities: [EntityMapping] = []
         for table in destination.tables.values.sorted(by: { $0.name < $1.name }) where !skipped.contains(table.name.uppercased()) {
@@ -143,15 +160,22 @@ struct CoreDataInference {
 
         try accountForPropertyMappings(context)
         entities += try systemEntityMappings(context)
-        for table in sourceOthers.fetchIndexes where !table.hasSuffix("_node") && !table.hasSuffix("_parent") && !table.hasSuffix("_rowid") {
-            notes.append("\(table): an R-tree fetch index; filled from its entity's rows by the destination's own trigger statement once they are in")
+        for table in sourceOthers.fetchIndexes where !table.hasSuffix("_node") && !table.hasSuffix("_parent") && !table.hasSuffix("_rowid")
+        {
+            notes.append(
+                "\(table): an R-tree fetch index; filled from its entity's rows by the destination's own trigger statement once they are in"
+            )
         }
         for table in sourceOthers.unknown {
             notes.append("table \(table): not a Core Data entity or join table; not copied")
         }
-        var inferred = InferredPlan(plan: MigrationPlan(entities: entities, coreData: CoreDataMapping(entities: mapping.sourceEntity, derived: derived,
-                                                                                                     externalData: externalData)),
-                                    decisions: decisions, notes: notes)
+        var inferred = InferredPlan(
+            plan: MigrationPlan(
+                entities: entities,
+                coreData: CoreDataMapping(
+                    entities: mapping.sourceEntity, derived: derived,
+                    externalData: externalData)),
+            decisions: decisions, notes: notes)
         inferred.propertyMappings = propertyMappings
         return inferred
     }
@@ -181,7 +205,9 @@ struct CoreDataInference {
         if path.count > 2 {
             let names = path.map(\.name)
             let shown = names.count <= 6 ? names : Array(names.prefix(3)) + ["..."] + Array(names.suffix(2))
-            decide("path: \(shown.joined(separator: " -> ")), \(path.count - 1) steps in one job: inferred from \(from.name) straight to \(to.name), as Core Data does, the versions between read for renames on the way")
+            decide(
+                "path: \(shown.joined(separator: " -> ")), \(path.count - 1) steps in one job: inferred from \(from.name) straight to \(to.name), as Core Data does, the versions between read for renames on the way"
+            )
         }
         return path
     }
@@ -190,7 +216,10 @@ struct CoreDataInference {
     static func refuseUnordered(_ bundle: CoreDataModelBundle) throws {
         let unordered = bundle.unorderedVersions
         guard !unordered.isEmpty else { return }
-        throw MigrationError(.invalidPlan, "the model bundle's versions \(unordered.joined(separator: ", ")) have no place among the others that their names tell (no number, or another naming scheme), so the order of the versions is not known: give it with --version-order, every version oldest first (\(bundle.versions.map(\.name).joined(separator: ",")))")
+        throw MigrationError(
+            .invalidPlan,
+            "the model bundle's versions \(unordered.joined(separator: ", ")) have no place among the others that their names tell (no number, or another naming scheme), so the order of the versions is not known: give it with --version-order, every version oldest first (\(bundle.versions.map(\.name).joined(separator: ",")))"
+        )
     }
 
     // MARK: - Entity tables
@@ -240,7 +269,9 @@ struct CoreDataInference {
     ///   merged), which lightweight migration cannot infer either; with an app's mapping model,
     ///   that refusal names its entity mappings and waits for the others
     ///   (``accountForPropertyMappings(_:)``), the table left out.
-    private mutating func sourceRows(of table: CoreDataLayout.EntityTable, _ context: Context) throws -> (rows: [Rows], from: CoreDataLayout.EntityTable)? {
+    private mutating func sourceRows(of table: CoreDataLayout.EntityTable, _ context: Context) throws -> (
+        rows: [Rows], from: CoreDataLayout.EntityTable
+    )? {
         let destination = context.destination, source = context.source
         let rows: [Rows] = destination.descendants(of: table.root).sorted().flatMap { number -> [Rows] in
             guard let name = destination.entities[number]?.name else { return [] }
@@ -256,11 +287,17 @@ struct CoreDataInference {
                 let mappings = rows.compactMap { context.mapping.entityMapping(into: $0.entity, from: $0.source) }
                     .map { "\($0.name) (\($0.source ?? "") -> \($0.destination ?? ""))" }
                 refusedEntities.formUnion(rows.map(\.entity))
-                refuseMapping(MigrationError(.invalidPlan, "the mapping model \(model.url.lastPathComponent), entity mappings \(mappings.joined(separator: ", ")): they fill table \(table.name) with rows of different source tables (\(trees.joined(separator: ", "))), which chunkmigrate does not merge into one table's keys; give the entity mappings into \(table.name) as a step (--step \(model.source) -> \(model.destination))",
-                                             entity: rows[0].entity, file: model.url.path))
+                refuseMapping(
+                    MigrationError(
+                        .invalidPlan,
+                        "the mapping model \(model.url.lastPathComponent), entity mappings \(mappings.joined(separator: ", ")): they fill table \(table.name) with rows of different source tables (\(trees.joined(separator: ", "))), which chunkmigrate does not merge into one table's keys; give the entity mappings into \(table.name) as a step (--step \(model.source) -> \(model.destination))",
+                        entity: rows[0].entity, file: model.url.path))
                 return nil
             }
-            throw MigrationError(.invalidPlan, "table \(table.name) of the destination holds entities whose source rows are in different tables: \(trees.joined(separator: ", ")); lightweight migration cannot merge entity hierarchies either, write a plan for them")
+            throw MigrationError(
+                .invalidPlan,
+                "table \(table.name) of the destination holds entities whose source rows are in different tables: \(trees.joined(separator: ", ")); lightweight migration cannot merge entity hierarchies either, write a plan for them"
+            )
         }
         return (rows, from)
     }
@@ -280,7 +317,9 @@ struct CoreDataInference {
             case .entityNumber:
                 // With the app's mapping model, each row is the entity of the entity mapping
                 // that takes it (entities merged into one take its number).
-                columns[column.name] = context.mapping.mappingModel == nil ? "coredata_entity(Z_ENT)"
+                columns[column.name] =
+                    context.mapping.mappingModel == nil
+                    ? "coredata_entity(Z_ENT)"
                     : combine(rows.map { .expression("coredata_entity_number(\(SQL.literal($0.entity)))") }, rows: rows)!
             case .version:
                 columns[column.name] = "Z_OPT"
@@ -289,9 +328,11 @@ struct CoreDataInference {
                 let owners = rows.indices.filter { owns(column, rows[$0], context) }
                 if let every = addedToEveryRow(column, sources: sources, owners: owners, rows: rows, table: table, context) {
                     sources = rows.map { _ in every }
-                } else if let first = owners.first, let sourceColumn = sources[first].column, owners.allSatisfy({ sources[$0] == sources[first] }),
-                          !rows.indices.contains(where: { !owners.contains($0) && sourceEntityHas(sourceColumn, rows[$0], from, context) }),
-                          owners.count == rows.count || tableRebuild(rootName, context) == nil {
+                } else if let first = owners.first, let sourceColumn = sources[first].column,
+                    owners.allSatisfy({ sources[$0] == sources[first] }),
+                    !rows.indices.contains(where: { !owners.contains($0) && sourceEntityHas(sourceColumn, rows[$0], from, context) }),
+                    owners.count == rows.count || tableRebuild(rootName, context) == nil
+                {
                     // A column whose owners' rows all read one source column is copied whole,
                     // as Core Data's in-place migration leaves a column: values in rows of
                     // entities without the property (an earlier migration's defaults) stay, and
@@ -315,9 +356,12 @@ struct CoreDataInference {
         }
         conditions += keptRows[table.name] ?? []
         let condition = conditions.isEmpty ? nil : conditions.joined(separator: " AND ")
-        decisions.append("table \(from.name) -> \(table.name) (entity tree \(rootName)): \(columns.count) columns, keys \(options.keys == .allocate ? "allocated" : "preserved")")
-        return EntityMapping(name: rootName, source: .init(table: from.name, key: "Z_PK", where: condition),
-                             destination: .init(table: table.name, key: "Z_PK"), keys: .preserve, columns: columns)
+        decisions.append(
+            "table \(from.name) -> \(table.name) (entity tree \(rootName)): \(columns.count) columns, keys \(options.keys == .allocate ? "allocated" : "preserved")"
+        )
+        return EntityMapping(
+            name: rootName, source: .init(table: from.name, key: "Z_PK", where: condition),
+            destination: .init(table: table.name, key: "Z_PK"), keys: .preserve, columns: columns)
     }
 
     /// One SQL expression from the value of each source entity's rows: the value itself when all
@@ -326,8 +370,11 @@ struct CoreDataInference {
         if Set(sources).count == 1 { return sources[0] == .null ? nil : sources[0].sql }
         var groups: [(Source, [Int64])] = []
         for (source, row) in zip(sources, rows) where source != .null {
-            if let index = groups.firstIndex(where: { $0.0 == source }) { groups[index].1.append(row.number) }
-            else { groups.append((source, [row.number])) }
+            if let index = groups.firstIndex(where: { $0.0 == source }) {
+                groups[index].1.append(row.number)
+            } else {
+                groups.append((source, [row.number]))
+            }
         }
         let cases = groups.map { source, numbers in
             let test = numbers.count == 1 ? "Z_ENT = \(numbers[0])" : "Z_ENT IN (\(numbers.map(String.init).joined(separator: ", ")))"
@@ -341,8 +388,10 @@ struct CoreDataInference {
     /// in place, it adds the column and writes the default into every row, those of entities
     /// without the attribute too; where it rebuilds the table, only the rows of entities with the
     /// attribute take it (`nil`, the values as they are). Says which, once a column.
-    private mutating func addedToEveryRow(_ column: CoreDataLayout.Column, sources: [Source], owners: [Int], rows: [Rows],
-                                          table: CoreDataLayout.EntityTable, _ context: Context) -> Source? {
+    private mutating func addedToEveryRow(
+        _ column: CoreDataLayout.Column, sources: [Source], owners: [Int], rows: [Rows],
+        table: CoreDataLayout.EntityTable, _ context: Context
+    ) -> Source? {
         guard case let .attribute(owner, property) = column.role else { return nil }
         let new = owners.filter { context.mapping.sourceProperty(property, of: rows[$0].entity) == nil && sources[$0] != .null }
         guard let first = new.first, new == owners, owners.allSatisfy({ sources[$0] == sources[first] }) else {
@@ -358,10 +407,14 @@ struct CoreDataInference {
         }
         let list = others.joined(separator: ", ")
         if let reason = rebuild(table, context) {
-            decide("\(column.name): new in \(owner), takes the default \(value) in its rows; those of \(list) stay NULL, as Core Data rebuilds \(table.name): \(reason)")
+            decide(
+                "\(column.name): new in \(owner), takes the default \(value) in its rows; those of \(list) stay NULL, as Core Data rebuilds \(table.name): \(reason)"
+            )
             return nil
         }
-        decide("\(column.name): new in \(owner), every row of \(table.name) takes the default \(value) (\(list) too), as Core Data's in-place column add gives it")
+        decide(
+            "\(column.name): new in \(owner), every row of \(table.name) takes the default \(value) (\(list) too), as Core Data's in-place column add gives it"
+        )
         return sources[first]
     }
 
@@ -369,7 +422,8 @@ struct CoreDataInference {
     /// column with a default to it in place; `nil` where it adds it in place.
     private mutating func rebuild(_ table: CoreDataLayout.EntityTable, _ context: Context) -> String? {
         if let framework = context.framework, framework < Self.inPlaceSince {
-            return "Core Data before framework version \(Self.inPlaceSince) (the destination store's is \(framework)) makes a table it adds such a column to anew"
+            return
+                "Core Data before framework version \(Self.inPlaceSince) (the destination store's is \(framework)) makes a table it adds such a column to anew"
         }
         guard let root = context.destination.entities[table.root]?.name else { return nil }
         return tableRebuild(root, context)
@@ -413,7 +467,8 @@ struct CoreDataInference {
         switch column.role {
         case let .attribute(owner, property):
             guard model.lineage(of: rows.entity).contains(where: { $0.name == owner }),
-                  let attribute = model.property(property, of: rows.entity)?.property else { return .null }
+                let attribute = model.property(property, of: rows.entity)?.property
+            else { return .null }
             return try attributeValue(attribute, of: rows, column: column.name, context)
         case let .toOne(owner, property):
             guard model.lineage(of: rows.entity).contains(where: { $0.name == owner }) else { return .null }
@@ -429,8 +484,9 @@ struct CoreDataInference {
         case let .toManyOwner(owner, property), let .toManyOrder(owner, property):
             // The rows of this table are the targets of owner.property, a to-many without inverse.
             guard let old = context.mapping.sourceProperty(property, of: owner), old.property.relationship?.isToMany == true,
-                  let pairs = pairs(declaredBy: old.declaredBy, property: old.property.name, context),
-                  let table = context.source.table(of: rows.source) else {
+                let pairs = pairs(declaredBy: old.declaredBy, property: old.property.name, context),
+                let table = context.source.table(of: rows.source)
+            else {
                 note("\(column.name): \(context.destination.describe(column.role, root: owner)) is new; left empty")
                 return .null
             }
@@ -441,7 +497,9 @@ struct CoreDataInference {
                 if !ordered { return .column(pairs.owner) }
                 if let order = pairs.order { return .column(order) }
             } else if !ordered {
-                return .expression("(SELECT min(t.\(SQL.quote(pairs.owner))) FROM src.\(SQL.quote(pairs.table)) AS t WHERE t.\(SQL.quote(pairs.target)) = s.Z_PK)")
+                return .expression(
+                    "(SELECT min(t.\(SQL.quote(pairs.owner))) FROM src.\(SQL.quote(pairs.table)) AS t WHERE t.\(SQL.quote(pairs.target)) = s.Z_PK)"
+                )
             }
             note("\(column.name): \(context.destination.describe(column.role, root: owner)) was not kept in order; left empty")
             return .null
@@ -452,8 +510,10 @@ struct CoreDataInference {
 
     /// An attribute's value: the source attribute's column (converted where the type changed),
     /// or the default for rows whose entity did not have it.
-    private mutating func attributeValue(_ attribute: CoreDataModel.Property, of rows: Rows, column: String,
-                                         _ context: Context) throws -> Source {
+    private mutating func attributeValue(
+        _ attribute: CoreDataModel.Property, of rows: Rows, column: String,
+        _ context: Context
+    ) throws -> Source {
         let new = attribute.attribute!
         if let refusal = context.mapping.unconvertible["\(rows.entity)\t\(attribute.name)"] {
             throw MigrationError(.invalidPlan, refusal, entity: rows.entity, column: column)
@@ -469,12 +529,19 @@ struct CoreDataInference {
             // New, derived differently, or from other rows (which the migration may leave out):
             // computed from the migrated rows once they are in, by Core Data's derivation SQL.
             let computed = try CoreDataDerivation(entity: rows.entity, attribute: attribute.name, layout: context.destination)
-            let value = CoreDataMapping.DerivedValue(attribute: "\(computed.entity).\(computed.attribute)", table: computed.table,
-                                                     column: computed.column, value: computed.value, rows: computed.rows)
+            let value = CoreDataMapping.DerivedValue(
+                attribute: "\(computed.entity).\(computed.attribute)", table: computed.table,
+                column: computed.column, value: computed.value, rows: computed.rows)
             if !derived.contains(value) {
                 derived.append(value)
-                let why = source?.property.attribute?.derivation == nil ? "is new" : CoreDataDerivation.parse(derivation) == CoreDataDerivation.parse(source!.property.attribute!.derivation!) ? "reads other rows" : "is derived differently"
-                decide("\(column): the derived attribute \(value.attribute) \(why) (\(derivation)); computed from the migrated rows once they are in: \(computed.dataStatement)")
+                let why =
+                    source?.property.attribute?.derivation == nil
+                    ? "is new"
+                    : CoreDataDerivation.parse(derivation) == CoreDataDerivation.parse(source!.property.attribute!.derivation!)
+                        ? "reads other rows" : "is derived differently"
+                decide(
+                    "\(column): the derived attribute \(value.attribute) \(why) (\(derivation)); computed from the migrated rows once they are in: \(computed.dataStatement)"
+                )
             }
             return .null
         }
@@ -486,8 +553,9 @@ struct CoreDataInference {
         let was = old.attribute!
         if new.type == .binaryData, was.type == .binaryData, new.allowsExternalStorage || was.allowsExternalStorage {
             let declaring = context.destination.model.property(attribute.name, of: rows.entity)?.declaredBy ?? rows.entity
-            return externalDataValue(column: column, oldColumn: oldColumn.name, of: "\(declaring).\(attribute.name)",
-                                     was: was.allowsExternalStorage, is: new.allowsExternalStorage, table: context.destination.table(of: rows.entity)?.name)
+            return externalDataValue(
+                column: column, oldColumn: oldColumn.name, of: "\(declaring).\(attribute.name)",
+                was: was.allowsExternalStorage, is: new.allowsExternalStorage, table: context.destination.table(of: rows.entity)?.name)
         }
         // From the source attribute's type to the destination's (over several versions, once).
         let types = context.mapping.types(attribute.name, of: rows.entity, from: rows.source)
@@ -497,10 +565,14 @@ struct CoreDataInference {
             converted = next
         }
         if converted != SQL.identifier(oldColumn.name) {
-            decide("\(column): \(types.map(\.xmlName).reduce(into: [String]()) { if $0.last != $1 { $0.append($1) } }.joined(separator: " -> ")), \(converted)")
+            decide(
+                "\(column): \(types.map(\.xmlName).reduce(into: [String]()) { if $0.last != $1 { $0.append($1) } }.joined(separator: " -> ")), \(converted)"
+            )
             value = .ofColumn(converted, column: oldColumn.name)
         }
-        if let fill = context.mapping.nullFill(attribute.name, of: rows.entity, from: rows.source).flatMap({ Self.literal($0, type: new.type) }) {
+        if let fill = context.mapping.nullFill(attribute.name, of: rows.entity, from: rows.source).flatMap({
+            Self.literal($0, type: new.type)
+        }) {
             decide("\(column): optional in \(declaredBy), required with default \(fill) in \(rows.entity): NULLs take the default")
             value = .expression("ifnull(\(value.sql), \(fill))")
         }
@@ -523,8 +595,10 @@ struct CoreDataInference {
     /// allow external storage; made inline where only the source did (the file's bytes, read at
     /// the copy); marked inline where only the destination does (Core Data reads an inline
     /// value of any size).
-    private mutating func externalDataValue(column: String, oldColumn: String, of attribute: String, was: Bool, is now: Bool,
-                                            table: String?) -> Source {
+    private mutating func externalDataValue(
+        column: String, oldColumn: String, of attribute: String, was: Bool, is now: Bool,
+        table: String?
+    ) -> Source {
         switch (was, now) {
         case (true, true):
             if let table {
@@ -537,7 +611,9 @@ struct CoreDataInference {
             return .column(oldColumn)
         case (true, false):
             decide("\(column): \(attribute) no longer allows external storage; its values are stored in the row")
-            return .ofColumn("coredata_external_value(\(SQL.identifier(oldColumn)), '\(attribute.replacingOccurrences(of: "'", with: "''"))')", column: oldColumn)
+            return .ofColumn(
+                "coredata_external_value(\(SQL.identifier(oldColumn)), '\(attribute.replacingOccurrences(of: "'", with: "''"))')",
+                column: oldColumn)
         default:
             decide("\(column): \(attribute) now allows external storage; its values are kept in the row, marked as such")
             return .ofColumn("coredata_external_inline(\(SQL.identifier(oldColumn)))", column: oldColumn)
@@ -558,7 +634,8 @@ struct CoreDataInference {
     /// relationship was to-many, the smallest key among its targets.
     private mutating func toOneKey(_ property: String, of rows: Rows, _ context: Context) throws -> Source? {
         guard let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity, from: rows.source),
-              let relationship = old.relationship else {
+            let relationship = old.relationship
+        else {
             if let mapped = mappedToOne(property, of: rows, context) { return mapped.key }
             _ = mappedValue(property, of: rows, relationship: true, context)
             return try keyFromInverse(property, of: rows, context)
@@ -568,7 +645,8 @@ struct CoreDataInference {
         }
         guard let pairs = pairs(declaredBy: declaredBy, property: old.name, context) else { return nil }
         decide("\(rows.entity).\(property): to-many \(declaredBy).\(old.name) becomes to-one: the target with the smallest key")
-        return .expression("(SELECT min(t.\(SQL.quote(pairs.target))) FROM src.\(SQL.quote(pairs.table)) AS t WHERE t.\(SQL.quote(pairs.owner)) = s.Z_PK)")
+        return .expression(
+            "(SELECT min(t.\(SQL.quote(pairs.target))) FROM src.\(SQL.quote(pairs.table)) AS t WHERE t.\(SQL.quote(pairs.owner)) = s.Z_PK)")
     }
 
     /// The key of a to-one the source did not have, where the source kept its inverse: a to-many
@@ -576,20 +654,23 @@ struct CoreDataInference {
     /// inverse kept its name. The owner of this row among the inverse's pairs.
     private mutating func keyFromInverse(_ property: String, of rows: Rows, _ context: Context) throws -> Source? {
         guard let declared = context.destination.model.property(property, of: rows.entity),
-              let relationship = declared.property.relationship, let inverse = relationship.inverse,
-              let (inverseDeclaredBy, oldInverse) = context.mapping.sourceProperty(inverse, of: relationship.destination),
-              let table = context.source.table(of: rows.source) else { return nil }
+            let relationship = declared.property.relationship, let inverse = relationship.inverse,
+            let (inverseDeclaredBy, oldInverse) = context.mapping.sourceProperty(inverse, of: relationship.destination),
+            let table = context.source.table(of: rows.source)
+        else { return nil }
         if oldInverse.relationship?.isToMany == false {
             // A one-to-one: the other side's key column holds this row's key.
             guard let other = context.source.table(of: inverseDeclaredBy),
-                  let column = other.column(for: .toOne(entity: inverseDeclaredBy, property: oldInverse.name)) else { return nil }
+                let column = other.column(for: .toOne(entity: inverseDeclaredBy, property: oldInverse.name))
+            else { return nil }
             decide("\(rows.entity).\(property): new, from its inverse \(inverseDeclaredBy).\(oldInverse.name)")
             return .expression("(SELECT min(t.Z_PK) FROM src.\(SQL.quote(other.name)) AS t WHERE t.\(SQL.quote(column.name)) = s.Z_PK)")
         }
         guard let pairs = pairs(declaredBy: inverseDeclaredBy, property: oldInverse.name, context) else { return nil }
         decide("\(rows.entity).\(property): new, from its inverse \(inverseDeclaredBy).\(oldInverse.name)")
         if pairs.table == table.name, pairs.target == "Z_PK" { return .column(pairs.owner) }
-        return .expression("(SELECT min(t.\(SQL.quote(pairs.owner))) FROM src.\(SQL.quote(pairs.table)) AS t WHERE t.\(SQL.quote(pairs.target)) = s.Z_PK)")
+        return .expression(
+            "(SELECT min(t.\(SQL.quote(pairs.owner))) FROM src.\(SQL.quote(pairs.table)) AS t WHERE t.\(SQL.quote(pairs.target)) = s.Z_PK)")
     }
 
     /// Where the pairs of a source to-many relationship are: the table holding them, its column
@@ -612,14 +693,17 @@ struct CoreDataInference {
         let source = context.source
         guard let relationship = source.model.property(property, of: declaredBy)?.property.relationship else { return nil }
         if let join = source.joinTable(of: property, entity: declaredBy),
-           let mine = join.sides.first(where: { $0.entity == declaredBy && $0.property == property }),
-           let other = join.sides.first(where: { $0 != mine }) {
-            return Pairs(table: join.name, owner: other.column, target: mine.column, order: mine.order, ownerOrder: other.order,
-                         isJoinTable: true)
+            let mine = join.sides.first(where: { $0.entity == declaredBy && $0.property == property }),
+            let other = join.sides.first(where: { $0 != mine })
+        {
+            return Pairs(
+                table: join.name, owner: other.column, target: mine.column, order: mine.order, ownerOrder: other.order,
+                isJoinTable: true)
         }
         guard let targetTable = source.table(of: relationship.destination) else { return nil }
         if let inverse = relationship.inverse, let declared = source.model.property(inverse, of: relationship.destination),
-           let key = targetTable.column(for: .toOne(entity: declared.declaredBy, property: inverse)) {
+            let key = targetTable.column(for: .toOne(entity: declared.declaredBy, property: inverse))
+        {
             let order = targetTable.column(for: .toOneOrder(entity: declared.declaredBy, property: inverse))
             return Pairs(table: targetTable.name, owner: key.name, target: "Z_PK", order: order?.name, isJoinTable: false)
         }
@@ -636,23 +720,30 @@ struct CoreDataInference {
     /// constraint, as lightweight migration leaves no relationship to a row it drops.
     private mutating func onlyToCopiedRows(_ value: Source, _ property: String, of rows: Rows, _ context: Context) throws -> Source {
         guard value != .null, let key = try toOneKey(property, of: rows, context),
-              let destination = context.destination.model.property(property, of: rows.entity)?.property.relationship?.destination,
-              let number = context.destination.entity(named: destination)?.number,
-              let (table, condition) = copiedRows(of: number, pointedAt: pointedAt(property, of: rows, context), context) else { return value }
+            let destination = context.destination.model.property(property, of: rows.entity)?.property.relationship?.destination,
+            let number = context.destination.entity(named: destination)?.number,
+            let (table, condition) = copiedRows(of: number, pointedAt: pointedAt(property, of: rows, context), context)
+        else { return value }
         decide("\(rows.entity).\(property): NULL where it points at a row that is not copied as \(destination)")
-        return .expression("CASE WHEN \(key.sql) IN (SELECT \(Self.keptAlias).Z_PK FROM src.\(SQL.quote(table)) AS \(Self.keptAlias) WHERE \(condition)) THEN \(value.sql) END")
+        return .expression(
+            "CASE WHEN \(key.sql) IN (SELECT \(Self.keptAlias).Z_PK FROM src.\(SQL.quote(table)) AS \(Self.keptAlias) WHERE \(condition)) THEN \(value.sql) END"
+        )
     }
 
     /// The entity number of a to-one's target, for a target entity with sub-entities.
     private mutating func toOneEntity(_ property: String, of rows: Rows, _ context: Context) throws -> Source {
         if let mapped = mappedToOne(property, of: rows, context) { return mapped.entity }
         guard let key = try toOneKey(property, of: rows, context),
-              let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity, from: rows.source),
-              let relationship = old.relationship else { return .null }
-        if !relationship.isToMany, let entityColumn = context.source.table(of: rows.source)?.column(for: .toOneEntity(entity: declaredBy, property: old.name)) {
+            let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity, from: rows.source),
+            let relationship = old.relationship
+        else { return .null }
+        if !relationship.isToMany,
+            let entityColumn = context.source.table(of: rows.source)?.column(for: .toOneEntity(entity: declaredBy, property: old.name))
+        {
             return .ofColumn("coredata_entity(\(SQL.identifier(entityColumn.name)))", column: entityColumn.name)
         }
-        guard let target = context.source.entity(named: relationship.destination), let targetTable = context.source.tables[target.root] else {
+        guard let target = context.source.entity(named: relationship.destination), let targetTable = context.source.tables[target.root]
+        else {
             return .null
         }
         if context.source.descendants(of: target.number).count == 1 {
@@ -673,14 +764,19 @@ struct CoreDataInference {
             decide("\(rows.entity).\(property): its inverse is ordered; members filled through a key path in the order of their keys")
             return .expression("CASE WHEN \(mapped.key.sql) IS NOT NULL THEN 1024 * (1 + s.Z_PK) END")
         }
-        guard let key = try toOneKey(property, of: rows, context), let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity, from: rows.source),
-              let relationship = old.relationship, let table = context.source.table(of: rows.source) else { return .null }
+        guard let key = try toOneKey(property, of: rows, context),
+            let (declaredBy, old) = context.mapping.sourceProperty(property, of: rows.entity, from: rows.source),
+            let relationship = old.relationship, let table = context.source.table(of: rows.source)
+        else { return .null }
         if !relationship.isToMany, let order = table.column(for: .toOneOrder(entity: declaredBy, property: old.name)) {
             return .column(order.name)
         }
         // Many-to-many before, and its inverse was ordered: this row's position among the owner's.
-        if relationship.isToMany, let pairs = pairs(declaredBy: declaredBy, property: old.name, context), let ownerOrder = pairs.ownerOrder {
-            return .expression("(SELECT t.\(SQL.quote(ownerOrder)) FROM src.\(SQL.quote(pairs.table)) AS t WHERE t.\(SQL.quote(pairs.owner)) = s.Z_PK AND t.\(SQL.quote(pairs.target)) = \(key.sql))")
+        if relationship.isToMany, let pairs = pairs(declaredBy: declaredBy, property: old.name, context), let ownerOrder = pairs.ownerOrder
+        {
+            return .expression(
+                "(SELECT t.\(SQL.quote(ownerOrder)) FROM src.\(SQL.quote(pairs.table)) AS t WHERE t.\(SQL.quote(pairs.owner)) = s.Z_PK AND t.\(SQL.quote(pairs.target)) = \(key.sql))"
+            )
         }
         decide("\(rows.entity).\(property): its inverse becomes ordered; the order of the keys")
         // This row's key, and another row's (`o`) in the subquery that ranks it.
@@ -690,7 +786,9 @@ struct CoreDataInference {
         } else {
             (mine, theirs) = (key.sql, key.sql.replacingOccurrences(of: "s.Z_PK", with: "o.Z_PK"))
         }
-        return .expression("CASE WHEN \(mine) IS NOT NULL THEN 1024 * (1 + (SELECT count(*) FROM src.\(SQL.quote(table.name)) AS o WHERE \(theirs) = \(mine) AND o.Z_PK <= s.Z_PK)) END")
+        return .expression(
+            "CASE WHEN \(mine) IS NOT NULL THEN 1024 * (1 + (SELECT count(*) FROM src.\(SQL.quote(table.name)) AS o WHERE \(theirs) = \(mine) AND o.Z_PK <= s.Z_PK)) END"
+        )
     }
 
     /// Core Data's lightweight migration fails on a required attribute that is new and has no
@@ -699,12 +797,16 @@ struct CoreDataInference {
         for row in rows {
             for (owner, property) in context.destination.model.allProperties(of: row.entity) {
                 guard let attribute = property.attribute, !property.isOptional, !property.isTransient, attribute.derivation == nil,
-                      context.mapping.newValue(property.name, of: row.entity) == nil,
-                      context.mapping.sourceProperty(property.name, of: row.entity, from: row.source) == nil,
-                      !mappingModelGivesValue(property.name, of: row, context) else { continue }
+                    context.mapping.newValue(property.name, of: row.entity) == nil,
+                    context.mapping.sourceProperty(property.name, of: row.entity, from: row.source) == nil,
+                    !mappingModelGivesValue(property.name, of: row, context)
+                else { continue }
                 let count = try count("SELECT count(*) FROM src.\(SQL.quote(from.name)) WHERE Z_ENT = \(row.number)")
                 guard count > 0 else { continue }
-                throw MigrationError(.invalidPlan, "attribute \(owner).\(property.name) is new, required and has no default value, and the source has \(count) rows of \(row.source): Core Data's migration fails on it too (the rows would break validation, NSValidationMissingMandatoryPropertyError 1570); give it a default value in the model, or make it optional")
+                throw MigrationError(
+                    .invalidPlan,
+                    "attribute \(owner).\(property.name) is new, required and has no default value, and the source has \(count) rows of \(row.source): Core Data's migration fails on it too (the rows would break validation, NSValidationMissingMandatoryPropertyError 1570); give it a default value in the model, or make it optional"
+                )
             }
         }
     }
@@ -739,13 +841,15 @@ struct CoreDataInference {
         var anchor: (side: CoreDataLayout.JoinTable.Side, pairs: Pairs)?
         for side in join.sides {
             guard let property = side.property, let (declaredBy, old) = mapping.sourceProperty(property, of: side.entity),
-                  let relationship = old.relationship else { continue }
+                let relationship = old.relationship
+            else { continue }
             if relationship.isToMany, let pairs = pairs(declaredBy: declaredBy, property: old.name, context) {
                 anchor = (side, pairs)
                 break
             }
             if !relationship.isToMany, let table = context.source.table(of: declaredBy),
-               let key = table.column(for: .toOne(entity: declaredBy, property: old.name)) {
+                let key = table.column(for: .toOne(entity: declaredBy, property: old.name))
+            {
                 // A to-one becoming to-many: the pairs are the owners' rows and their keys.
                 anchor = (side, Pairs(table: table.name, owner: "Z_PK", target: key.name, order: nil, isJoinTable: false))
                 break
@@ -764,14 +868,16 @@ struct CoreDataInference {
             if ordered == side, let sourceOrder = pairs.order {
                 columns[order] = SQL.identifier(sourceOrder)
             } else if ordered == other, let property = other.property,
-                      let (declaredBy, old) = mapping.sourceProperty(property, of: other.entity),
-                      let inverse = self.pairs(declaredBy: declaredBy, property: old.name, context),
-                      inverse.table == pairs.table, let sourceOrder = inverse.order {
+                let (declaredBy, old) = mapping.sourceProperty(property, of: other.entity),
+                let inverse = self.pairs(declaredBy: declaredBy, property: old.name, context),
+                inverse.table == pairs.table, let sourceOrder = inverse.order
+            {
                 columns[order] = SQL.identifier(sourceOrder)
             } else {
                 decide("join table \(join.name).\(order): the relationship becomes ordered; the order of the keys")
                 let (o, v) = (SQL.quote(owner), SQL.quote(value))
-                columns[order] = "1024 * (1 + (SELECT count(*) FROM src.\(SQL.quote(pairs.table)) AS o WHERE o.\(o) = s.\(o) AND o.\(v) <= s.\(v)))"
+                columns[order] =
+                    "1024 * (1 + (SELECT count(*) FROM src.\(SQL.quote(pairs.table)) AS o WHERE o.\(o) = s.\(o) AND o.\(v) <= s.\(v)))"
             }
         }
         // No pair with a NULL side, none that refers to a row the plan leaves out.
@@ -782,21 +888,28 @@ struct CoreDataInference {
         }
         for (ordered, column) in [(side, pairs.target), (other, pairs.owner)] {
             guard let (table, condition) = copiedRows(of: ordered.target, context) else { continue }
-            filters.append("\(SQL.identifier(column)) IN (SELECT \(Self.keptAlias).Z_PK FROM src.\(SQL.quote(table)) AS \(Self.keptAlias) WHERE \(condition))")
+            filters.append(
+                "\(SQL.identifier(column)) IN (SELECT \(Self.keptAlias).Z_PK FROM src.\(SQL.quote(table)) AS \(Self.keptAlias) WHERE \(condition))"
+            )
             leavesOut = true
         }
         let leftOut = leavesOut ? "; rows that refer to rows left out are left out" : ""
         if pairs.isJoinTable {
-            let renamed = (join.sides.map(\.column) + join.sides.compactMap(\.order)).filter { columns[$0].map { SQL.identifier($0) == $0 } ?? false }
-                .sorted().map { "\(columns[$0]!) -> \($0)" }.joined(separator: ", ")
+            let renamed = (join.sides.map(\.column) + join.sides.compactMap(\.order)).filter {
+                columns[$0].map { SQL.identifier($0) == $0 } ?? false
+            }
+            .sorted().map { "\(columns[$0]!) -> \($0)" }.joined(separator: ", ")
             decisions.append("join table \(pairs.table) -> \(join.name) (columns \(renamed))\(leftOut)")
         } else {
             let key = pairs.owner == "Z_PK" ? pairs.target : pairs.owner
-            decisions.append("join table \(join.name) (\(side.entity).\(side.property ?? "")): from \(pairs.table).\(key), its to-one side before\(leftOut)")
+            decisions.append(
+                "join table \(join.name) (\(side.entity).\(side.property ?? "")): from \(pairs.table).\(key), its to-one side before\(leftOut)"
+            )
         }
-        return EntityMapping(name: join.name,
-                             source: .init(table: pairs.table, where: filters.isEmpty ? nil : filters.joined(separator: " AND ")),
-                             destination: .init(table: join.name), columns: columns)
+        return EntityMapping(
+            name: join.name,
+            source: .init(table: pairs.table, where: filters.isEmpty ? nil : filters.joined(separator: " AND ")),
+            destination: .init(table: join.name), columns: columns)
     }
 
     /// The source rows copied as destination entity `number` or one below it: the source table
@@ -804,7 +917,8 @@ struct CoreDataInference {
     /// The source entity (and those below it) the source relationship of `property` points at.
     private func pointedAt(_ property: String, of rows: Rows, _ context: Context) -> Set<Int64>? {
         guard let old = context.mapping.sourceProperty(property, of: rows.entity, from: rows.source)?.property.relationship,
-              let number = context.source.entity(named: old.destination)?.number else { return nil }
+            let number = context.source.entity(named: old.destination)?.number
+        else { return nil }
         return context.source.descendants(of: number)
     }
 
@@ -814,9 +928,12 @@ struct CoreDataInference {
     private func copiedRows(of number: Int64, pointedAt: Set<Int64>? = nil, _ context: Context) -> (table: String, condition: String)? {
         let destination = context.destination, source = context.source
         guard let entity = destination.entities[number], let destinationTable = destination.tables[entity.root] else { return nil }
-        let numbers = Set(destination.descendants(of: number).flatMap { dest in
-            (destination.entities[dest].map { context.mapping.sourceEntities(of: $0.name) } ?? []).compactMap { source.entity(named: $0)?.number }
-        })
+        let numbers = Set(
+            destination.descendants(of: number).flatMap { dest in
+                (destination.entities[dest].map { context.mapping.sourceEntities(of: $0.name) } ?? []).compactMap {
+                    source.entity(named: $0)?.number
+                }
+            })
         guard let first = numbers.first, let sourceEntity = source.entities[first], let table = source.tables[sourceEntity.root] else {
             return nil
         }
@@ -854,7 +971,8 @@ struct CoreDataInference {
                     switch column.role {
                     case let .toOne(owner, property):
                         guard let target = destination.model.property(property, of: owner)?.property.relationship?.destination,
-                              let number = destination.entity(named: target)?.number else { continue }
+                            let number = destination.entity(named: target)?.number
+                        else { continue }
                         keys.append((column.name, number))
                     case let .toManyOwner(owner, _):
                         // The owner's key of a to-many without inverse, in its target's table.
@@ -881,11 +999,15 @@ struct CoreDataInference {
             }
         }
         guard unresolved.isEmpty else {
-            throw MigrationError(.invalidPlan, "keys allocate: \(unresolved.joined(separator: ", ")) take their keys from an expression (a relationship whose shape changed, or a target not copied), which cannot go through the ID map; keep the keys (preserve)",
-                                 file: destinationPath)
+            throw MigrationError(
+                .invalidPlan,
+                "keys allocate: \(unresolved.joined(separator: ", ")) take their keys from an expression (a relationship whose shape changed, or a target not copied), which cannot go through the ID map; keep the keys (preserve)",
+                file: destinationPath)
         }
         decisions.append("keys allocated after each table's largest key; to-one and join-table keys through the ID map (missing: fail)")
-        notes.append("keys allocated: the destination keeps its own store UUID, since object-ID URIs saved before the migration would name other objects")
+        notes.append(
+            "keys allocated: the destination keeps its own store UUID, since object-ID URIs saved before the migration would name other objects"
+        )
     }
 
     // MARK: - Uniqueness
@@ -894,8 +1016,10 @@ struct CoreDataInference {
     /// have, with the number of source rows that violate it. Those rows fail their batch, naming
     /// the row; with ``InferenceOptions/keepFirstDuplicate`` the returned filters keep the first
     /// row of each value in source-key order instead, and the report counts the rows left out.
-    private mutating func checkNewUniqueness(_ table: CoreDataLayout.EntityTable, from: CoreDataLayout.EntityTable, rows: [Rows],
-                                             _ context: Context) throws -> [String] {
+    private mutating func checkNewUniqueness(
+        _ table: CoreDataLayout.EntityTable, from: CoreDataLayout.EntityTable, rows: [Rows],
+        _ context: Context
+    ) throws -> [String] {
         var filters: [String] = []
         var seen: Set<[String]> = []
         for row in rows {
@@ -910,18 +1034,22 @@ struct CoreDataInference {
                 var oldNames: [String] = []
                 for name in constraint {
                     guard let old = context.mapping.sourceProperty(name, of: row.entity, from: row.source),
-                          let column = context.source.column(of: old.property.name, entity: row.source) else { break }
+                        let column = context.source.column(of: old.property.name, entity: row.source)
+                    else { break }
                     sourceColumns.append(column.name)
                     oldNames.append(old.property.name)
                 }
                 let destinationColumns = constraint.compactMap { context.destination.column(of: $0, entity: row.entity)?.name }
                 guard sourceColumns.count == constraint.count, seen.insert(destinationColumns).inserted else { continue }
-                let had = context.source.model.lineage(of: row.source).contains { $0.uniquenessConstraints.contains { Set($0) == Set(oldNames) } }
+                let had = context.source.model.lineage(of: row.source).contains {
+                    $0.uniquenessConstraints.contains { Set($0) == Set(oldNames) }
+                }
                 guard !had else { continue }
                 let list = destinationColumns.joined(separator: ", ")
                 let quoted = sourceColumns.map(SQL.quote).joined(separator: ", ")
                 let nonNull = sourceColumns.map { "\(SQL.quote($0)) IS NOT NULL" }.joined(separator: " AND ")
-                let duplicates = try count("""
+                let duplicates = try count(
+                    """
                     SELECT ifnull(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM src.\(SQL.quote(from.name)) WHERE \(nonNull) AND Z_ENT IN (\(scope))
                                                        GROUP BY \(quoted) HAVING count(*) > 1)
                     """)
@@ -930,14 +1058,22 @@ struct CoreDataInference {
                 } else if options.keepFirstDuplicate {
                     let same = sourceColumns.map { "t.\(SQL.quote($0)) = s.\(SQL.quote($0))" }.joined(separator: " AND ")
                     let anyNull = sourceColumns.map { "s.\(SQL.quote($0)) IS NULL" }.joined(separator: " OR ")
-                    filters.append("(s.Z_ENT NOT IN (\(scope)) OR \(anyNull) OR s.Z_PK = (SELECT min(t.Z_PK) FROM src.\(SQL.quote(from.name)) AS t WHERE \(same) AND t.Z_ENT IN (\(scope))))")
-                    notes.append("\(table.name)(\(list)): a new uniqueness constraint of \(row.entity) that \(duplicates) rows of the source violate; the first row of each value (in key order) is kept and these \(duplicates) are not copied, nor the join-table rows that refer to them; to-one references to them become NULL")
+                    filters.append(
+                        "(s.Z_ENT NOT IN (\(scope)) OR \(anyNull) OR s.Z_PK = (SELECT min(t.Z_PK) FROM src.\(SQL.quote(from.name)) AS t WHERE \(same) AND t.Z_ENT IN (\(scope))))"
+                    )
+                    notes.append(
+                        "\(table.name)(\(list)): a new uniqueness constraint of \(row.entity) that \(duplicates) rows of the source violate; the first row of each value (in key order) is kept and these \(duplicates) are not copied, nor the join-table rows that refer to them; to-one references to them become NULL"
+                    )
                     let indexes = try database.tableSchema(from.name, in: "src")?.indexes ?? []
                     if !indexes.contains(where: { $0.columns.first?.caseInsensitiveCompare(sourceColumns[0]) == .orderedSame }) {
-                        notes.append("\(from.name).\(sourceColumns[0]): the source has no index on it, so keeping the first row of each value reads the table once per row; on a large store add the index to a copy of the source first")
+                        notes.append(
+                            "\(from.name).\(sourceColumns[0]): the source has no index on it, so keeping the first row of each value reads the table once per row; on a large store add the index to a copy of the source first"
+                        )
                     }
                 } else {
-                    notes.append("\(table.name)(\(list)): a new uniqueness constraint of \(row.entity) that \(duplicates) rows of the source violate: the batch that meets one fails, naming its source key (infer with keep-first duplicates to keep the first row of each value instead)")
+                    notes.append(
+                        "\(table.name)(\(list)): a new uniqueness constraint of \(row.entity) that \(duplicates) rows of the source violate: the batch that meets one fails, naming its source key (infer with keep-first duplicates to keep the first row of each value instead)"
+                    )
                 }
             }
         }
@@ -957,19 +1093,29 @@ struct CoreDataInference {
         var taken: Set<String> = []
         for (destination, _) in context.mapping.sourceEntity {
             for (_, property) in context.mapping.destination.allProperties(of: destination) {
-                if let match = context.mapping.sourceProperty(property.name, of: destination) { taken.insert("\(match.declaredBy).\(match.property.name)") }
+                if let match = context.mapping.sourceProperty(property.name, of: destination) {
+                    taken.insert("\(match.declaredBy).\(match.property.name)")
+                }
             }
         }
         let copied = Set(context.mapping.sourceEntity.values)
         for entity in context.mapping.source.entities.sorted(by: { $0.name < $1.name }) where copied.contains(entity.name) {
-            for property in entity.properties where property.attribute != nil && !property.isTransient
-                && property.attribute?.derivation == nil && !taken.contains("\(entity.name).\(property.name)") {
-                guard let table = context.source.table(of: entity.name), let column = context.source.column(of: property.name, entity: entity.name),
-                      let number = context.source.entity(named: entity.name)?.number else { continue }
+            for property in entity.properties
+            where property.attribute != nil && !property.isTransient
+                && property.attribute?.derivation == nil && !taken.contains("\(entity.name).\(property.name)")
+            {
+                guard let table = context.source.table(of: entity.name),
+                    let column = context.source.column(of: property.name, entity: entity.name),
+                    let number = context.source.entity(named: entity.name)?.number
+                else { continue }
                 let owners = context.source.descendants(of: number).map(String.init).joined(separator: ", ")
-                let rows = try count("SELECT count(*) FROM src.\(SQL.quote(table.name)) WHERE \(SQL.quote(column.name)) IS NOT NULL AND Z_ENT IN (\(owners))")
+                let rows = try count(
+                    "SELECT count(*) FROM src.\(SQL.quote(table.name)) WHERE \(SQL.quote(column.name)) IS NOT NULL AND Z_ENT IN (\(owners))"
+                )
                 guard rows > 0 else { continue }
-                notes.append("\(entity.name).\(property.name): not in the destination model; \(rows) rows hold a value, which the plan does not copy, as Core Data's inference does not; where the app carries it by its own code (a custom migration stage or policy), give that as a step (--step)")
+                notes.append(
+                    "\(entity.name).\(property.name): not in the destination model; \(rows) rows hold a value, which the plan does not copy, as Core Data's inference does not; where the app carries it by its own code (a custom migration stage or policy), give that as a step (--step)"
+                )
             }
         }
     }

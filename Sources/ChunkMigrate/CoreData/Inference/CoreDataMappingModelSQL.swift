@@ -29,9 +29,10 @@ enum CoreDataMappingModelSQL {
         case let .function(operand, selector, arguments):
             if let path = expression.sourceKeyPath {
                 guard let sql = resolve(path) else {
-                    throw Untranslatable(description: path.contains("@")
-                                         ? "\(path): a collection operator other than @count, @sum, @avg, @min, @max after a to-many"
-                                         : "the source entity has no key path \(path)")
+                    throw Untranslatable(
+                        description: path.contains("@")
+                            ? "\(path): a collection operator other than @count, @sum, @avg, @min, @max after a to-many"
+                            : "the source entity has no key path \(path)")
                 }
                 return sql
             }
@@ -150,8 +151,10 @@ enum CoreDataMappingModelSQL {
                 let end = characters[index...].firstIndex(of: "]") ?? characters.count
                 tokens.append(.options(String(characters[(index + 1)..<min(end, characters.count)]).lowercased()))
                 index = end + 1
-            } else if character.isNumber || (character == "-" && index + 1 < characters.count && characters[index + 1].isNumber
-                                              && (tokens.last.map { if case .symbol = $0 { return true } else { return false } } ?? true)) {
+            } else if character.isNumber
+                || (character == "-" && index + 1 < characters.count && characters[index + 1].isNumber
+                    && (tokens.last.map { if case .symbol = $0 { return true } else { return false } } ?? true))
+            {
                 var value = String(character)
                 index += 1
                 while index < characters.count, characters[index].isNumber || characters[index] == "." {
@@ -164,8 +167,10 @@ enum CoreDataMappingModelSQL {
                 tokens.append(.number(value))
             } else if character.isLetter || character == "_" || character == "$" || character == "@" {
                 var value = ""
-                while index < characters.count, characters[index].isLetter || characters[index].isNumber
-                        || "_$@.".contains(characters[index]) {
+                while index < characters.count,
+                    characters[index].isLetter || characters[index].isNumber
+                        || "_$@.".contains(characters[index])
+                {
                     value.append(characters[index])
                     index += 1
                 }
@@ -243,7 +248,9 @@ enum CoreDataMappingModelSQL {
                 var items: [String] = []
                 while peek != .symbol("}") {
                     items.append(try operand().sql)
-                    if peek == .symbol(",") { position += 1 } else if peek != .symbol("}") {
+                    if peek == .symbol(",") {
+                        position += 1
+                    } else if peek != .symbol("}") {
                         throw Untranslatable(description: "a list without its closing brace in the predicate")
                     }
                 }
@@ -303,9 +310,10 @@ enum CoreDataMappingModelSQL {
                     }
                     let path = text.hasPrefix("SELF.") ? String(text.dropFirst(5)) : text
                     guard let sql = resolve(path) else {
-                        throw Untranslatable(description: path.contains("@")
-                                             ? "\(path): a collection operator other than @count, @sum, @avg, @min, @max after a to-many"
-                                             : "the source entity has no key path \(path)")
+                        throw Untranslatable(
+                            description: path.contains("@")
+                                ? "\(path): a collection operator other than @count, @sum, @avg, @min, @max after a to-many"
+                                : "the source entity has no key path \(path)")
                     }
                     return Operand(sql: sql)
                 }

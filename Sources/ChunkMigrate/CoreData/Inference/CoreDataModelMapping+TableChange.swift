@@ -37,7 +37,10 @@ extension CoreDataModelMapping {
     /// With the app's mapping model, Core Data's migration manager writes every row anew into a
     /// new store: every table is made anew.
     func tableRebuild(ofTreeOf root: String) -> String? {
-        if let mappingModel { return "Core Data migrates with the app's mapping model \(mappingModel.url.lastPathComponent), which writes every row into a new store" }
+        if let mappingModel {
+            return
+                "Core Data migrates with the app's mapping model \(mappingModel.url.lastPathComponent), which writes every row into a new store"
+        }
         return rebuildInOneStep(root)
     }
 
@@ -70,13 +73,16 @@ extension CoreDataModelMapping {
         for new in tree {
             guard let old = sourceEntity[new], let entity = destination.entity(named: new) else { continue }
             for property in entity.properties where !property.isTransient {
-                guard let (_, was) = sourceProperty(property.name, of: new), let reason = change(from: was, to: property, of: new) else { continue }
+                guard let (_, was) = sourceProperty(property.name, of: new), let reason = change(from: was, to: property, of: new) else {
+                    continue
+                }
                 return reason
             }
             // What the source entity declared and no property of its counterpart takes.
-            let taken = Set(destination.allProperties(of: new).filter { !$0.property.isTransient }.compactMap { declared in
-                sourceProperty(declared.property.name, of: new).flatMap { $0.declaredBy == old ? $0.property.name : nil }
-            })
+            let taken = Set(
+                destination.allProperties(of: new).filter { !$0.property.isTransient }.compactMap { declared in
+                    sourceProperty(declared.property.name, of: new).flatMap { $0.declaredBy == old ? $0.property.name : nil }
+                })
             if let lost = source.entity(named: old)?.properties.first(where: { Self.hasColumn($0) && !taken.contains($0.name) }) {
                 return "\(old).\(lost.name) goes"
             }
@@ -104,7 +110,9 @@ extension CoreDataModelMapping {
             func ordered(_ model: CoreDataModel, _ relationship: CoreDataModel.Relationship) -> Bool {
                 relationship.inverse.flatMap { model.property($0, of: relationship.destination)?.property.relationship?.isOrdered } ?? false
             }
-            if ordered(source, before), !ordered(destination, after) { return "the to-one \(path) loses its order column (its inverse is no longer ordered)" }
+            if ordered(source, before), !ordered(destination, after) {
+                return "the to-one \(path) loses its order column (its inverse is no longer ordered)"
+            }
             return nil
         default:
             return "\(path) changes between attribute and relationship"

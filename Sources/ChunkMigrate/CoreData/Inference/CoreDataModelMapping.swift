@@ -89,7 +89,10 @@ package struct CoreDataModelMapping: Sendable {
         self.source = source
         self.destination = destination
         for name in renames.keys.sorted() where destination.entity(named: name) == nil {
-            throw MigrationError(.invalidPlan, "renames: the destination model has no entity \"\(name)\"\(MigrationPlan.suggestion(for: name, among: destination.entities.map(\.name)))")
+            throw MigrationError(
+                .invalidPlan,
+                "renames: the destination model has no entity \"\(name)\"\(MigrationPlan.suggestion(for: name, among: destination.entities.map(\.name)))"
+            )
         }
         try matchEntities(renames: renames)
         matchProperties()
@@ -121,8 +124,15 @@ package struct CoreDataModelMapping: Sendable {
     package init(path: [(name: String, model: CoreDataModel)], renames: [String: String] = [:]) throws {
         precondition(path.count >= 2, "a path has two versions at least")
         for (new, old) in renames.sorted(by: { $0.key < $1.key }) {
-            guard path.indices.dropFirst().contains(where: { path[$0].model.entity(named: new) != nil && path[$0 - 1].model.entity(named: old) != nil }) else {
-                throw MigrationError(.invalidPlan, "renames: no version from \(path.first!.name) to \(path.last!.name) has an entity \(new) where the version before has \(old)")
+            guard
+                path.indices.dropFirst().contains(where: {
+                    path[$0].model.entity(named: new) != nil && path[$0 - 1].model.entity(named: old) != nil
+                })
+            else {
+                throw MigrationError(
+                    .invalidPlan,
+                    "renames: no version from \(path.first!.name) to \(path.last!.name) has an entity \(new) where the version before has \(old)"
+                )
             }
         }
         source = path.first!.model
@@ -145,7 +155,8 @@ package struct CoreDataModelMapping: Sendable {
     /// the first to the last. Empty for an attribute without a source attribute.
     package func types(_ property: String, of entity: String, from: String? = nil) -> [CoreDataModel.AttributeType] {
         guard let new = destination.property(property, of: entity)?.property.attribute,
-              let old = sourceProperty(property, of: entity, from: from)?.property.attribute else { return [] }
+            let old = sourceProperty(property, of: entity, from: from)?.property.attribute
+        else { return [] }
         return [old.type, new.type]
     }
 
@@ -153,7 +164,8 @@ package struct CoreDataModelMapping: Sendable {
     /// destination makes required an attribute that was optional; `nil` otherwise.
     package func nullFill(_ property: String, of entity: String, from: String? = nil) -> CoreDataModel.Value? {
         guard let new = destination.property(property, of: entity)?.property, !new.isOptional,
-              let old = sourceProperty(property, of: entity, from: from)?.property, old.isOptional else { return nil }
+            let old = sourceProperty(property, of: entity, from: from)?.property, old.isOptional
+        else { return nil }
         return new.attribute?.defaultValue
     }
 
@@ -167,7 +179,9 @@ package struct CoreDataModelMapping: Sendable {
     ///   - entity: the destination entity, by name.
     ///   - from: the source entity of the rows, where a mapping model fills `entity` from several
     ///     (`nil`: its first).
-    package func sourceProperty(_ property: String, of entity: String, from: String? = nil) -> (declaredBy: String, property: CoreDataModel.Property)? {
+    package func sourceProperty(_ property: String, of entity: String, from: String? = nil) -> (
+        declaredBy: String, property: CoreDataModel.Property
+    )? {
         if let from, from != sourceEntity[entity] {
             return pairProperties["\(entity)\t\(from)"]?[property].map { ($0.declaredBy, $0.property) }
         }
@@ -206,22 +220,33 @@ package struct CoreDataModelMapping: Sendable {
         let name = file.url.lastPathComponent
         for mapping in model.entityMappings {
             guard mapping.kind != "Remove", let from = mapping.source, let to = mapping.destination else {
-                decisions.append("\(name): entity mapping \(mapping.name) (\(mapping.source ?? "no source") -> \(mapping.destination ?? "no destination")) moves no row")
+                decisions.append(
+                    "\(name): entity mapping \(mapping.name) (\(mapping.source ?? "no source") -> \(mapping.destination ?? "no destination")) moves no row"
+                )
                 continue
             }
             guard source.entity(named: from) != nil else {
-                throw MigrationError(.invalidPlan, "the mapping model \(name), entity mapping \(mapping.name): version \(file.source) has no entity \(from)", entity: from, file: file.url.path)
+                throw MigrationError(
+                    .invalidPlan, "the mapping model \(name), entity mapping \(mapping.name): version \(file.source) has no entity \(from)",
+                    entity: from, file: file.url.path)
             }
             guard destination.entity(named: to) != nil else {
-                throw MigrationError(.invalidPlan, "the mapping model \(name), entity mapping \(mapping.name): version \(file.destination) has no entity \(to)", entity: to, file: file.url.path)
+                throw MigrationError(
+                    .invalidPlan,
+                    "the mapping model \(name), entity mapping \(mapping.name): version \(file.destination) has no entity \(to)",
+                    entity: to, file: file.url.path)
             }
             if let custom = mapping.customSource {
-                throw MigrationError(.invalidPlan, "the mapping model \(name), entity mapping \(mapping.name): its rows come from \(custom), not from a fetch of \(from) that chunkmigrate can run; give the entity mapping as a step (--step)",
-                                     entity: from, file: file.url.path)
+                throw MigrationError(
+                    .invalidPlan,
+                    "the mapping model \(name), entity mapping \(mapping.name): its rows come from \(custom), not from a fetch of \(from) that chunkmigrate can run; give the entity mapping as a step (--step)",
+                    entity: from, file: file.url.path)
             }
             if let other = entityMappings.values.joined().first(where: { $0.source == from }) {
-                throw MigrationError(.invalidPlan, "the mapping model \(name): entity mappings \(other.name) and \(mapping.name) both take the rows of \(from); chunkmigrate runs one entity mapping per source entity in a pass: give one of them as a step (--step)",
-                                     entity: from, file: file.url.path)
+                throw MigrationError(
+                    .invalidPlan,
+                    "the mapping model \(name): entity mappings \(other.name) and \(mapping.name) both take the rows of \(from); chunkmigrate runs one entity mapping per source entity in a pass: give one of them as a step (--step)",
+                    entity: from, file: file.url.path)
             }
             entityMappings[to, default: []].append(mapping)
             let first = sourceEntity[to] == nil
@@ -231,9 +256,10 @@ package struct CoreDataModelMapping: Sendable {
             var matched: [String: Match] = [:]
             for property in mapping.attributes + mapping.relationships {
                 guard let path = property.value.flatMap(Self.sourcePath), !path.contains("."),
-                      let found = available.first(where: { $0.property.name == path }),
-                      let new = destination.property(property.name, of: to)?.property,
-                      found.property.isRelationship == new.isRelationship else { continue }
+                    let found = available.first(where: { $0.property.name == path }),
+                    let new = destination.property(property.name, of: to)?.property,
+                    found.property.isRelationship == new.isRelationship
+                else { continue }
                 matched[property.name] = Match(declaredBy: found.declaredBy, property: found.property)
             }
             if first { sourceProperties[to] = matched } else { pairProperties["\(to)\t\(from)"] = matched }
@@ -241,8 +267,13 @@ package struct CoreDataModelMapping: Sendable {
         // An abstract entity has no rows of its own and no entity mapping (Core Data cannot make
         // one of it): one of the same name on both sides is the same entity, holding none.
         for entity in destination.entities where entity.isAbstract && entityMappings[entity.name] == nil {
-            guard source.entity(named: entity.name)?.isAbstract == true, !entityMappings.values.joined().contains(where: { $0.source == entity.name }) else { continue }
-            entityMappings[entity.name] = [CoreDataMappingModelFile.EntityMapping(name: "\(entity.name)To\(entity.name)", kind: "Copy", source: entity.name, destination: entity.name)]
+            guard source.entity(named: entity.name)?.isAbstract == true,
+                !entityMappings.values.joined().contains(where: { $0.source == entity.name })
+            else { continue }
+            entityMappings[entity.name] = [
+                CoreDataMappingModelFile.EntityMapping(
+                    name: "\(entity.name)To\(entity.name)", kind: "Copy", source: entity.name, destination: entity.name)
+            ]
             sourceEntity[entity.name] = entity.name
         }
         checkProperties()
@@ -253,8 +284,10 @@ package struct CoreDataModelMapping: Sendable {
     static func sourcePath(_ expression: CoreDataMappingModelFile.Expression) -> String? {
         if let path = expression.sourceKeyPath { return path }
         guard case let .function(.variable("manager"), selector, arguments) = expression,
-              selector == "destinationInstancesForEntityMappingNamed:sourceInstances:" || selector == "destinationInstancesForSourceRelationshipNamed:sourceInstances:",
-              arguments.count == 2 else { return nil }
+            selector == "destinationInstancesForEntityMappingNamed:sourceInstances:"
+                || selector == "destinationInstancesForSourceRelationshipNamed:sourceInstances:",
+            arguments.count == 2
+        else { return nil }
         return arguments[1].sourceKeyPath
     }
 
@@ -277,7 +310,10 @@ package struct CoreDataModelMapping: Sendable {
             }
             guard let from = given ?? byIdentifier[entity.identifier] else { continue }
             if let other = claimedBy[from] {
-                throw MigrationError(.invalidPlan, "entities \(other) and \(entity.name) of the destination model both take the rows of source entity \(from); Core Data's inference refuses it too (two destination entities with one renaming identifier) and wants a mapping model; write a plan for it")
+                throw MigrationError(
+                    .invalidPlan,
+                    "entities \(other) and \(entity.name) of the destination model both take the rows of source entity \(from); Core Data's inference refuses it too (two destination entities with one renaming identifier) and wants a mapping model; write a plan for it"
+                )
             }
             claimedBy[from] = entity.name
             sourceEntity[entity.name] = from
@@ -301,9 +337,12 @@ package struct CoreDataModelMapping: Sendable {
     private mutating func matchProperties(of names: Set<String>? = nil) {
         for entity in destination.entities where names?.contains(entity.name) ?? true {
             guard let from = sourceEntity[entity.name] else { continue }
-            let available = source.allProperties(of: from).filter { !$0.property.isTransient }.map { Match(declaredBy: $0.declaredBy, property: $0.property) }
+            let available = source.allProperties(of: from).filter { !$0.property.isTransient }.map {
+                Match(declaredBy: $0.declaredBy, property: $0.property)
+            }
             var byIdentifier: [String: Match] = [:]
-            for candidate in available where byIdentifier[candidate.property.identifier] == nil || candidate.property.name == candidate.property.identifier {
+            for candidate in available
+            where byIdentifier[candidate.property.identifier] == nil || candidate.property.name == candidate.property.identifier {
                 byIdentifier[candidate.property.identifier] = candidate
             }
             let properties = destination.allProperties(of: entity.name).filter { !$0.property.isTransient }
@@ -315,25 +354,33 @@ package struct CoreDataModelMapping: Sendable {
                     continue
                 }
                 guard found.property.isRelationship == property.isRelationship else {
-                    decide("\(owner).\(property.name): \(property.isRelationship ? "a relationship" : "an attribute"), was the \(found.property.isRelationship ? "relationship" : "attribute") \(found.declaredBy).\(found.property.name); Core Data's inference maps no property to another kind, so it is new")
+                    decide(
+                        "\(owner).\(property.name): \(property.isRelationship ? "a relationship" : "an attribute"), was the \(found.property.isRelationship ? "relationship" : "attribute") \(found.declaredBy).\(found.property.name); Core Data's inference maps no property to another kind, so it is new"
+                    )
                     continue
                 }
                 taken.insert(found.property.name)
                 sourceProperties[entity.name, default: [:]][property.name] = found
             }
             for (owner, property) in left {
-                let sameKind = available.filter { $0.property.isRelationship == property.isRelationship && !taken.contains($0.property.name) }
+                let sameKind = available.filter {
+                    $0.property.isRelationship == property.isRelationship && !taken.contains($0.property.name)
+                }
                 let (candidates, rule) = Self.fallback(property.renamingIdentifier, property.name, among: sameKind.map(\.property.name))
                 guard let name = candidates.first, let found = sameKind.first(where: { $0.property.name == name }) else { continue }
                 sourceProperties[entity.name, default: [:]][property.name] = found
-                decide("\(owner).\(property.name): from \(found.declaredBy).\(found.property.name) by \(rule); \(Self.identifiers(property.identifier, found.property.identifier))")
+                decide(
+                    "\(owner).\(property.name): from \(found.declaredBy).\(found.property.name) by \(rule); \(Self.identifiers(property.identifier, found.property.identifier))"
+                )
             }
         }
     }
 
     /// Beyond Core Data's match by identifier: the name a renaming identifier gives, else the
     /// same name, among `names`; and which of the two it was.
-    private static func fallback(_ renamingIdentifier: String?, _ name: String, among names: [String]) -> (candidates: [String], rule: String) {
+    private static func fallback(_ renamingIdentifier: String?, _ name: String, among names: [String]) -> (
+        candidates: [String], rule: String
+    ) {
         if let renamed = renamingIdentifier.flatMap({ $0.isEmpty ? nil : $0 }), names.contains(renamed) {
             return ([renamed], "the name its renaming identifier gives")
         }
@@ -357,7 +404,9 @@ package struct CoreDataModelMapping: Sendable {
             let names = chain.entityNames(entity.name)
             guard let from = names[0], names.contains(where: { $0 != entity.name }) else { continue }
             guard !claimed.contains(from) else {
-                decide("entity \(entity.name): the versions between lead it back to \(from), whose rows \(destination.entities.first { sourceEntity[$0.name] == from }?.name ?? "another entity") takes; \(leavesNew)")
+                decide(
+                    "entity \(entity.name): the versions between lead it back to \(from), whose rows \(destination.entities.first { sourceEntity[$0.name] == from }?.name ?? "another entity") takes; \(leavesNew)"
+                )
                 continue
             }
             claimed.insert(from)
@@ -377,18 +426,24 @@ package struct CoreDataModelMapping: Sendable {
                 if let matched = sourceProperties[entity.name]?[property.name] {
                     // Matched from end to end; say so where the versions between do not carry it.
                     if propertyNames[0] == nil, let gap = propertyNames.lastIndex(of: nil) {
-                        decide("\(path): from \(matched.declaredBy).\(matched.property.name) as Core Data's inference from \(first) straight to \(last) matches them, though \(chain.path[gap].name) does not have it")
+                        decide(
+                            "\(path): from \(matched.declaredBy).\(matched.property.name) as Core Data's inference from \(first) straight to \(last) matches them, though \(chain.path[gap].name) does not have it"
+                        )
                     }
                     continue
                 }
                 guard let oldName = propertyNames[0], propertyNames.contains(where: { $0 != property.name }),
-                      let (declaredBy, old) = source.property(oldName, of: from), !old.isTransient else { continue }
+                    let (declaredBy, old) = source.property(oldName, of: from), !old.isTransient
+                else { continue }
                 if let new = property.attribute, let was = old.attribute, new.type != was.type, !Self.convertible(was.type, new.type) {
-                    decide("\(path): the versions between lead it back to \(declaredBy).\(old.name), a \(was.type.xmlName), which does not convert to \(new.type.xmlName); \(leavesNew)")
+                    decide(
+                        "\(path): the versions between lead it back to \(declaredBy).\(old.name), a \(was.type.xmlName), which does not convert to \(new.type.xmlName); \(leavesNew)"
+                    )
                     continue
                 }
                 sourceProperties[entity.name, default: [:]][property.name] = Match(declaredBy: declaredBy, property: old)
-                decide("\(path): from \(declaredBy).\(old.name) through the versions between (\(chain.describe(propertyNames))); \(leavesNew)")
+                decide(
+                    "\(path): from \(declaredBy).\(old.name) through the versions between (\(chain.describe(propertyNames))); \(leavesNew)")
             }
         }
     }
@@ -409,7 +464,8 @@ package struct CoreDataModelMapping: Sendable {
                 switch (property.kind, old.kind) {
                 case let (.attribute(new), .attribute(was)):
                     guard new.type == was.type || Self.convertible(was.type, new.type) else {
-                        unconvertible["\(entity.name)\t\(property.name)"] = "attribute \(path) changes type from \(was.type.xmlName) to \(new.type.xmlName), which lightweight migration cannot infer (Core Data's inference refuses it too, NSInferredMappingModelError 134190, and wants a mapping model); write the conversion in the plan's column for it, or in a custom step's (--step), or make it a new attribute"
+                        unconvertible["\(entity.name)\t\(property.name)"] =
+                            "attribute \(path) changes type from \(was.type.xmlName) to \(new.type.xmlName), which lightweight migration cannot infer (Core Data's inference refuses it too, NSInferredMappingModelError 134190, and wants a mapping model); write the conversion in the plan's column for it, or in a custom step's (--step), or make it a new attribute"
                         continue
                     }
                 case let (.relationship(new), .relationship(was)):
@@ -420,7 +476,9 @@ package struct CoreDataModelMapping: Sendable {
                     guard !becoming.contains(where: { source.root(of: $0) == tree }) else { continue }
                     sourceProperties[entity.name]?[property.name] = nil
                     leftEmpty.insert("\(entity.name)\t\(property.name)")
-                    decide("\(path): points at \(new.destination), which no row of \(was.destination) (where \(declaredBy).\(old.name) pointed) becomes; left empty, as Core Data's migration manager leaves it")
+                    decide(
+                        "\(path): points at \(new.destination), which no row of \(was.destination) (where \(declaredBy).\(old.name) pointed) becomes; left empty, as Core Data's migration manager leaves it"
+                    )
                 default:
                     continue
                 }
@@ -471,12 +529,15 @@ struct VersionChain {
         names[path.count - 1] = name
         var index = path.count - 1
         while index > 0, let current = names[index], let entity = entityNames[index], let before = entityNames[index - 1],
-              let property = path[index].model.property(current, of: entity)?.property, !property.isTransient {
+            let property = path[index].model.property(current, of: entity)?.property, !property.isTransient
+        {
             let candidates = path[index - 1].model.allProperties(of: before).map(\.property)
                 .filter { !$0.isTransient && $0.isRelationship == property.isRelationship }
-            guard let previous = candidates.first(where: { $0.identifier == property.identifier })
+            guard
+                let previous = candidates.first(where: { $0.identifier == property.identifier })
                     ?? candidates.first(where: { $0.name == property.renamingIdentifier })
-                    ?? candidates.first(where: { $0.name == property.name }) else { break }
+                    ?? candidates.first(where: { $0.name == property.name })
+            else { break }
             names[index - 1] = previous.name
             index -= 1
         }

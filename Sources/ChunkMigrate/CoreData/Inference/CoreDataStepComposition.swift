@@ -62,8 +62,10 @@ extension CoreDataStep {
         let withPolicies = mappingModel.entityMappings.filter { $0.policy != nil && $0.destination != nil }
         guard !withPolicies.isEmpty else { return nil }
         guard let from = bundle.version(named: mappingModel.source), let to = bundle.version(named: mappingModel.destination) else {
-            throw MigrationError(.invalidPlan, "the mapping model \(mappingModel.url.lastPathComponent) goes from \(mappingModel.source) to \(mappingModel.destination), which the model bundle does not both have",
-                                 file: mappingModel.url.path)
+            throw MigrationError(
+                .invalidPlan,
+                "the mapping model \(mappingModel.url.lastPathComponent) goes from \(mappingModel.source) to \(mappingModel.destination), which the model bundle does not both have",
+                file: mappingModel.url.path)
         }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chunkmigrate-template-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -81,11 +83,15 @@ extension CoreDataStep {
         var todo: [String] = []
         for mapping in withPolicies {
             guard let into = mapping.destination, let table = layout.table(of: into) else { continue }
-            todo.append("\(mapping.policy!) (\(mapping.name), \(mapping.source ?? "no source") -> \(into)) is the app's code: write what it does to the rows of \(table.name) (which source rows, every column marked TODO, and any object it creates besides, as another entity of this step)")
+            todo.append(
+                "\(mapping.policy!) (\(mapping.name), \(mapping.source ?? "no source") -> \(into)) is the app's code: write what it does to the rows of \(table.name) (which source rows, every column marked TODO, and any object it creates besides, as another entity of this step)"
+            )
             let index: Int
             if let known = entities.firstIndex(where: { $0.destination.table.caseInsensitiveCompare(table.name) == .orderedSame }) {
                 index = known
-            } else if let entity = inferred.plan.entities.first(where: { $0.destination.table.caseInsensitiveCompare(table.name) == .orderedSame }) {
+            } else if let entity = inferred.plan.entities.first(where: {
+                $0.destination.table.caseInsensitiveCompare(table.name) == .orderedSame
+            }) {
                 entities.append(entity)
                 index = entities.count - 1
             } else {
@@ -93,11 +99,13 @@ extension CoreDataStep {
             }
             // The attributes of the entity the mapping model gives no value: what a policy sets,
             // if anything.
-            let valued = Set((mapping.attributes + mapping.relationships).filter { $0.value != nil && $0.value != .constant(.null) }.map(\.name))
+            let valued = Set(
+                (mapping.attributes + mapping.relationships).filter { $0.value != nil && $0.value != .constant(.null) }.map(\.name))
             let lineage = Set(to.model.lineage(of: into).map(\.name))
             for column in table.columns {
                 guard case let .attribute(owner, property) = column.role, lineage.contains(owner), !valued.contains(property),
-                      entities[index].columns[column.name].map({ $0 == "NULL" }) ?? true else { continue }
+                    entities[index].columns[column.name].map({ $0 == "NULL" }) ?? true
+                else { continue }
                 entities[index].columns[column.name] = "NULL /* TODO \(mapping.policy!): \(into).\(property) */"
             }
         }
@@ -112,11 +120,14 @@ extension CoreDataStep {
     ///
     /// - Returns: each file written, with the mapping model it replaces.
     /// - Throws: ``MigrationError`` naming the folder or file that cannot be written.
-    package static func writeTemplates(for bundle: CoreDataModelBundle, except steps: [CoreDataStep], into folder: URL) throws -> [(file: URL, mappingModel: CoreDataMappingModelFile)] {
+    package static func writeTemplates(for bundle: CoreDataModelBundle, except steps: [CoreDataStep], into folder: URL) throws -> [(
+        file: URL, mappingModel: CoreDataMappingModelFile
+    )] {
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         } catch {
-            throw MigrationError(.store, "cannot create the folder for step templates: \(error.localizedDescription)", file: folder.path, cause: error)
+            throw MigrationError(
+                .store, "cannot create the folder for step templates: \(error.localizedDescription)", file: folder.path, cause: error)
         }
         var written: [(file: URL, mappingModel: CoreDataMappingModelFile)] = []
         for model in bundle.mappingModels where !steps.contains(where: { $0.from == model.source && $0.to == model.destination }) {
@@ -169,7 +180,9 @@ struct CoreDataStepComposition {
         func find(_ name: String?, schema: String, file: String) throws -> CoreDataModelBundle.Version {
             if let name {
                 guard let version = bundle.version(named: name) else {
-                    throw MigrationError(.invalidPlan, "the model bundle has no version \(name)\(MigrationPlan.suggestion(for: name, among: bundle.versions.map(\.name)))")
+                    throw MigrationError(
+                        .invalidPlan,
+                        "the model bundle has no version \(name)\(MigrationPlan.suggestion(for: name, among: bundle.versions.map(\.name)))")
                 }
                 return version
             }
@@ -179,7 +192,9 @@ struct CoreDataStepComposition {
         let last = try find(options.destinationVersion, schema: "main", file: destination.path)
         do {
             return try compose(from: first, to: last, in: bundle)
-        } catch var error as MigrationError where !error.message.contains("at version \(first.name),") && !error.message.contains("the source's \(first.name) ") {
+        } catch var error as MigrationError
+            where !error.message.contains("at version \(first.name),") && !error.message.contains("the source's \(first.name) ")
+        {
             // Where the store stands, for a refusal on its path (a policy, a step).
             error.message += " (the source store is at version \(first.name), the destination's \(last.name))"
             throw error
@@ -187,17 +202,23 @@ struct CoreDataStepComposition {
     }
 
     /// The plan from version `first` to version `last` (``compose()``).
-    private func compose(from first: CoreDataModelBundle.Version, to last: CoreDataModelBundle.Version,
-                         in bundle: CoreDataModelBundle) throws -> InferredPlan {
+    private func compose(
+        from first: CoreDataModelBundle.Version, to last: CoreDataModelBundle.Version,
+        in bundle: CoreDataModelBundle
+    ) throws -> InferredPlan {
         var decisions: [String] = [], notes: [String] = []
         var propertyMappings: [PropertyMappingAccount] = []
         // Without steps, the path as the inference takes it: the order of versions asked for only
         // where it matters (``CoreDataModelBundle/versions(from:to:)``).
         let stepByStep = options.versionPath == .stepByStep
-        guard let path = options.steps.isEmpty && !stepByStep
-            ? Optional(try bundle.versions(from: first.name, to: last.name)) : bundle.path(from: first.name, to: last.name) else {
-            throw MigrationError(.invalidPlan, "the source store is at version \(first.name), newer than the destination's \(last.name): a migration goes forward",
-                                 file: source.path)
+        guard
+            let path = options.steps.isEmpty && !stepByStep
+                ? Optional(try bundle.versions(from: first.name, to: last.name)) : bundle.path(from: first.name, to: last.name)
+        else {
+            throw MigrationError(
+                .invalidPlan,
+                "the source store is at version \(first.name), newer than the destination's \(last.name): a migration goes forward",
+                file: source.path)
         }
         let names = path.map(\.name)
 
@@ -207,7 +228,8 @@ struct CoreDataStepComposition {
         let order = bundle.versions.map(\.name)
         for step in options.steps {
             guard let from = order.firstIndex(of: step.from), let to = order.firstIndex(of: step.to), from < to else {
-                throw MigrationError(.invalidPlan, "step \(step.from) -> \(step.to): not two versions of the model bundle, the first before the second")
+                throw MigrationError(
+                    .invalidPlan, "step \(step.from) -> \(step.to): not two versions of the model bundle, the first before the second")
             }
         }
         // Steps wholly before or after the path do not concern this store; one across an end
@@ -215,7 +237,10 @@ struct CoreDataStepComposition {
         let start = order.firstIndex(of: first.name)!, end = order.firstIndex(of: last.name)!
         let onPath = options.steps.filter { order.firstIndex(of: $0.to)! > start && order.firstIndex(of: $0.from)! < end }
         for step in onPath where order.firstIndex(of: step.from)! < start || order.firstIndex(of: step.to)! > end {
-            throw MigrationError(.invalidPlan, "step \(step.from) -> \(step.to) goes across an end of the path from \(first.name) to \(last.name); it cannot be taken in part")
+            throw MigrationError(
+                .invalidPlan,
+                "step \(step.from) -> \(step.to) goes across an end of the path from \(first.name) to \(last.name); it cannot be taken in part"
+            )
         }
         // Version by version, every version between is a part's end: their order must be known.
         if names.count > 1, !onPath.isEmpty || (stepByStep && names.count > 2) { try CoreDataInference.refuseUnordered(bundle) }
@@ -234,13 +259,17 @@ struct CoreDataStepComposition {
             guard let from = place(model.source), let to = place(model.destination), from < to else { continue }
             (model.source, model.destination) = (names[from], names[to])
             if let step = onPath.first(where: { $0.from == model.source && $0.to == model.destination }) {
-                decisions.append("the app's mapping model \(model.url.lastPathComponent) (\(model.source) -> \(model.destination)): step \(step.from) -> \(step.to) takes its place")
+                decisions.append(
+                    "the app's mapping model \(model.url.lastPathComponent) (\(model.source) -> \(model.destination)): step \(step.from) -> \(step.to) takes its place"
+                )
                 continue
             }
             if let index = mappingModels.firstIndex(where: { $0.source == model.source && $0.destination == model.destination }) {
                 // Another pass between the same versions (a compiled one beside its source is one).
                 mappingModels[index].entityMappings += model.entityMappings.filter { mapping in
-                    !mappingModels[index].entityMappings.contains { $0.name == mapping.name && $0.source == mapping.source && $0.destination == mapping.destination }
+                    !mappingModels[index].entityMappings.contains {
+                        $0.name == mapping.name && $0.source == mapping.source && $0.destination == mapping.destination
+                    }
                 }
             } else {
                 mappingModels.append(model)
@@ -248,7 +277,8 @@ struct CoreDataStepComposition {
         }
         guard !onPath.isEmpty || !mappingModels.isEmpty || (stepByStep && names.count > 2) else {
             // Nothing but inference on this store's path.
-            var inference = CoreDataInference(database: database, sourcePath: source.path, destinationPath: destination.path, options: options)
+            var inference = CoreDataInference(
+                database: database, sourcePath: source.path, destinationPath: destination.path, options: options)
             return try inference.infer()
         }
         /// The inferred parts from version `from` to `to`: one straight across, as Core Data's
@@ -257,14 +287,19 @@ struct CoreDataStepComposition {
             guard from < to else { return [] }
             return stepByStep ? (from..<to).map { Part(from: $0, to: $0 + 1) } : [Part(from: from, to: to)]
         }
-        let candidates: [Part] = onPath.map { Part(from: names.firstIndex(of: $0.from)!, to: names.firstIndex(of: $0.to)!, step: $0) }
-            + mappingModels.map { Part(from: names.firstIndex(of: $0.source)!, to: names.firstIndex(of: $0.destination)!, mappingModel: $0) }
+        let candidates: [Part] =
+            onPath.map { Part(from: names.firstIndex(of: $0.from)!, to: names.firstIndex(of: $0.to)!, step: $0) }
+            + mappingModels.map {
+                Part(from: names.firstIndex(of: $0.source)!, to: names.firstIndex(of: $0.destination)!, mappingModel: $0)
+            }
         // From each version on: a step, else the mapping model that goes farthest; version by
         // version, the mapping model to the next version only.
         for candidate in candidates.sorted(by: { ($0.from, $0.step == nil ? 1 : 0, -$0.to) < ($1.from, $1.step == nil ? 1 : 0, -$1.to) }) {
             if stepByStep, let model = candidate.mappingModel, candidate.to > candidate.from + 1 {
                 let skipped = names[(candidate.from + 1)..<candidate.to].joined(separator: ", ")
-                decisions.append("the app's mapping model \(model.url.lastPathComponent) (\(names[candidate.from]) -> \(names[candidate.to])) is not on the path taken: it skips \(skipped), and the path goes step by step, one version to the next")
+                decisions.append(
+                    "the app's mapping model \(model.url.lastPathComponent) (\(names[candidate.from]) -> \(names[candidate.to])) is not on the path taken: it skips \(skipped), and the path goes step by step, one version to the next"
+                )
                 continue
             }
             guard candidate.from >= cursor else {
@@ -272,15 +307,23 @@ struct CoreDataStepComposition {
                     throw MigrationError(.invalidPlan, "step \(step.from) -> \(step.to) overlaps another step")
                 }
                 let other = parts.last { $0.from <= candidate.from && $0.to > candidate.from }
-                let why = other?.step.map { "step \($0.from) -> \($0.to) goes across it" }
-                    ?? other?.mappingModel.map { "the app's mapping model \($0.url.lastPathComponent) goes across it" } ?? "another goes from \(names[candidate.from]) on"
-                let hint = other?.mappingModel != nil && candidate.to == candidate.from + 1 ? " (the step-by-step path, --path step-by-step, takes it)" : ""
-                decisions.append("the app's mapping model \(candidate.mappingModel!.url.lastPathComponent) (\(names[candidate.from]) -> \(names[candidate.to])) is not on the path taken: \(why)\(hint)")
+                let why =
+                    other?.step.map { "step \($0.from) -> \($0.to) goes across it" }
+                    ?? other?.mappingModel.map { "the app's mapping model \($0.url.lastPathComponent) goes across it" }
+                    ?? "another goes from \(names[candidate.from]) on"
+                let hint =
+                    other?.mappingModel != nil && candidate.to == candidate.from + 1
+                    ? " (the step-by-step path, --path step-by-step, takes it)" : ""
+                decisions.append(
+                    "the app's mapping model \(candidate.mappingModel!.url.lastPathComponent) (\(names[candidate.from]) -> \(names[candidate.to])) is not on the path taken: \(why)\(hint)"
+                )
                 continue
             }
             if let model = candidate.mappingModel, !model.policies.isEmpty {
-                throw MigrationError(.invalidPlan, "the app's mapping model \(model.url.lastPathComponent) migrates version \(model.source) to \(model.destination) with custom migration policies, the app's code, which Core Data runs in place of an inferred mapping and chunkmigrate cannot: \(model.policies.joined(separator: ", ")); give what they do as a step from \(model.source) to \(model.destination) (--step; plan --step-template FOLDER writes one to start from)",
-                                     file: model.url.path)
+                throw MigrationError(
+                    .invalidPlan,
+                    "the app's mapping model \(model.url.lastPathComponent) migrates version \(model.source) to \(model.destination) with custom migration policies, the app's code, which Core Data runs in place of an inferred mapping and chunkmigrate cannot: \(model.policies.joined(separator: ", ")); give what they do as a step from \(model.source) to \(model.destination) (--step; plan --step-template FOLDER writes one to start from)",
+                    file: model.url.path)
             }
             parts += inferred(from: cursor, to: candidate.from)
             parts.append(candidate)
@@ -302,11 +345,13 @@ struct CoreDataStepComposition {
         }
 
         // Every part as the destination's Core Data would migrate it, whatever wrote the stores between.
-        let framework = try options.coreDataFramework ?? CoreDataMetadata.read(database, schema: "main", file: destination.path).frameworkVersion
+        let framework =
+            try options.coreDataFramework ?? CoreDataMetadata.read(database, schema: "main", file: destination.path).frameworkVersion
         for index in parts.indices {
             let part = parts[index]
-            var partOptions = InferenceOptions(renames: options.renames, keys: options.keys, keepFirstDuplicate: options.keepFirstDuplicate,
-                                               modelBundle: bundle, sourceVersion: names[part.from], destinationVersion: names[part.to])
+            var partOptions = InferenceOptions(
+                renames: options.renames, keys: options.keys, keepFirstDuplicate: options.keepFirstDuplicate,
+                modelBundle: bundle, sourceVersion: names[part.from], destinationVersion: names[part.to])
             partOptions.skippedTables = Set(part.step?.entities.map(\.destination.table) ?? [])
             partOptions.mappingModel = part.mappingModel
             partOptions.isPart = true
@@ -323,11 +368,17 @@ struct CoreDataStepComposition {
                 inferred.decisions += inverses.decisions
                 let filled = Set(step.entities.map { $0.destination.table.uppercased() })
                 plan.entities = plan.entities.filter { !filled.contains($0.destination.table.uppercased()) } + step.entities
-                decisions.append("step \(step.from) -> \(step.to): \(step.entities.map(\.name).joined(separator: ", ")) as the step writes them, the rest inferred")
+                decisions.append(
+                    "step \(step.from) -> \(step.to): \(step.entities.map(\.name).joined(separator: ", ")) as the step writes them, the rest inferred"
+                )
             }
-            let label = part.mappingModel.map { "\($0.url.lastPathComponent) (\(names[part.from]) -> \(names[part.to]))" } ?? "\(names[part.from]) -> \(names[part.to])"
+            let label =
+                part.mappingModel.map { "\($0.url.lastPathComponent) (\(names[part.from]) -> \(names[part.to]))" }
+                ?? "\(names[part.from]) -> \(names[part.to])"
             if let model = part.mappingModel {
-                decisions.append("\(names[part.from]) -> \(names[part.to]): the app's mapping model \(model.url.lastPathComponent), in place of an inferred mapping, as Core Data migrates with it: \(model.entityMappings.map { "\($0.name) (\($0.source ?? "none") -> \($0.destination ?? "none"))" }.joined(separator: ", "))")
+                decisions.append(
+                    "\(names[part.from]) -> \(names[part.to]): the app's mapping model \(model.url.lastPathComponent), in place of an inferred mapping, as Core Data migrates with it: \(model.entityMappings.map { "\($0.name) (\($0.source ?? "none") -> \($0.destination ?? "none"))" }.joined(separator: ", "))"
+                )
             }
             // A path's own decisions name their versions already; the versions of a part are given.
             decisions += inferred.decisions.filter { !$0.hasPrefix("source store: version") && !$0.hasPrefix("destination store: version") }
@@ -337,14 +388,17 @@ struct CoreDataStepComposition {
             notes += inferred.notes.filter { note in
                 (part.from == 0 || !note.contains(" rows")) && (part.to == path.count - 1 || !note.contains("persistent history"))
             }.map { part.from == 0 ? $0 : "\(label): \($0)" }
-            parts[index].plan = try Self.entityNumbersWrittenOut(plan, from: path[part.from].model, to: path[part.to].model, step: part.step)
+            parts[index].plan = try Self.entityNumbersWrittenOut(
+                plan, from: path[part.from].model, to: path[part.to].model, step: part.step)
         }
 
         var composed = parts[0].plan
         for part in parts.dropFirst() {
             let between = try Database(path: stores[part.from]!.path, mode: .source)
-            composed = try Self.compose(composed, part.plan, between: between, label: part.step.map { "step \($0.from) -> \($0.to)" }
-                                        ?? "\(names[part.from]) -> \(names[part.to])")
+            composed = try Self.compose(
+                composed, part.plan, between: between,
+                label: part.step.map { "step \($0.from) -> \($0.to)" }
+                    ?? "\(names[part.from]) -> \(names[part.to])")
         }
         let layout = try CoreDataLayout(model: last.model).resolved(against: database, schema: "main", file: destination.path).0
         try refuseMissingRequired(composed, layout: layout)
@@ -355,11 +409,14 @@ struct CoreDataStepComposition {
         for entity in last.model.entities {
             for property in entity.properties where !property.isTransient {
                 guard let table = layout.table(of: entity.name), written.contains(table.name.uppercased()),
-                      let attribute = property.attribute else { continue }
+                    let attribute = property.attribute
+                else { continue }
                 if attribute.derivation != nil {
                     let computed = try CoreDataDerivation(entity: entity.name, attribute: property.name, layout: layout)
-                    derived.append(.init(attribute: "\(computed.entity).\(computed.attribute)", table: computed.table, column: computed.column,
-                                         value: computed.value, rows: computed.rows))
+                    derived.append(
+                        .init(
+                            attribute: "\(computed.entity).\(computed.attribute)", table: computed.table, column: computed.column,
+                            value: computed.value, rows: computed.rows))
                 } else if attribute.allowsExternalStorage, let column = layout.column(of: property.name, entity: entity.name) {
                     external.append(.init(attribute: "\(entity.name).\(property.name)", table: table.name, column: column.name))
                 }
@@ -369,14 +426,22 @@ struct CoreDataStepComposition {
         composed.coreData?.externalData = external
         // History and CloudKit mirroring go between the two stores directly; CloudKit's rows
         // cannot be left behind, history's numbering is kept ahead by the job.
-        let mirrored = try database.rows("SELECT name FROM src.sqlite_schema WHERE type = 'table' AND name LIKE 'ANSCK%'").compactMap { $0[0].text }
-        for table in mirrored where (try database.scalar("SELECT EXISTS (SELECT 1 FROM src.\(SQL.quote(table)))").integer ?? 0) == 1 {
-            throw MigrationError(.invalidPlan, "the source mirrors to CloudKit (\(table)), which a job through custom steps does not carry: the container would upload every object again; migrate without the step, or after the container's data is reset",
-                                 file: source.path)
+        let mirrored = try database.rows("SELECT name FROM src.sqlite_schema WHERE type = 'table' AND name LIKE 'ANSCK%'").compactMap {
+            $0[0].text
         }
-        notes.append("a job through custom steps or the app's mapping models does not carry persistent history (its numbering is kept ahead)")
-        decisions.insert(contentsOf: ["source store: version \(first.name)", "destination store: version \(last.name)",
-                                      "path: \(names.first!) -> \(names.last!), \(path.count - 1) steps, \(parts.count) parts composed into one job"], at: 0)
+        for table in mirrored where (try database.scalar("SELECT EXISTS (SELECT 1 FROM src.\(SQL.quote(table)))").integer ?? 0) == 1 {
+            throw MigrationError(
+                .invalidPlan,
+                "the source mirrors to CloudKit (\(table)), which a job through custom steps does not carry: the container would upload every object again; migrate without the step, or after the container's data is reset",
+                file: source.path)
+        }
+        notes.append(
+            "a job through custom steps or the app's mapping models does not carry persistent history (its numbering is kept ahead)")
+        decisions.insert(
+            contentsOf: [
+                "source store: version \(first.name)", "destination store: version \(last.name)",
+                "path: \(names.first!) -> \(names.last!), \(path.count - 1) steps, \(parts.count) parts composed into one job",
+            ], at: 0)
         var inferred = InferredPlan(plan: composed, decisions: decisions, notes: notes)
         inferred.propertyMappings = propertyMappings
         return inferred
@@ -390,22 +455,29 @@ struct CoreDataStepComposition {
             guard let table = layout.table(named: entity.destination.table) else { continue }
             for column in table.columns {
                 guard case let .attribute(owner, property) = column.role,
-                      let declared = layout.model.entity(named: owner)?.property(named: property), !declared.isOptional,
-                      declared.attribute?.derivation == nil, let number = layout.entity(named: owner)?.number else { continue }
+                    let declared = layout.model.entity(named: owner)?.property(named: property), !declared.isOptional,
+                    declared.attribute?.derivation == nil, let number = layout.entity(named: owner)?.number
+                else { continue }
                 let value = entity.columns.first { $0.key.caseInsensitiveCompare(column.name) == .orderedSame }?.value
                 guard value == nil || value == "NULL" else { continue }
                 // A de-duplicated entity's natural key is filled from distinct.source, never from
                 // columns (MigrationPlan.validate refuses it there); a relationship fills its own.
                 guard entity.distinct?.destination.caseInsensitiveCompare(column.name) != .orderedSame,
-                      !entity.relationships.keys.contains(where: { $0.caseInsensitiveCompare(column.name) == .orderedSame }) else { continue }
+                    !entity.relationships.keys.contains(where: { $0.caseInsensitiveCompare(column.name) == .orderedSame })
+                else { continue }
                 // Rows that become that entity (or one below it).
                 let owners = layout.descendants(of: number).map(String.init).joined(separator: ", ")
                 guard let entityNumber = entity.columns.first(where: { $0.key.uppercased() == "Z_ENT" })?.value else { continue }
-                let condition = ["(\(entityNumber)) IN (\(owners))", entity.source.where.map { "(\($0))" }].compactMap { $0 }.joined(separator: " AND ")
-                let count = ((try? database.scalar("SELECT count(*) FROM src.\(SQL.quote(entity.source.table)) WHERE \(condition)").integer) ?? nil) ?? 0
+                let condition = ["(\(entityNumber)) IN (\(owners))", entity.source.where.map { "(\($0))" }].compactMap { $0 }.joined(
+                    separator: " AND ")
+                let count =
+                    ((try? database.scalar("SELECT count(*) FROM src.\(SQL.quote(entity.source.table)) WHERE \(condition)").integer) ?? nil)
+                    ?? 0
                 if count > 0 {
-                    throw MigrationError(.invalidPlan, "attribute \(owner).\(property) is required and no step on the path gives it a value (no default where it was added), and \(count) rows of the source become \(owner): give it a default in the model, or a value in a step",
-                                         entity: owner, column: column.name)
+                    throw MigrationError(
+                        .invalidPlan,
+                        "attribute \(owner).\(property) is required and no step on the path gives it a value (no default where it was added), and \(count) rows of the source become \(owner): give it a default in the model, or a value in a step",
+                        entity: owner, column: column.name)
                 }
             }
         }
@@ -426,43 +498,59 @@ struct CoreDataStepComposition {
         for (index, entity) in step.entities.enumerated() {
             let path = "\(label): entities[\(index)]"
             guard let sourceTable = try after.tableSchema(entity.source.table, in: "src") else {
-                throw MigrationError(.invalidPlan, "\(path).source.table: version \(step.from) has no table \(entity.source.table)", entity: entity.name)
+                throw MigrationError(
+                    .invalidPlan, "\(path).source.table: version \(step.from) has no table \(entity.source.table)", entity: entity.name)
             }
             guard let destinationTable = try after.tableSchema(entity.destination.table, in: "main") else {
-                throw MigrationError(.invalidPlan, "\(path).destination.table: version \(step.to) has no table \(entity.destination.table)", entity: entity.name)
+                throw MigrationError(
+                    .invalidPlan, "\(path).destination.table: version \(step.to) has no table \(entity.destination.table)",
+                    entity: entity.name)
             }
             for column in Array(entity.columns.keys) + Array(entity.relationships.keys)
             where !destinationTable.columns.contains(where: { $0.name.caseInsensitiveCompare(column) == .orderedSame }) {
-                throw MigrationError(.invalidPlan, "\(path).columns.\(column): table \(entity.destination.table) of version \(step.to) has no column \(column)",
-                                     entity: entity.name, column: column)
+                throw MigrationError(
+                    .invalidPlan,
+                    "\(path).columns.\(column): table \(entity.destination.table) of version \(step.to) has no column \(column)",
+                    entity: entity.name, column: column)
             }
             // Each expression over a row of the source table: a column it names that the
             // version does not have is refused (functions of the job are not known here).
-            let expressions = entity.columns.map { ($0.key, $0.value) } + entity.relationships.map { ($0.key, $0.value.from) }
+            let expressions =
+                entity.columns.map { ($0.key, $0.value) } + entity.relationships.map { ($0.key, $0.value.from) }
                 + [("where", entity.source.where)].compactMap { name, value in value.map { (name, $0) } }
             for (name, expression) in expressions {
                 if expression.contains("/* TODO") {
-                    throw MigrationError(.invalidPlan, "\(path).\(name == "where" ? "source.where" : "columns.\(name)"): \"\(expression)\" is a step template's mark, still to write (plan --step-template)",
-                                         entity: entity.name, column: name == "where" ? nil : name)
+                    throw MigrationError(
+                        .invalidPlan,
+                        "\(path).\(name == "where" ? "source.where" : "columns.\(name)"): \"\(expression)\" is a step template's mark, still to write (plan --step-template)",
+                        entity: entity.name, column: name == "where" ? nil : name)
                 }
-                let sql = expression.replacingOccurrences(of: #"coredata_entity(_number)?\("#, with: "abs(", options: [.regularExpression, .caseInsensitive])
+                let sql = expression.replacingOccurrences(
+                    of: #"coredata_entity(_number)?\("#, with: "abs(", options: [.regularExpression, .caseInsensitive])
                 let at = "\(path).\(name == "where" ? "source.where" : "columns.\(name)")"
                 let destinationTables: Set<String>
                 do {
                     let statement = "SELECT \(sql) FROM src.\(SQL.quote(sourceTable.name)) AS s LIMIT 0"
-                    for (table, columns) in try after.columnsRead(in: "src", preparing: statement) { read[table.uppercased(), default: []].formUnion(columns.map { $0.uppercased() }) }
+                    for (table, columns) in try after.columnsRead(in: "src", preparing: statement) {
+                        read[table.uppercased(), default: []].formUnion(columns.map { $0.uppercased() })
+                    }
                     destinationTables = try after.tablesRead(in: "main", preparing: statement)
                 } catch {
                     guard !error.message.contains("no such function") else { continue }
-                    throw MigrationError(.invalidPlan, "\(at): SQLite rejects \"\(expression)\" over \(entity.source.table) of version \(step.from): \(error.message)",
-                                         entity: entity.name, column: name == "where" ? nil : name, cause: error)
+                    throw MigrationError(
+                        .invalidPlan,
+                        "\(at): SQLite rejects \"\(expression)\" over \(entity.source.table) of version \(step.from): \(error.message)",
+                        entity: entity.name, column: name == "where" ? nil : name, cause: error)
                 }
                 // A table named without its schema is the destination's where it has one: at run
                 // time the step would read the new store, not the old one (`main.` says so).
                 if let table = destinationTables.sorted().first,
-                   expression.range(of: #"(?i)\bmain\."#, options: .regularExpression) == nil {
-                    throw MigrationError(.invalidPlan, "\(at): \"\(expression)\" reads table \(table) of version \(step.to), the store being written; a step reads the source's tables as src.\(table)",
-                                         entity: entity.name, column: name == "where" ? nil : name)
+                    expression.range(of: #"(?i)\bmain\."#, options: .regularExpression) == nil
+                {
+                    throw MigrationError(
+                        .invalidPlan,
+                        "\(at): \"\(expression)\" reads table \(table) of version \(step.to), the store being written; a step reads the source's tables as src.\(table)",
+                        entity: entity.name, column: name == "where" ? nil : name)
                 }
             }
         }
@@ -476,33 +564,47 @@ struct CoreDataStepComposition {
     ///
     /// - Throws: ``MigrationError`` naming the step, its entity, the relationship and the side it
     ///   leaves empty, where the step's rows are not made one from each row of the other side.
-    static func fillingInverses(of step: CoreDataStep, in plan: MigrationPlan, layout: CoreDataLayout) throws -> (plan: MigrationPlan, decisions: [String]) {
+    static func fillingInverses(of step: CoreDataStep, in plan: MigrationPlan, layout: CoreDataLayout) throws -> (
+        plan: MigrationPlan, decisions: [String]
+    ) {
         var plan = plan, decisions: [String] = []
         let filled = Set(step.entities.map { $0.destination.table.uppercased() })
         for (index, entity) in step.entities.enumerated() {
-            guard let table = layout.tables.values.first(where: { $0.name.caseInsensitiveCompare(entity.destination.table) == .orderedSame }) else { continue }
+            guard
+                let table = layout.tables.values.first(where: { $0.name.caseInsensitiveCompare(entity.destination.table) == .orderedSame })
+            else { continue }
             for (column, relationship) in entity.relationships.sorted(by: { $0.key < $1.key }) {
                 guard case let .toOne(owner, property)? = table.column(named: column)?.role,
-                      let declared = layout.model.property(property, of: owner)?.property.relationship, let inverse = declared.inverse,
-                      let inverseDeclared = layout.model.property(inverse, of: declared.destination),
-                      inverseDeclared.property.relationship?.isToMany == false,
-                      let targetTable = layout.table(of: declared.destination), !filled.contains(targetTable.name.uppercased()),
-                      let inverseColumn = targetTable.column(for: .toOne(entity: inverseDeclared.declaredBy, property: inverse)),
-                      let target = plan.entities.firstIndex(where: { $0.destination.table.caseInsensitiveCompare(targetTable.name) == .orderedSame }) else { continue }
+                    let declared = layout.model.property(property, of: owner)?.property.relationship, let inverse = declared.inverse,
+                    let inverseDeclared = layout.model.property(inverse, of: declared.destination),
+                    inverseDeclared.property.relationship?.isToMany == false,
+                    let targetTable = layout.table(of: declared.destination), !filled.contains(targetTable.name.uppercased()),
+                    let inverseColumn = targetTable.column(for: .toOne(entity: inverseDeclared.declaredBy, property: inverse)),
+                    let target = plan.entities.firstIndex(where: {
+                        $0.destination.table.caseInsensitiveCompare(targetTable.name) == .orderedSame
+                    })
+                else { continue }
                 let other = plan.entities[target]
                 let key = entity.source.key ?? "rowid"
                 guard entity.source.table.caseInsensitiveCompare(other.source.table) == .orderedSame,
-                      relationship.from.caseInsensitiveCompare(key) == .orderedSame,
-                      (other.source.key ?? "rowid").caseInsensitiveCompare(key) == .orderedSame else {
-                    throw MigrationError(.invalidPlan, "step \(step.from) -> \(step.to): entities[\(index)] (\(entity.name)) fills \(owner).\(property), whose inverse \(inverseDeclared.declaredBy).\(inverse) is a to-one of \(targetTable.name), which the step leaves to inference and which its rows do not tell: add \(targetTable.name) to the step with \(inverseColumn.name) as a relationship to \(entity.name)",
-                                         entity: entity.name, column: column)
+                    relationship.from.caseInsensitiveCompare(key) == .orderedSame,
+                    (other.source.key ?? "rowid").caseInsensitiveCompare(key) == .orderedSame
+                else {
+                    throw MigrationError(
+                        .invalidPlan,
+                        "step \(step.from) -> \(step.to): entities[\(index)] (\(entity.name)) fills \(owner).\(property), whose inverse \(inverseDeclared.declaredBy).\(inverse) is a to-one of \(targetTable.name), which the step leaves to inference and which its rows do not tell: add \(targetTable.name) to the step with \(inverseColumn.name) as a relationship to \(entity.name)",
+                        entity: entity.name, column: column)
                 }
                 plan.entities[target].columns[inverseColumn.name] = nil
-                plan.entities[target].relationships[inverseColumn.name] = .init(from: other.source.key ?? "rowid", to: entity.name, missing: .null)
+                plan.entities[target].relationships[inverseColumn.name] = .init(
+                    from: other.source.key ?? "rowid", to: entity.name, missing: .null)
                 if let entityColumn = targetTable.column(for: .toOneEntity(entity: inverseDeclared.declaredBy, property: inverse)) {
-                    plan.entities[target].columns[entityColumn.name] = entity.columns.first { $0.key.uppercased() == "Z_ENT" }?.value ?? "NULL"
+                    plan.entities[target].columns[entityColumn.name] =
+                        entity.columns.first { $0.key.uppercased() == "Z_ENT" }?.value ?? "NULL"
                 }
-                decisions.append("\(inverseDeclared.declaredBy).\(inverse): the \(entity.name) that step \(step.from) -> \(step.to) makes from the row, through its ID map (the inverse of \(owner).\(property))")
+                decisions.append(
+                    "\(inverseDeclared.declaredBy).\(inverse): the \(entity.name) that step \(step.from) -> \(step.to) makes from the row, through its ID map (the inverse of \(owner).\(property))"
+                )
             }
         }
         return (plan, decisions)
@@ -511,8 +613,10 @@ struct CoreDataStepComposition {
     /// The inferred part around a step, its notes as the step leaves them: an entity the step
     /// fills is not left empty, and an attribute the step reads is not left behind; each said as a
     /// decision instead.
-    static func crediting(_ step: CoreDataStep, reading read: [String: Set<String>], in inferred: InferredPlan,
-                          from: CoreDataModel, to: CoreDataModel) throws -> InferredPlan {
+    static func crediting(
+        _ step: CoreDataStep, reading read: [String: Set<String>], in inferred: InferredPlan,
+        from: CoreDataModel, to: CoreDataModel
+    ) throws -> InferredPlan {
         let before = try CoreDataLayout(model: from), after = try CoreDataLayout(model: to)
         let filled = Set(step.entities.map { $0.destination.table.uppercased() })
         let label = "step \(step.from) -> \(step.to)"
@@ -520,8 +624,10 @@ struct CoreDataStepComposition {
         result.notes = []
         for note in inferred.notes {
             // "entity Color (3): new in the destination model; left empty"
-            if note.hasPrefix("entity "), note.hasSuffix("; left empty"), let name = note.dropFirst(7).split(separator: " ").first.map(String.init),
-               let table = after.table(of: name), filled.contains(table.name.uppercased()) {
+            if note.hasPrefix("entity "), note.hasSuffix("; left empty"),
+                let name = note.dropFirst(7).split(separator: " ").first.map(String.init),
+                let table = after.table(of: name), filled.contains(table.name.uppercased())
+            {
                 result.decisions.append("entity \(name): filled by \(label)")
                 continue
             }
@@ -529,7 +635,8 @@ struct CoreDataStepComposition {
             if let path = note.split(separator: ":").first, note.contains("which the plan does not copy") {
                 let parts = path.split(separator: ".").map(String.init)
                 if parts.count == 2, let table = before.table(of: parts[0]), let column = before.column(of: parts[1], entity: parts[0]),
-                   read[table.name.uppercased()]?.contains(column.name.uppercased()) == true {
+                    read[table.name.uppercased()]?.contains(column.name.uppercased()) == true
+                {
                     result.decisions.append("\(path): read by \(label)")
                     continue
                 }
@@ -542,17 +649,22 @@ struct CoreDataStepComposition {
     /// The plan with `coredata_entity(x)` written out as the mapping of the two versions' entity
     /// numbers by name (`CASE x WHEN 3 THEN 4 ... END`), and `coredata_entity_number('Name')` as
     /// the later version's number.
-    static func entityNumbersWrittenOut(_ plan: MigrationPlan, from: CoreDataModel, to: CoreDataModel, step: CoreDataStep?) throws -> MigrationPlan {
+    static func entityNumbersWrittenOut(_ plan: MigrationPlan, from: CoreDataModel, to: CoreDataModel, step: CoreDataStep?) throws
+        -> MigrationPlan
+    {
         let before = try CoreDataLayout(model: from), after = try CoreDataLayout(model: to)
-        return try entityNumbersWrittenOut(plan, from: Dictionary(before.entities.values.map { ($0.name, $0.number) }, uniquingKeysWith: { a, _ in a }),
-                                           to: Dictionary(after.entities.values.map { ($0.name, $0.number) }, uniquingKeysWith: { a, _ in a }),
-                                           step: step)
+        return try entityNumbersWrittenOut(
+            plan, from: Dictionary(before.entities.values.map { ($0.name, $0.number) }, uniquingKeysWith: { a, _ in a }),
+            to: Dictionary(after.entities.values.map { ($0.name, $0.number) }, uniquingKeysWith: { a, _ in a }),
+            step: step)
     }
 
     /// ``entityNumbersWrittenOut(_:from:to:step:)`` with the entities' numbers by name, as the
     /// two stores' `Z_PRIMARYKEY` give them where they carry no model.
-    static func entityNumbersWrittenOut(_ plan: MigrationPlan, from before: [String: Int64], to after: [String: Int64],
-                                        step: CoreDataStep?) throws -> MigrationPlan {
+    static func entityNumbersWrittenOut(
+        _ plan: MigrationPlan, from before: [String: Int64], to after: [String: Int64],
+        step: CoreDataStep?
+    ) throws -> MigrationPlan {
         let label = step.map { "step \($0.from) -> \($0.to): " } ?? ""
         var cases: [String] = []
         var identity = before.count == after.count
@@ -574,14 +686,18 @@ struct CoreDataStepComposition {
                 guard depth == 0 else { throw MigrationError(.invalidPlan, "\(label)\(sql): an unclosed coredata_entity(") }
                 let argument = text[start.upperBound..<text.index(before: end)]
                 // Numbers that do not change: the value as it is.
-                text.replaceSubrange(start.lowerBound..<end, with: identity ? "(\(argument))" : "(CASE \(argument) \(cases.joined(separator: " ")) END)")
+                text.replaceSubrange(
+                    start.lowerBound..<end, with: identity ? "(\(argument))" : "(CASE \(argument) \(cases.joined(separator: " ")) END)")
             }
-            while let range = text.range(of: #"\bcoredata_entity_number\s*\(\s*('[^']*'|"[^"]*")\s*\)"#, options: [.regularExpression, .caseInsensitive]) {
+            while let range = text.range(
+                of: #"\bcoredata_entity_number\s*\(\s*('[^']*'|"[^"]*")\s*\)"#, options: [.regularExpression, .caseInsensitive])
+            {
                 let call = text[range]
                 let open = call.firstIndex { $0 == "'" || $0 == "\"" }!
                 let name = String(call[call.index(after: open)...].prefix { $0 != call[open] })
                 guard let number = after[name] else {
-                    throw MigrationError(.invalidPlan, "\(label)coredata_entity_number('\(name)'): version \(step?.to ?? "") has no entity \(name)")
+                    throw MigrationError(
+                        .invalidPlan, "\(label)coredata_entity_number('\(name)'): version \(step?.to ?? "") has no entity \(name)")
                 }
                 text.replaceSubrange(range, with: String(number))
             }
@@ -641,7 +757,8 @@ struct CoreDataStepComposition {
         if sql.range(of: #"^\((-?[0-9]+|[A-Za-z_][A-Za-z0-9_]*)\)$"#, options: .regularExpression) != nil {
             return String(sql.dropFirst().dropLast())
         }
-        guard let match = sql.range(of: #"^\(CASE \(?(-?[0-9]+)\)? ((WHEN -?[0-9]+ THEN -?[0-9]+ ?)+)END\)$"#, options: .regularExpression) else { return sql }
+        guard let match = sql.range(of: #"^\(CASE \(?(-?[0-9]+)\)? ((WHEN -?[0-9]+ THEN -?[0-9]+ ?)+)END\)$"#, options: .regularExpression)
+        else { return sql }
         let parts = sql[match].split(separator: " ").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "()")) }
         let value = parts[1]
         var index = 2
@@ -657,8 +774,9 @@ struct CoreDataStepComposition {
     /// columns of its tables).
     static func compose(_ first: MigrationPlan, _ second: MigrationPlan, between: Database, label: String) throws -> MigrationPlan {
         func refuse(_ entity: String, _ column: String?, _ why: String) -> MigrationError {
-            MigrationError(.invalidPlan, "\(label) cannot be composed with the steps before it: \(entity)\(column.map { ".\($0)" } ?? ""): \(why)",
-                           entity: entity, column: column)
+            MigrationError(
+                .invalidPlan, "\(label) cannot be composed with the steps before it: \(entity)\(column.map { ".\($0)" } ?? ""): \(why)",
+                entity: entity, column: column)
         }
         // An entity of `first` goes on as the entity of `second` reading its destination table.
         func nameAfter(_ name: String) -> String? {
@@ -678,12 +796,15 @@ struct CoreDataStepComposition {
                 throw refuse(later.name, nil, "cannot read table \(later.source.table) of the version between: \(error.message)")
             }
             for before in earlier {
-                let relationships = Dictionary(before.relationships.map { ($0.key.uppercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
+                let relationships = Dictionary(
+                    before.relationships.map { ($0.key.uppercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
                 let values = Dictionary(before.columns.map { ($0.key.uppercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
                 // The key of the version between's row, by the later part's name for it or by the
                 // column the earlier part writes it to (a join table built from a to-one names
                 // its row's Z_PK, with no key of its own).
-                let keyNames: Set<String> = [(later.source.key ?? "rowid").uppercased(), "ROWID", (before.destination.key ?? "rowid").uppercased()]
+                let keyNames: Set<String> = [
+                    (later.source.key ?? "rowid").uppercased(), "ROWID", (before.destination.key ?? "rowid").uppercased(),
+                ]
                 // A relationship to the entity `before` goes on as resolves its keys through that
                 // entity's ID map, whose keys are `before`'s source keys.
                 var keyThroughIDMap = false
@@ -691,7 +812,8 @@ struct CoreDataStepComposition {
                     let upper = name.uppercased()
                     if keyNames.contains(upper) {
                         guard before.keys == .preserve || keyThroughIDMap else {
-                            throw refuse(later.name, column, "it reads the key of \(later.source.table), which \(before.name) gives new keys before")
+                            throw refuse(
+                                later.name, column, "it reads the key of \(later.source.table), which \(before.name) gives new keys before")
                         }
                         return before.source.key ?? "rowid"
                     }
@@ -702,7 +824,9 @@ struct CoreDataStepComposition {
                         return simple || Self.isParenthesized(value) ? value : "(\(value))"
                     }
                     if relationships[upper] != nil {
-                        throw refuse(later.name, column, "it reads \(name), which \(before.name) fills through a relationship; use it as a relationship's from")
+                        throw refuse(
+                            later.name, column,
+                            "it reads \(name), which \(before.name) fills through a relationship; use it as a relationship's from")
                     }
                     return "NULL"
                 }
@@ -719,7 +843,10 @@ struct CoreDataStepComposition {
                                     // Another table of the version between (a key path's subquery):
                                     // that table as the earlier part makes it.
                                     guard let table = try derivedTable(name, first: first, between: between) else {
-                                        throw refuse(later.name, column, "it reads another table of the version between (\(qualifier).\(name)), which the steps before fill with new keys or de-duplicated")
+                                        throw refuse(
+                                            later.name, column,
+                                            "it reads another table of the version between (\(qualifier).\(name)), which the steps before fill with new keys or de-duplicated"
+                                        )
                                     }
                                     return table
                                 }
@@ -739,12 +866,15 @@ struct CoreDataStepComposition {
                             return "s." + value.trimmingCharacters(in: CharacterSet(charactersIn: "()"))
                         }
                         if value.range(of: #"^(-?[0-9.]+|'[^']*'|NULL)$"#, options: .regularExpression) != nil { return value }
-                        throw refuse(later.name, column, "it reads s.\(name) in a subquery, which the steps before compute (\(value)) rather than copy")
+                        throw refuse(
+                            later.name, column,
+                            "it reads s.\(name) in a subquery, which the steps before compute (\(value)) rather than copy")
                     }
                 }
-                var entity = EntityMapping(name: earlier.count == 1 ? later.name : "\(later.name) from \(before.name)",
-                                           source: before.source, destination: later.destination,
-                                           keys: before.keys == .allocate || later.keys == .allocate ? .allocate : .preserve)
+                var entity = EntityMapping(
+                    name: earlier.count == 1 ? later.name : "\(later.name) from \(before.name)",
+                    source: before.source, destination: later.destination,
+                    keys: before.keys == .allocate || later.keys == .allocate ? .allocate : .preserve)
                 let conditions = [before.source.where, try later.source.where.map { try substitute($0, column: nil) }].compactMap { $0 }
                 entity.source.where = conditions.isEmpty ? nil : conditions.map { "(\($0))" }.joined(separator: " AND ")
                 for (column, expression) in later.columns {
@@ -760,13 +890,15 @@ struct CoreDataStepComposition {
                     let bare = relationship.from.trimmingCharacters(in: .whitespaces).uppercased()
                     if let through = relationships[bare] {
                         // The earlier part's policy where it leaves rows out (null, skip).
-                        entity.relationships[column] = .init(from: through.from, to: relationship.to,
-                                                             missing: through.missing == .fail ? relationship.missing : through.missing)
+                        entity.relationships[column] = .init(
+                            from: through.from, to: relationship.to,
+                            missing: through.missing == .fail ? relationship.missing : through.missing)
                     } else {
                         keyThroughIDMap = relationship.to == nameAfter(before.name)
                         defer { keyThroughIDMap = false }
-                        entity.relationships[column] = .init(from: try substitute(relationship.from, column: column), to: relationship.to,
-                                                             missing: relationship.missing)
+                        entity.relationships[column] = .init(
+                            from: try substitute(relationship.from, column: column), to: relationship.to,
+                            missing: relationship.missing)
                     }
                 }
                 result.append(entity)
@@ -790,14 +922,16 @@ extension CoreDataStepComposition {
     /// rows new keys or de-duplicates them.
     static func derivedTable(_ name: String, first: MigrationPlan, between: Database) throws -> String? {
         let fills = first.entities.filter { $0.destination.table.caseInsensitiveCompare(name) == .orderedSame }
-        guard fills.allSatisfy({ $0.keys == .preserve && $0.distinct == nil }), let schema = try between.tableSchema(name, in: "main") else { return nil }
+        guard fills.allSatisfy({ $0.keys == .preserve && $0.distinct == nil }), let schema = try between.tableSchema(name, in: "main")
+        else { return nil }
         guard !fills.isEmpty else {
             return "(SELECT \(schema.columns.map { "NULL AS \(SQL.quote($0.name))" }.joined(separator: ", ")) WHERE 0)"
         }
         let selects = fills.map { before in
             let key = (before.destination.key ?? "rowid").uppercased()
             let values = Dictionary(before.columns.map { ($0.key.uppercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
-            let relationships = Dictionary(before.relationships.map { ($0.key.uppercased(), $0.value.from) }, uniquingKeysWith: { a, _ in a })
+            let relationships = Dictionary(
+                before.relationships.map { ($0.key.uppercased(), $0.value.from) }, uniquingKeysWith: { a, _ in a })
             var columns = ["s.\(SQL.quote(before.source.key ?? "rowid")) AS \(SQL.quote(before.destination.key ?? "rowid"))"]
             for column in schema.columns where column.name.uppercased() != key {
                 let value = values[column.name.uppercased()] ?? relationships[column.name.uppercased()] ?? "NULL"
@@ -933,7 +1067,8 @@ struct EntityNumberMap: Equatable {
                 guard let argument = expression() else { return nil }
                 var pairs: [(Int64, Int64)] = []
                 while index + 3 < tokens.count, tokens[index].uppercased() == "WHEN", tokens[index + 2].uppercased() == "THEN",
-                      let from = Int64(tokens[index + 1]), let to = Int64(tokens[index + 3]) {
+                    let from = Int64(tokens[index + 1]), let to = Int64(tokens[index + 3])
+                {
                     pairs.append((from, to))
                     index += 4
                 }
@@ -949,13 +1084,15 @@ struct EntityNumberMap: Equatable {
             }
             let word = tokens[index]
             guard word.range(of: #"^[A-Za-z_][A-Za-z0-9_]*$"#, options: .regularExpression) != nil,
-                  !["CASE", "WHEN", "THEN", "END", "NULL"].contains(word.uppercased()) else { return nil }
+                !["CASE", "WHEN", "THEN", "END", "NULL"].contains(word.uppercased())
+            else { return nil }
             index += 1
             return (String(word), nil)
         }
         // Mappings nested only: one alone is already as short as it gets.
         guard sql.uppercased().components(separatedBy: "CASE").count > 2,
-              let whole = expression(), index == tokens.count, let pairs = whole.pairs else { return nil }
+            let whole = expression(), index == tokens.count, let pairs = whole.pairs
+        else { return nil }
         name = whole.name
         self.pairs = pairs
     }

@@ -20,16 +20,22 @@ final class CoreDataJobPart: StoreHooks {
     /// The check of the store, started in this run while it copies or once the rows are in.
     private var storeCheck: CoreDataStoreCheck.Overlapped?
     /// The check once its part over the rows is done, waiting for the job's completion.
-    private var ending: (check: CoreDataStoreCheck.Overlapped, waited: Double,
-                         rows: (report: CoreDataStoreCheck.Report, seconds: Double, duringCopy: Double, earlyFailure: String?))?
+    private var ending:
+        (
+            check: CoreDataStoreCheck.Overlapped, waited: Double,
+            rows: (report: CoreDataStoreCheck.Report, seconds: Double, duringCopy: Double, earlyFailure: String?)
+        )?
     /// The check's report, once a run completed the job with ``MigrationOptions/checksStore`` on.
     private(set) var checkReport: CoreDataStoreCheck.Report?
 
     /// Registers the store's SQL functions on `database` (the plan's expressions call them).
-    init(database: Database, plan: MigrationPlan, mapping: CoreDataMapping, resolver: Resolver, options: MigrationOptions,
-         logger: Logger, sourcePath: String, checkScratch: URL) throws {
-        bookkeeping = try CoreDataBookkeeping(database: database, plan: plan, mapping: mapping, resolver: resolver,
-                                              sourcePath: sourcePath, destinationPath: database.path)
+    init(
+        database: Database, plan: MigrationPlan, mapping: CoreDataMapping, resolver: Resolver, options: MigrationOptions,
+        logger: Logger, sourcePath: String, checkScratch: URL
+    ) throws {
+        bookkeeping = try CoreDataBookkeeping(
+            database: database, plan: plan, mapping: mapping, resolver: resolver,
+            sourcePath: sourcePath, destinationPath: database.path)
         bookkeeping.logger = { [logger] message in logger.warning("\(message)") }
         self.plan = plan
         self.options = options
@@ -57,9 +63,10 @@ final class CoreDataJobPart: StoreHooks {
         let mode = try database.scalar("PRAGMA main.journal_mode").text?.lowercased()
         let vacuum = try database.scalar("PRAGMA main.auto_vacuum").integer
         let entities = mode != "wal" && vacuum != 1 ? try? CoreDataEntities.read(database, file: database.path) : nil
-        storeCheck = CoreDataStoreCheck.Overlapped(path: database.path, cacheKiB: options.sqliteCacheKiB,
-                                                   indexes: try CheckpointStore.deferredIndexes(in: database), entities: entities,
-                                                   scratch: checkScratch)
+        storeCheck = CoreDataStoreCheck.Overlapped(
+            path: database.path, cacheKiB: options.sqliteCacheKiB,
+            indexes: try CheckpointStore.deferredIndexes(in: database), entities: entities,
+            scratch: checkScratch)
         storeCheck?.tablesFinished(finished)
     }
 
@@ -72,14 +79,16 @@ final class CoreDataJobPart: StoreHooks {
     func rowsIn() throws {
         let missing = bookkeeping.missingExternalFiles.withLock { $0 }
         if missing > 0 {
-            logger.warning("\(missing) values named an external file the source does not have, in an attribute that no longer keeps values in files: written as no value, as Core Data reads none there",
-                           metadata: ["file": "\(CoreDataFinishing.externalDataFolder(of: sourcePath).path)"])
+            logger.warning(
+                "\(missing) values named an external file the source does not have, in an attribute that no longer keeps values in files: written as no value, as Core Data reads none there",
+                metadata: ["file": "\(CoreDataFinishing.externalDataFolder(of: sourcePath).path)"])
         }
         guard options.checksStore else { return }
         if storeCheck == nil {
-            storeCheck = CoreDataStoreCheck.Overlapped(path: database.path, cacheKiB: options.sqliteCacheKiB,
-                                                       indexes: try CheckpointStore.deferredIndexes(in: database), entities: nil,
-                                                       scratch: checkScratch)
+            storeCheck = CoreDataStoreCheck.Overlapped(
+                path: database.path, cacheKiB: options.sqliteCacheKiB,
+                indexes: try CheckpointStore.deferredIndexes(in: database), entities: nil,
+                scratch: checkScratch)
         }
         // Nothing reads the store without locks from here on.
         storeCheck?.copyOver()
@@ -144,8 +153,9 @@ final class CoreDataJobPart: StoreHooks {
     func finishingSteps() throws -> [FinishingStep] {
         let finishing = bookkeeping.finishing
         return try finishing.steps().map { step in
-            FinishingStep(name: step.name, table: step.table, isDone: { try finishing.isDone(step) },
-                          runBatch: { size in try finishing.runBatch(step, size: size) })
+            FinishingStep(
+                name: step.name, table: step.table, isDone: { try finishing.isDone(step) },
+                runBatch: { size in try finishing.runBatch(step, size: size) })
         }
     }
 
@@ -177,8 +187,9 @@ final class CoreDataJobPart: StoreHooks {
         phases.checkAlongside = rows.seconds
         phases.checkDuringCopy = rows.duringCopy
         if let failure = rows.earlyFailure {
-            logger.warning("the store check could not check the finished tables while the job copied; it checked them after the copy instead",
-                           metadata: ["cause": "\(failure)", "file": "\(database.path)"])
+            logger.warning(
+                "the store check could not check the finished tables while the job copied; it checked them after the copy instead",
+                metadata: ["cause": "\(failure)", "file": "\(database.path)"])
         }
     }
 
@@ -195,8 +206,9 @@ final class CoreDataJobPart: StoreHooks {
     private func separatingCarried(_ report: CoreDataStoreCheck.Report) -> CoreDataStoreCheck.Report {
         guard !report.findings.isEmpty else { return report }
         let model = (try? CoreDataModel.read(store: URL(fileURLWithPath: database.path))) ?? nil
-        let result = CoreDataStoreCheck.separatingCarried(report, source: URL(fileURLWithPath: sourcePath),
-                                                          names: .init(plan: plan, destination: model))
+        let result = CoreDataStoreCheck.separatingCarried(
+            report, source: URL(fileURLWithPath: sourcePath),
+            names: .init(plan: plan, destination: model))
         for line in result.carried {
             logger.notice("carried as the source had it: \(line)")
         }

@@ -58,18 +58,22 @@ package struct CoreDataDerivation: Sendable, Equatable {
     package init(entity: String, attribute: String, layout: CoreDataLayout) throws {
         let model = layout.model
         guard let declared = model.property(attribute, of: entity), let expression = declared.property.attribute?.derivation,
-              let column = layout.column(of: attribute, entity: entity)?.name,
-              let table = layout.table(of: declared.declaredBy)?.name,
-              let number = layout.entity(named: declared.declaredBy)?.number else {
-            throw MigrationError(.invalidPlan, "\(entity).\(attribute) is not a derived attribute of the model", entity: entity, column: attribute)
+            let column = layout.column(of: attribute, entity: entity)?.name,
+            let table = layout.table(of: declared.declaredBy)?.name,
+            let number = layout.entity(named: declared.declaredBy)?.number
+        else {
+            throw MigrationError(
+                .invalidPlan, "\(entity).\(attribute) is not a derived attribute of the model", entity: entity, column: attribute)
         }
         let name = declared.declaredBy
         func refuse(_ why: String) -> MigrationError {
-            MigrationError(.invalidPlan, "the derived attribute \(name).\(attribute) (\(expression)): \(why)", entity: name, column: attribute)
+            MigrationError(
+                .invalidPlan, "the derived attribute \(name).\(attribute) (\(expression)): \(why)", entity: name, column: attribute)
         }
         func attributeColumn(_ property: String, of entity: String) throws -> String {
             guard model.property(property, of: entity)?.property.attribute != nil,
-                  let column = layout.column(of: property, entity: entity) else { throw refuse("\(property) is not an attribute of \(entity)") }
+                let column = layout.column(of: property, entity: entity)
+            else { throw refuse("\(property) is not an attribute of \(entity)") }
             return column.name
         }
 
@@ -78,12 +82,15 @@ package struct CoreDataDerivation: Sendable, Equatable {
         let range = layout.descendants(of: number)
         let inTree = layout.entities[number]?.parent != nil || range.count > 1
         let last = range.max() ?? number
-        func entities(_ row: String) -> String { last == number ? "\(number) = \(row)Z_ENT" : "\(number) <= \(row)Z_ENT AND \(row)Z_ENT <= \(last)" }
+        func entities(_ row: String) -> String {
+            last == number ? "\(number) = \(row)Z_ENT" : "\(number) <= \(row)Z_ENT AND \(row)Z_ENT <= \(last)"
+        }
         let rows = inTree ? entities("") : nil
         let andRows = rows.map { " AND \($0)" } ?? "", andNewRows = inTree ? " AND " + entities("NEW.") : ""
         let whenNew = inTree ? " WHEN " + entities("NEW.") : ""
         func notify(_ inserted: Bool, where row: String) -> String {
-            let function = inserted ? "NSCoreDataDATriggerInsertUpdatedAffectedObjectValue" : "NSCoreDataDATriggerUpdatedAffectedObjectValue"
+            let function =
+                inserted ? "NSCoreDataDATriggerInsertUpdatedAffectedObjectValue" : "NSCoreDataDATriggerUpdatedAffectedObjectValue"
             return " SELECT \(function)('\(table)', Z_ENT, Z_PK, '\(attribute)', \(column)) FROM \(table) WHERE \(row);"
         }
         func trigger(_ name: String, _ event: String, on table: String, when: String = "", _ body: String) -> String {
@@ -103,8 +110,9 @@ package struct CoreDataDerivation: Sendable, Equatable {
             if path.count == 2 {
                 // A to-one relationship's attribute.
                 guard let relationship = model.property(path[0], of: entity)?.property.relationship, !relationship.isToMany,
-                      let key = layout.column(of: path[0], entity: entity)?.name,
-                      let target = layout.table(of: relationship.destination)?.name else {
+                    let key = layout.column(of: path[0], entity: entity)?.name,
+                    let target = layout.table(of: relationship.destination)?.name
+                else {
                     throw refuse("\(path[0]) is not a to-one relationship of \(entity)")
                 }
                 let source = try attributeColumn(path[1], of: relationship.destination)
@@ -113,16 +121,24 @@ package struct CoreDataDerivation: Sendable, Equatable {
                 let lookup = "(SELECT \(selected) FROM \(target) WHERE Z_PK = NEW.\(key))"
                 let sourceName = "Z_DA_\(table)_\(name)_\(attribute)_SOURCE", parameter = "Z_DA_\(target)_\(name)_\(attribute)_PARAMETER"
                 // The target aliased: it may be the entity's own table (a parent's name).
-                value = "(SELECT \(function.map { "\($0)(t.\(source))" } ?? "t.\(source)") FROM \(target) AS t WHERE t.Z_PK = \(table).\(key))"
+                value =
+                    "(SELECT \(function.map { "\($0)(t.\(source))" } ?? "t.\(source)") FROM \(target) AS t WHERE t.Z_PK = \(table).\(key))"
                 triggers = [
-                    trigger(sourceName + "_INSERT", "INSERT", on: table,
-                            " UPDATE \(table) SET \(column) = \(lookup) WHERE Z_PK = NEW.Z_PK\(andNewRows);" + notify(true, where: "Z_PK = NEW.Z_PK\(andNewRows)")),
-                    trigger(sourceName + "_UPDATE", "UPDATE OF \(key)", on: table, when: whenNew,
-                            " UPDATE \(table) SET \(column) = \(lookup) WHERE Z_PK = NEW.Z_PK;" + notify(false, where: "Z_PK = NEW.Z_PK")),
-                    trigger(parameter + "_INSERT", "INSERT", on: target,
-                            " UPDATE \(table) SET \(column) = \(fromNew) WHERE \(key) = NEW.Z_PK\(andRows);" + notify(true, where: "\(key) = NEW.Z_PK\(andRows)")),
-                    trigger(parameter + "_UPDATE", "UPDATE OF \(source)", on: target,
-                            " UPDATE \(table) SET \(column) = \(fromNew) WHERE \(key) = NEW.Z_PK\(andRows);" + notify(false, where: "\(key) = NEW.Z_PK\(andRows)")),
+                    trigger(
+                        sourceName + "_INSERT", "INSERT", on: table,
+                        " UPDATE \(table) SET \(column) = \(lookup) WHERE Z_PK = NEW.Z_PK\(andNewRows);"
+                            + notify(true, where: "Z_PK = NEW.Z_PK\(andNewRows)")),
+                    trigger(
+                        sourceName + "_UPDATE", "UPDATE OF \(key)", on: table, when: whenNew,
+                        " UPDATE \(table) SET \(column) = \(lookup) WHERE Z_PK = NEW.Z_PK;" + notify(false, where: "Z_PK = NEW.Z_PK")),
+                    trigger(
+                        parameter + "_INSERT", "INSERT", on: target,
+                        " UPDATE \(table) SET \(column) = \(fromNew) WHERE \(key) = NEW.Z_PK\(andRows);"
+                            + notify(true, where: "\(key) = NEW.Z_PK\(andRows)")),
+                    trigger(
+                        parameter + "_UPDATE", "UPDATE OF \(source)", on: target,
+                        " UPDATE \(table) SET \(column) = \(fromNew) WHERE \(key) = NEW.Z_PK\(andRows);"
+                            + notify(false, where: "\(key) = NEW.Z_PK\(andRows)")),
                 ]
                 break
             }
@@ -137,10 +153,12 @@ package struct CoreDataDerivation: Sendable, Equatable {
             value = newToken.replacingOccurrences(of: "NEW.", with: "")
             let base = "Z_DA_\(table)_\(name)_\(attribute)"
             triggers = [
-                trigger(base + "_INSERT", "INSERT", on: table, when: " WHEN (NEW.\(watched) NOT NULL)",
-                        " UPDATE \(table) SET \(column) = \(newToken) WHERE Z_PK = NEW.Z_PK;" + notify(true, where: "Z_PK = NEW.Z_PK")),
-                trigger(base + "_UPDATE", "UPDATE OF \(watched)", on: table,
-                        " UPDATE \(table) SET \(column) = \(newToken) WHERE Z_PK = NEW.Z_PK;" + notify(false, where: "Z_PK = NEW.Z_PK")),
+                trigger(
+                    base + "_INSERT", "INSERT", on: table, when: " WHEN (NEW.\(watched) NOT NULL)",
+                    " UPDATE \(table) SET \(column) = \(newToken) WHERE Z_PK = NEW.Z_PK;" + notify(true, where: "Z_PK = NEW.Z_PK")),
+                trigger(
+                    base + "_UPDATE", "UPDATE OF \(watched)", on: table,
+                    " UPDATE \(table) SET \(column) = \(newToken) WHERE Z_PK = NEW.Z_PK;" + notify(false, where: "Z_PK = NEW.Z_PK")),
             ]
 
         case let .aggregate(relationshipName, aggregate, operandName):
@@ -157,26 +175,31 @@ package struct CoreDataDerivation: Sendable, Equatable {
                 let parameter = "Z_DA_\(join.name)_\(name)_\(attribute)_PARAMETER"
                 value = "(SELECT IFNULL(COUNT(j.\(owner)), 0) FROM \(join.name) AS j WHERE j.\(owner) = \(table).Z_PK)"
                 triggers = [
-                    trigger(parameter + "_INSERT", "INSERT", on: join.name,
-                            " UPDATE \(table) SET \(column) = IFNULL(\(column), 0) + 1 WHERE Z_PK = NEW.\(owner)\(andRows);"
-                                + notify(false, where: "Z_PK = NEW.\(owner)\(andRows)")),
-                    trigger(parameter + "_DELETE", "DELETE", on: join.name,
-                            " UPDATE \(table) SET \(column) = \(column) - 1 WHERE Z_PK = OLD.\(owner)\(andRows);"
-                                + notify(false, where: "Z_PK = OLD.\(owner)\(andRows)")),
-                    trigger(sourceName + "_INSERT", "INSERT", on: table, when: whenNew,
-                            " UPDATE \(table) SET \(column) = (SELECT IFNULL(COUNT(\(owner)), 0) FROM \(join.name) WHERE \(owner) = NEW.Z_PK) WHERE Z_PK = NEW.Z_PK;"
-                                + notify(false, where: "Z_PK = NEW.Z_PK")),
+                    trigger(
+                        parameter + "_INSERT", "INSERT", on: join.name,
+                        " UPDATE \(table) SET \(column) = IFNULL(\(column), 0) + 1 WHERE Z_PK = NEW.\(owner)\(andRows);"
+                            + notify(false, where: "Z_PK = NEW.\(owner)\(andRows)")),
+                    trigger(
+                        parameter + "_DELETE", "DELETE", on: join.name,
+                        " UPDATE \(table) SET \(column) = \(column) - 1 WHERE Z_PK = OLD.\(owner)\(andRows);"
+                            + notify(false, where: "Z_PK = OLD.\(owner)\(andRows)")),
+                    trigger(
+                        sourceName + "_INSERT", "INSERT", on: table, when: whenNew,
+                        " UPDATE \(table) SET \(column) = (SELECT IFNULL(COUNT(\(owner)), 0) FROM \(join.name) WHERE \(owner) = NEW.Z_PK) WHERE Z_PK = NEW.Z_PK;"
+                            + notify(false, where: "Z_PK = NEW.Z_PK")),
                 ]
                 break
             }
             // A to-many with a to-one inverse: the owner's key is the inverse's column in the
             // target's table.
             guard let inverse = relationship.inverse, let key = layout.column(of: inverse, entity: relationship.destination)?.name,
-                  let target = layout.table(of: relationship.destination)?.name else {
+                let target = layout.table(of: relationship.destination)?.name
+            else {
                 throw refuse("\(relationshipName) has no inverse, which Core Data's SQL store needs to aggregate it")
             }
             let operand = try operandName.map { try attributeColumn($0, of: relationship.destination) } ?? key
-            let aggregated = aggregate == "COUNT" || aggregate == "SUM" ? "IFNULL(\(aggregate)(t.\(operand)), 0)" : "\(aggregate)(t.\(operand))"
+            let aggregated =
+                aggregate == "COUNT" || aggregate == "SUM" ? "IFNULL(\(aggregate)(t.\(operand)), 0)" : "\(aggregate)(t.\(operand))"
             // The target aliased: it may be the entity's own table (a folder's children).
             value = "(SELECT \(aggregated) FROM \(target) AS t WHERE t.\(key) = \(table).Z_PK)"
             guard aggregate == "COUNT" else {
@@ -190,13 +213,17 @@ package struct CoreDataDerivation: Sendable, Equatable {
             }
             triggers = [
                 trigger(parameter + "_INSERT", "INSERT", on: target, when: " WHEN (NEW.\(key) NOT NULL)", step("+", "NEW")),
-                trigger(parameter + "_UPDATE_INCREMENT", "UPDATE OF \(key)", on: target, when: " WHEN (NEW.\(key) NOT NULL)",
-                        " UPDATE \(table) SET \(column) = \(column) + 1 WHERE Z_PK = NEW.\(key)\(andRows);" + notify(false, where: "Z_PK = NEW.\(key)\(andRows)")),
-                trigger(parameter + "_UPDATE_DECREMENT", "UPDATE OF \(key)", on: target, when: " WHEN (OLD.\(key) NOT NULL)", step("-", "OLD")),
+                trigger(
+                    parameter + "_UPDATE_INCREMENT", "UPDATE OF \(key)", on: target, when: " WHEN (NEW.\(key) NOT NULL)",
+                    " UPDATE \(table) SET \(column) = \(column) + 1 WHERE Z_PK = NEW.\(key)\(andRows);"
+                        + notify(false, where: "Z_PK = NEW.\(key)\(andRows)")),
+                trigger(
+                    parameter + "_UPDATE_DECREMENT", "UPDATE OF \(key)", on: target, when: " WHEN (OLD.\(key) NOT NULL)", step("-", "OLD")),
                 trigger(parameter + "_DELETE", "DELETE", on: target, when: " WHEN (OLD.\(key) NOT NULL)", step("-", "OLD")),
-                trigger(sourceName + "_INSERT", "INSERT", on: table, when: whenNew,
-                        " UPDATE \(table) SET \(column) = (SELECT IFNULL(COUNT(\(key)), 0) FROM \(target) WHERE \(key) = NEW.Z_PK) WHERE Z_PK = NEW.Z_PK;"
-                            + notify(true, where: "Z_PK = NEW.Z_PK")),
+                trigger(
+                    sourceName + "_INSERT", "INSERT", on: table, when: whenNew,
+                    " UPDATE \(table) SET \(column) = (SELECT IFNULL(COUNT(\(key)), 0) FROM \(target) WHERE \(key) = NEW.Z_PK) WHERE Z_PK = NEW.Z_PK;"
+                        + notify(true, where: "Z_PK = NEW.Z_PK")),
             ]
         }
         self.entity = name
@@ -231,13 +258,17 @@ package struct CoreDataDerivation: Sendable, Equatable {
             let argument = String(text[text.index(after: open)..<text.index(before: text.endIndex)]).trimmingCharacters(in: .whitespaces)
             if ["count", "sum", "min", "max"].contains(function.lowercased()) {
                 // count:(items), sum:(items.price)
-                return parse(argument.split(separator: ".").first.map { "\($0).@\(function)" + argument.split(separator: ".").dropFirst().map { ".\($0)" }.joined() } ?? "")
+                return parse(
+                    argument.split(separator: ".").first.map {
+                        "\($0).@\(function)" + argument.split(separator: ".").dropFirst().map { ".\($0)" }.joined()
+                    } ?? "")
             }
             guard let sqlFunction = functions[function] else {
                 return .failure("Core Data's SQL store has no derivation function \(function)")
             }
             let path = argument.split(separator: ".").map(String.init)
-            guard (1...2).contains(path.count), path.allSatisfy({ $0.range(of: "^\(identifier)$", options: .regularExpression) != nil }) else {
+            guard (1...2).contains(path.count), path.allSatisfy({ $0.range(of: "^\(identifier)$", options: .regularExpression) != nil })
+            else {
                 return .failure("\(function): takes one key path of at most two steps")
             }
             return .attribute(path: path, function: sqlFunction)

@@ -5,8 +5,9 @@ extension CoreDataLayout {
     /// inverse), stored.
     func isManyToMany(_ property: CoreDataModel.Property) -> Bool {
         guard let relationship = property.relationship, relationship.isToMany, !property.isTransient,
-              let inverse = relationship.inverse,
-              let other = model.property(inverse, of: relationship.destination)?.property.relationship else { return false }
+            let inverse = relationship.inverse,
+            let other = model.property(inverse, of: relationship.destination)?.property.relationship
+        else { return false }
         return other.isToMany
     }
 
@@ -34,19 +35,23 @@ extension CoreDataLayout {
             for key in ["_ent", "_pk", "_opt"] { table.insert(key) }
         }
         let all = model.allProperties(of: entity).map(\.property)
-        let columns = self.table(of: entity)?.columns.filter { column in
-            switch column.role {
-            case let .toOne(owner, _), let .toOneEntity(owner, _): owner == entity
-            default: false
-            }
-        } ?? []
+        let columns =
+            self.table(of: entity)?.columns.filter { column in
+                switch column.role {
+                case let .toOne(owner, _), let .toOneEntity(owner, _): owner == entity
+                default: false
+                }
+            } ?? []
         for attributes in [true, false] {
             var byName = CoreDataPropertyOrder.Table()
             for property in all where (property.attribute != nil) == attributes { byName.insert(property.name) }
             for name in byName.keys {
                 guard let property = description.property(named: name), !property.isTransient else { continue }
                 if let relationship = property.relationship, !relationship.isToMany {
-                    for column in columns where column.role == .toOne(entity: entity, property: name) || column.role == .toOneEntity(entity: entity, property: name) {
+                    for column in columns
+                    where column.role == .toOne(entity: entity, property: name)
+                        || column.role == .toOneEntity(entity: entity, property: name)
+                    {
                         table.insert("_" + column.name)
                     }
                 }
@@ -62,8 +67,10 @@ extension CoreDataLayout {
     /// the order column of a to-one whose inverse is ordered, added by the walk of an ancestor to
     /// it and its sub-entities; the owner columns of a to-many without inverse, added to its
     /// target and the target's sub-entities by the first walk that meets the to-many.
-    func mappingKeys(of entity: String, table base: CoreDataPropertyOrder.Table, walked: Set<String>,
-                     descendants: [String: Set<String>]) -> [String] {
+    func mappingKeys(
+        of entity: String, table base: CoreDataPropertyOrder.Table, walked: Set<String>,
+        descendants: [String: Set<String>]
+    ) -> [String] {
         var table = base
         let ancestors = model.lineage(of: entity).dropFirst().map(\.name)
         for column in self.table(of: entity)?.columns ?? [] {
@@ -117,22 +124,28 @@ extension CoreDataLayout {
             walked.insert(entity)
             for name in CoreDataPropertyOrder.order(keys, count: keys.count) {
                 guard let (declaredBy, property) = properties[name], isManyToMany(property),
-                      !laidOut.contains(Key(entity: declaredBy, property: name)),
-                      let relationship = property.relationship, let inverseName = relationship.inverse,
-                      let inverse = model.property(inverseName, of: relationship.destination),
-                      let owner = numbers[declaredBy], let target = numbers[relationship.destination],
-                      let other = numbers[inverse.declaredBy], let inverseRelationship = inverse.property.relationship,
-                      let inverseTarget = numbers[inverseRelationship.destination] else { continue }
+                    !laidOut.contains(Key(entity: declaredBy, property: name)),
+                    let relationship = property.relationship, let inverseName = relationship.inverse,
+                    let inverse = model.property(inverseName, of: relationship.destination),
+                    let owner = numbers[declaredBy], let target = numbers[relationship.destination],
+                    let other = numbers[inverse.declaredBy], let inverseRelationship = inverse.property.relationship,
+                    let inverseTarget = numbers[inverseRelationship.destination]
+                else { continue }
                 let me = Key(entity: declaredBy, property: name), them = Key(entity: inverse.declaredBy, property: inverseName)
                 laidOut.formUnion([me, them])
                 let table = "Z_\(owner)\(name.uppercased())"
                 if me == them {
                     let column = unique("Z_\(owner)\(name.uppercased())", in: declaredBy)
                     let order = relationship.isOrdered ? unique("Z_FOK_\(owner)\(name.uppercased())", in: declaredBy) : nil
-                    joinTables.append(JoinTable(name: table, sides: [
-                        .init(column: column, target: target, entity: declaredBy, property: name, order: order),
-                        .init(column: "REFLEXIVE", target: target, entity: declaredBy, property: nil, order: relationship.isOrdered ? "FOK_REFLEXIVE" : nil),
-                    ]))
+                    joinTables.append(
+                        JoinTable(
+                            name: table,
+                            sides: [
+                                .init(column: column, target: target, entity: declaredBy, property: name, order: order),
+                                .init(
+                                    column: "REFLEXIVE", target: target, entity: declaredBy, property: nil,
+                                    order: relationship.isOrdered ? "FOK_REFLEXIVE" : nil),
+                            ]))
                     continue
                 }
                 // Core Data names the column of the side met second first (NSSQLManyToMany's
@@ -143,10 +156,15 @@ extension CoreDataLayout {
                 let secondOrder = relationship.isOrdered ? unique("Z_FOK_\(other)\(name.uppercased())", in: inverse.declaredBy) : nil
                 let firstColumn = unique("Z_\(owner)\(inverseName.uppercased())", in: declaredBy)
                 let firstOrder = inverseRelationship.isOrdered ? unique("Z_FOK_\(owner)\(inverseName.uppercased())", in: declaredBy) : nil
-                joinTables.append(JoinTable(name: table, sides: [
-                    .init(column: firstColumn, target: inverseTarget, entity: inverse.declaredBy, property: inverseName, order: firstOrder),
-                    .init(column: secondColumn, target: target, entity: declaredBy, property: name, order: secondOrder),
-                ]))
+                joinTables.append(
+                    JoinTable(
+                        name: table,
+                        sides: [
+                            .init(
+                                column: firstColumn, target: inverseTarget, entity: inverse.declaredBy, property: inverseName,
+                                order: firstOrder),
+                            .init(column: secondColumn, target: target, entity: declaredBy, property: name, order: secondOrder),
+                        ]))
             }
         }
     }

@@ -25,7 +25,9 @@ extension CoreDataLayout {
     /// - Throws: ``MigrationError`` naming `file`, the entity, the property and the column where the
     ///   store does not fit its model (a model edited after the store was written, or the wrong
     ///   model given).
-    func resolved(against database: Database, schema: String, file: String, entities known: CoreDataEntities? = nil) throws -> (CoreDataLayout, OtherTables) {
+    func resolved(against database: Database, schema: String, file: String, entities known: CoreDataEntities? = nil) throws -> (
+        CoreDataLayout, OtherTables
+    ) {
         var resolved = self
         let tableNames: [String]
         var primaryKeys: [[SQLiteValue]] = []
@@ -34,9 +36,12 @@ extension CoreDataLayout {
                 "SELECT name FROM \(schema).sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
             ).compactMap { $0[0].text }
             if let known {
-                primaryKeys = known.entities.values.sorted { $0.number < $1.number }.map { [.integer($0.number), .text($0.name), .integer($0.parent ?? 0)] }
+                primaryKeys = known.entities.values.sorted { $0.number < $1.number }.map {
+                    [.integer($0.number), .text($0.name), .integer($0.parent ?? 0)]
+                }
             } else if tableNames.contains("Z_PRIMARYKEY") {
-                primaryKeys = try database.rows("SELECT Z_ENT, Z_NAME, Z_SUPER FROM \(schema).Z_PRIMARYKEY WHERE Z_ENT < 16000 ORDER BY Z_ENT")
+                primaryKeys = try database.rows(
+                    "SELECT Z_ENT, Z_NAME, Z_SUPER FROM \(schema).Z_PRIMARYKEY WHERE Z_ENT < 16000 ORDER BY Z_ENT")
             }
         } catch {
             throw MigrationError(.store, "cannot read the store's schema: \(error.message)", file: file, sql: error.sql, cause: error)
@@ -57,17 +62,23 @@ extension CoreDataLayout {
             let columns = try Self.columns(database, schema: schema, table: real, file: file)
             for column in table.columns {
                 guard let found = columns.first(where: { $0.name.caseInsensitiveCompare(column.name) == .orderedSame }) else {
-                    throw MigrationError(.store, "\(real) has no column \(column.name) for \(describe(column.role, root: rootName)) of the store's model: the store does not fit the model (was the model edited after the store was written?)",
-                                         file: file)
+                    throw MigrationError(
+                        .store,
+                        "\(real) has no column \(column.name) for \(describe(column.role, root: rootName)) of the store's model: the store does not fit the model (was the model edited after the store was written?)",
+                        file: file)
                 }
                 guard found.type.caseInsensitiveCompare(column.type) == .orderedSame else {
-                    throw MigrationError(.store, "\(real).\(found.name) is declared \(found.type) but \(describe(column.role, root: rootName)) is stored as \(column.type): the store does not fit its model",
-                                         file: file)
+                    throw MigrationError(
+                        .store,
+                        "\(real).\(found.name) is declared \(found.type) but \(describe(column.role, root: rootName)) is stored as \(column.type): the store does not fit its model",
+                        file: file)
                 }
             }
             for column in columns where table.column(named: column.name) == nil {
-                throw MigrationError(.store, "\(real).\(column.name) belongs to no property of entity \(rootName) or its sub-entities in the store's model: the store does not fit the model (was the model edited after the store was written?)",
-                                     file: file)
+                throw MigrationError(
+                    .store,
+                    "\(real).\(column.name) belongs to no property of entity \(rootName) or its sub-entities in the store's model: the store does not fit the model (was the model edited after the store was written?)",
+                    file: file)
             }
             resolved.tables[table.root]?.name = real
             for number in descendants(of: table.root) { resolved.entities[number]?.table = real }
@@ -76,13 +87,16 @@ extension CoreDataLayout {
         for (index, join) in joinTables.enumerated() {
             guard let real = byUpperName[join.name.uppercased()] else {
                 let sides = join.sides.compactMap { side in side.property.map { "\(side.entity).\($0)" } }.joined(separator: " and ")
-                throw MigrationError(.store, "the store has no join table \(join.name) for the many-to-many \(sides) of its model", file: file)
+                throw MigrationError(
+                    .store, "the store has no join table \(join.name) for the many-to-many \(sides) of its model", file: file)
             }
             claimed.insert(real)
             let columns = try Self.columns(database, schema: schema, table: real, file: file).map { $0.name.uppercased() }
             guard Set(columns) == Set(join.columns.map { $0.uppercased() }) else {
-                throw MigrationError(.store, "join table \(real) has columns \(columns.joined(separator: ", ")) where its model implies \(join.columns.joined(separator: ", "))",
-                                     file: file)
+                throw MigrationError(
+                    .store,
+                    "join table \(real) has columns \(columns.joined(separator: ", ")) where its model implies \(join.columns.joined(separator: ", "))",
+                    file: file)
             }
             resolved.joinTables[index].name = real
         }
@@ -114,16 +128,23 @@ extension CoreDataLayout {
             stored[name] = (number, row[2].integer ?? 0)
         }
         for entity in entities.values where stored[entity.name] == nil {
-            guard let stale = stored.first(where: { self.entity(named: $0.key) == nil && $0.value == (entity.number, entity.parent ?? 0) })?.key else { continue }
+            guard
+                let stale = stored.first(where: { self.entity(named: $0.key) == nil && $0.value == (entity.number, entity.parent ?? 0) })?
+                    .key
+            else { continue }
             stored[entity.name] = stored.removeValue(forKey: stale)
         }
         for entity in entities.values.sorted(by: { $0.number < $1.number }) {
             guard let (number, parent) = stored[entity.name] else {
-                throw MigrationError(.store, "Z_PRIMARYKEY does not list entity \(entity.name) of the store's model: the store does not fit the model", file: file)
+                throw MigrationError(
+                    .store, "Z_PRIMARYKEY does not list entity \(entity.name) of the store's model: the store does not fit the model",
+                    file: file)
             }
             guard number == entity.number, parent == (entity.parent ?? 0) else {
-                throw MigrationError(.store, "Z_PRIMARYKEY numbers entity \(entity.name) \(number) (parent \(parent)) where its model gives \(entity.number) (parent \(entity.parent ?? 0)): the store does not fit the model",
-                                     file: file)
+                throw MigrationError(
+                    .store,
+                    "Z_PRIMARYKEY numbers entity \(entity.name) \(number) (parent \(parent)) where its model gives \(entity.number) (parent \(entity.parent ?? 0)): the store does not fit the model",
+                    file: file)
             }
         }
         if let extra = stored.keys.sorted().first(where: { entity(named: $0) == nil }) {

@@ -160,7 +160,8 @@ package struct CoreDataLayout: Sendable {
     /// The column holding property `property` of entity `entity` (declared by it or inherited).
     package func column(of property: String, entity: String) -> Column? {
         guard let declared = model.property(property, of: entity), let table = table(of: entity) else { return nil }
-        let role: Column.Role = declared.property.attribute != nil
+        let role: Column.Role =
+            declared.property.attribute != nil
             ? .attribute(entity: declared.declaredBy, property: property) : .toOne(entity: declared.declaredBy, property: property)
         return table.column(for: role)
     }
@@ -189,8 +190,9 @@ package struct CoreDataLayout: Sendable {
             // `order` lists each parent before its sub-entities.
             let root = parent.flatMap { roots[$0] } ?? name
             roots[name] = root
-            entities[numbers[name]!] = Entity(number: numbers[name]!, name: name, parent: parent.flatMap { numbers[$0] },
-                                              root: numbers[root]!, table: "Z" + root.uppercased())
+            entities[numbers[name]!] = Entity(
+                number: numbers[name]!, name: name, parent: parent.flatMap { numbers[$0] },
+                root: numbers[root]!, table: "Z" + root.uppercased())
         }
         try layOutEntityTables(order: order, numbers: numbers, entities: byName, roots: roots)
         layOutJoinTables(numbers: numbers)
@@ -204,7 +206,9 @@ package struct CoreDataLayout: Sendable {
                 return order == .orderedSame ? a < b : order == .orderedAscending
             }
         }
-        let children = Dictionary(grouping: model.entities.filter { $0.parent != nil }, by: { $0.parent! }).mapValues { sorted($0.map(\.name)) }
+        let children = Dictionary(grouping: model.entities.filter { $0.parent != nil }, by: { $0.parent! }).mapValues {
+            sorted($0.map(\.name))
+        }
         var result: [String] = []
         func visit(_ name: String) {
             result.append(name)
@@ -214,16 +218,20 @@ package struct CoreDataLayout: Sendable {
         return result
     }
 
-    private mutating func layOutEntityTables(order: [String], numbers: [String: Int64], entities byName: [String: CoreDataModel.Entity],
-                                             roots: [String: String]) throws {
+    private mutating func layOutEntityTables(
+        order: [String], numbers: [String: Int64], entities byName: [String: CoreDataModel.Entity],
+        roots: [String: String]
+    ) throws {
         let hasSubentities = Set(model.entities.compactMap(\.parent))
         let members = Dictionary(grouping: order, by: { roots[$0] ?? $0 })
         for rootName in order where byName[rootName]?.parent == nil {
             let root = numbers[rootName]!
             var used: [String: Int] = [:]
-            var columns = [Column(name: "Z_PK", type: "INTEGER", role: .key),
-                           Column(name: "Z_ENT", type: "INTEGER", role: .entityNumber),
-                           Column(name: "Z_OPT", type: "INTEGER", role: .version)]
+            var columns = [
+                Column(name: "Z_PK", type: "INTEGER", role: .key),
+                Column(name: "Z_ENT", type: "INTEGER", role: .entityNumber),
+                Column(name: "Z_OPT", type: "INTEGER", role: .version),
+            ]
             for name in members[rootName] ?? [] {
                 guard let entity = byName[name] else { continue }
                 for property in entity.properties.sorted(by: { $0.name < $1.name }) where !property.isTransient {
@@ -235,21 +243,29 @@ package struct CoreDataLayout: Sendable {
                     switch property.kind {
                     case let .attribute(attribute):
                         guard attribute.type != .composite else {
-                            throw MigrationError(.store, "attribute \(name).\(property.name) is a composite attribute, which this version does not lay out")
+                            throw MigrationError(
+                                .store, "attribute \(name).\(property.name) is a composite attribute, which this version does not lay out")
                         }
-                        columns.append(Column(name: "Z" + columnName, type: attribute.type.columnType,
-                                              role: .attribute(entity: name, property: property.name)))
+                        columns.append(
+                            Column(
+                                name: "Z" + columnName, type: attribute.type.columnType,
+                                role: .attribute(entity: name, property: property.name)))
                     case let .relationship(relationship):
                         columns.append(Column(name: "Z" + columnName, type: "INTEGER", role: .toOne(entity: name, property: property.name)))
                         if hasSubentities.contains(relationship.destination), let target = numbers[relationship.destination] {
-                            columns.append(Column(name: "Z\(target)_\(columnName)", type: "INTEGER",
-                                                  role: .toOneEntity(entity: name, property: property.name)))
+                            columns.append(
+                                Column(
+                                    name: "Z\(target)_\(columnName)", type: "INTEGER",
+                                    role: .toOneEntity(entity: name, property: property.name)))
                         }
                         if let inverse = relationship.inverse,
-                           let other = model.property(inverse, of: relationship.destination)?.property.relationship,
-                           other.isToMany, other.isOrdered {
-                            columns.append(Column(name: "Z_FOK_" + columnName, type: "INTEGER",
-                                                  role: .toOneOrder(entity: name, property: property.name)))
+                            let other = model.property(inverse, of: relationship.destination)?.property.relationship,
+                            other.isToMany, other.isOrdered
+                        {
+                            columns.append(
+                                Column(
+                                    name: "Z_FOK_" + columnName, type: "INTEGER",
+                                    role: .toOneOrder(entity: name, property: property.name)))
                         }
                     }
                 }
@@ -261,11 +277,14 @@ package struct CoreDataLayout: Sendable {
             guard let entity = byName[name] else { continue }
             for property in entity.properties.sorted(by: { $0.name < $1.name }) where !property.isTransient {
                 guard let relationship = property.relationship, relationship.isToMany, relationship.inverse == nil,
-                      let targetRoot = roots[relationship.destination].flatMap({ numbers[$0] }), let owner = numbers[name] else { continue }
+                    let targetRoot = roots[relationship.destination].flatMap({ numbers[$0] }), let owner = numbers[name]
+                else { continue }
                 let base = "\(owner)\(property.name.uppercased())"
-                tables[targetRoot]?.columns.append(Column(name: "Z" + base, type: "INTEGER", role: .toManyOwner(entity: name, property: property.name)))
+                tables[targetRoot]?.columns.append(
+                    Column(name: "Z" + base, type: "INTEGER", role: .toManyOwner(entity: name, property: property.name)))
                 if relationship.isOrdered {
-                    tables[targetRoot]?.columns.append(Column(name: "Z_FOK_" + base, type: "INTEGER", role: .toManyOrder(entity: name, property: property.name)))
+                    tables[targetRoot]?.columns.append(
+                        Column(name: "Z_FOK_" + base, type: "INTEGER", role: .toManyOrder(entity: name, property: property.name)))
                 }
             }
         }

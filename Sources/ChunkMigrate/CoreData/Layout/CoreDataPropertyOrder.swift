@@ -131,7 +131,9 @@ struct CoreDataPropertyOrder {
             var result = UInt32(truncatingIfNeeded: length)
             var index = 0
             while index + 4 <= units.count {
-                result = result &* 67503105 &+ units[index] &* 16974593 &+ units[index + 1] &* 66049 &+ units[index + 2] &* 257 &+ units[index + 3]
+                result =
+                    result &* 67503105 &+ units[index] &* 16974593 &+ units[index + 1] &* 66049 &+ units[index + 2] &* 257
+                    &+ units[index + 3]
                 index += 4
             }
             while index < units.count {

@@ -72,7 +72,8 @@ package struct CoreDataMappingModelFile: Sendable {
         /// on such an expression: `$source.a` then `.b` is `a.b`).
         package var sourceKeyPath: String? {
             guard case let .function(operand, selector, arguments) = self,
-                  selector == "valueForKeyPath:" || selector == "valueForKey:", arguments.count == 1 else { return nil }
+                selector == "valueForKeyPath:" || selector == "valueForKey:", arguments.count == 1
+            else { return nil }
             let path: String
             switch arguments[0] {
             case let .keyPath(text): path = text
@@ -102,12 +103,14 @@ package struct CoreDataMappingModelFile: Sendable {
             case let .function(operand, selector, arguments):
                 if let path = sourceKeyPath { return "$source.\(path)" }
                 if case let .function(inner, "valueForKeyPath:", _) = operand, case .variable = inner,
-                   selector == "valueForKeyPath:", arguments.count == 1, case let .keyPath(path) = arguments[0] {
+                    selector == "valueForKeyPath:", arguments.count == 1, case let .keyPath(path) = arguments[0]
+                {
                     return "\(operand).\(path)"
                 }
                 return "FUNCTION(\(([operand.description, "\"\(selector)\""] + arguments.map(\.description)).joined(separator: ", ")))"
             case let .fetch(entity, predicate):
-                return "FETCH(FUNCTION($manager, \"fetchRequestForSourceEntityNamed:predicateString:\", \"\(entity)\", \"\(predicate)\"), $manager.sourceContext, NO)"
+                return
+                    "FETCH(FUNCTION($manager, \"fetchRequestForSourceEntityNamed:predicateString:\", \"\(entity)\", \"\(predicate)\"), $manager.sourceContext, NO)"
             case let .other(name): return "<\(name)>"
             }
         }
@@ -152,7 +155,8 @@ package struct CoreDataMappingModelFile: Sendable {
             throw MigrationError(.store, "not a mapping model's xcmapping.xml: \(error)", file: file.path)
         }
         guard let model = reader.objects.values.first(where: { $0.type == "XDDEVMAPPINGMODEL" }),
-              let sourcePath = model.attributes["sourcemodelpath"], let destinationPath = model.attributes["destinationmodelpath"] else {
+            let sourcePath = model.attributes["sourcemodelpath"], let destinationPath = model.attributes["destinationmodelpath"]
+        else {
             throw MigrationError(.store, "not a mapping model's xcmapping.xml (no source and destination model paths)", file: file.path)
         }
         func version(_ path: String) -> String {
@@ -181,15 +185,18 @@ package struct CoreDataMappingModelFile: Sendable {
         for object in objects {
             let source = object.attributes["sourcename"].flatMap { $0.isEmpty ? nil : $0 }
             let destination = object.attributes["destinationname"].flatMap { $0.isEmpty ? nil : $0 }
-            let name = object.attributes["name"].flatMap { $0.isEmpty ? nil : $0 }
+            let name =
+                object.attributes["name"].flatMap { $0.isEmpty ? nil : $0 }
                 ?? (source != nil && destination != nil ? "\(source!)To\(destination!)" : destination ?? source ?? "")
-            var mapping = EntityMapping(name: name, kind: object.attributes["mappingtypename"] ?? "Undefined", source: source,
-                                        destination: destination, filter: object.attributes["sourcefilterpredicatestring"].flatMap { $0.isEmpty ? nil : $0 },
-                                        policy: object.attributes["migrationpolicyclassname"].flatMap { $0.isEmpty ? nil : $0 })
+            var mapping = EntityMapping(
+                name: name, kind: object.attributes["mappingtypename"] ?? "Undefined", source: source,
+                destination: destination, filter: object.attributes["sourcefilterpredicatestring"].flatMap { $0.isEmpty ? nil : $0 },
+                policy: object.attributes["migrationpolicyclassname"].flatMap { $0.isEmpty ? nil : $0 })
             mapping.expressionsComplete = false
             if let text = object.attributes["userinfodata"], !text.isEmpty {
                 guard let bytes = Data(base64Encoded: text, options: .ignoreUnknownCharacters),
-                      let archive = try? KeyedArchive(PropertyList(binary: Array(bytes))) else {
+                    let archive = try? KeyedArchive(PropertyList(binary: Array(bytes)))
+                else {
                     throw MigrationError(.store, "entity mapping \(name): its user info does not read", file: file.path)
                 }
                 mapping.userInfo = userInfo(archive.top["root"], in: archive)
@@ -207,8 +214,11 @@ package struct CoreDataMappingModelFile: Sendable {
                 var properties: [PropertyMapping] = []
                 for id in object.relationships[key] ?? [] {
                     guard let property = reader.objects[id], let propertyName = property.attributes["name"] else { continue }
-                    let written = property.attributes["autogenerateexpression"] == "1" ? nil
-                        : try archived(property.attributes["valueexpressiondata"], "entity mapping \(name), \(propertyName): its value expression")
+                    let written =
+                        property.attributes["autogenerateexpression"] == "1"
+                        ? nil
+                        : try archived(
+                            property.attributes["valueexpressiondata"], "entity mapping \(name), \(propertyName): its value expression")
                     properties.append(PropertyMapping(name: propertyName, value: written))
                 }
                 properties.sort { $0.name < $1.name }
@@ -216,7 +226,8 @@ package struct CoreDataMappingModelFile: Sendable {
             }
             mappings.append(mapping)
         }
-        return CoreDataMappingModelFile(url: url, source: version(sourcePath), destination: version(destinationPath), entityMappings: mappings)
+        return CoreDataMappingModelFile(
+            url: url, source: version(sourcePath), destination: version(destinationPath), entityMappings: mappings)
     }
 
     /// The mapping model with the value expressions Xcode's compiler generates where its source
@@ -243,9 +254,11 @@ package struct CoreDataMappingModelFile: Sendable {
             for property in mapping.relationships.indices where mapping.relationships[property].value == nil {
                 let name = mapping.relationships[property].name
                 guard let old = properties.first(where: { $0.property.name == name })?.property.relationship,
-                      let through = mappingOf[old.destination] else { continue }
-                mapping.relationships[property].value = .function(operand: .variable("manager"), selector: "destinationInstancesForEntityMappingNamed:sourceInstances:",
-                                                                   arguments: [.constant(.string(through)), .sourceKeyPath(name)])
+                    let through = mappingOf[old.destination]
+                else { continue }
+                mapping.relationships[property].value = .function(
+                    operand: .variable("manager"), selector: "destinationInstancesForEntityMappingNamed:sourceInstances:",
+                    arguments: [.constant(.string(through)), .sourceKeyPath(name)])
             }
             mapping.expressionsComplete = true
             copy.entityMappings[index] = mapping
@@ -260,11 +273,14 @@ package struct CoreDataMappingModelFile: Sendable {
         do {
             archive = try KeyedArchive(PropertyList(binary: Array(data)))
         } catch {
-            throw MigrationError(.store, "not a compiled mapping model (a keyed archive of NSMappingModel): \(error)", file: url.path, cause: error)
+            throw MigrationError(
+                .store, "not a compiled mapping model (a keyed archive of NSMappingModel): \(error)", file: url.path, cause: error)
         }
         guard let root = archive.resolve(archive.top["root"]), archive.className(archive.top["root"]) == "NSMappingModel",
-              let list = archive.objects(root["NSEntityMappings"]) else {
-            throw MigrationError(.store, "not a compiled mapping model: its root is not an NSMappingModel with entity mappings", file: url.path)
+            let list = archive.objects(root["NSEntityMappings"])
+        else {
+            throw MigrationError(
+                .store, "not a compiled mapping model: its root is not an NSMappingModel with entity mappings", file: url.path)
         }
         let kinds = [1: "Custom", 2: "Add", 3: "Remove", 4: "Copy", 5: "Transform"]
         var mappings: [EntityMapping] = []
@@ -276,10 +292,11 @@ package struct CoreDataMappingModelFile: Sendable {
                 if case let .data(bytes)? = archive.resolve(object[key])?["NS.data"] { return bytes }
                 return nil
             }
-            var mapping = EntityMapping(name: name, kind: kinds[Int(archive.resolve(object["NSMappingType"])?.integer ?? 0)] ?? "Undefined",
-                                        source: archive.string(object["NSSourceEntityName"]), destination: archive.string(object["NSDestinationEntityName"]),
-                                        sourceHash: hash("NSSourceEntityVersionHash"), destinationHash: hash("NSDestinationEntityVersionHash"),
-                                        policy: archive.string(object["NSEntityMigrationPolicyClassName"]))
+            var mapping = EntityMapping(
+                name: name, kind: kinds[Int(archive.resolve(object["NSMappingType"])?.integer ?? 0)] ?? "Undefined",
+                source: archive.string(object["NSSourceEntityName"]), destination: archive.string(object["NSDestinationEntityName"]),
+                sourceHash: hash("NSSourceEntityVersionHash"), destinationHash: hash("NSDestinationEntityVersionHash"),
+                policy: archive.string(object["NSEntityMigrationPolicyClassName"]))
             mapping.userInfo = userInfo(object["NSUserInfo"], in: archive)
             do {
                 var budget = expressionBudget
@@ -294,8 +311,11 @@ package struct CoreDataMappingModelFile: Sendable {
                 for (key, isRelationship) in [("NSAttributeMappings", false), ("NSRelationshipMappings", true)] {
                     var properties: [PropertyMapping] = []
                     for item in archive.objects(object[key]) ?? [] {
-                        guard let property = archive.resolve(item), let propertyName = archive.string(property["NSDestinationPropertyName"]) else { continue }
-                        properties.append(PropertyMapping(name: propertyName, value: try expression(property["NSValueExpression"], in: archive, budget: &budget)))
+                        guard let property = archive.resolve(item), let propertyName = archive.string(property["NSDestinationPropertyName"])
+                        else { continue }
+                        properties.append(
+                            PropertyMapping(
+                                name: propertyName, value: try expression(property["NSValueExpression"], in: archive, budget: &budget)))
                     }
                     properties.sort { $0.name < $1.name }
                     if isRelationship { mapping.relationships = properties } else { mapping.attributes = properties }
@@ -314,7 +334,9 @@ package struct CoreDataMappingModelFile: Sendable {
     /// is (a mapping model for another model, or an edited one).
     package func matched(in bundle: CoreDataModelBundle) -> CoreDataMappingModelFile? {
         guard entityMappings.contains(where: { $0.sourceHash != nil || $0.destinationHash != nil }) else { return self }
-        func fits(_ version: CoreDataModelBundle.Version, _ side: KeyPath<EntityMapping, String?>, _ hash: KeyPath<EntityMapping, [UInt8]?>) -> Bool {
+        func fits(_ version: CoreDataModelBundle.Version, _ side: KeyPath<EntityMapping, String?>, _ hash: KeyPath<EntityMapping, [UInt8]?>)
+            -> Bool
+        {
             entityMappings.allSatisfy { mapping in
                 guard let name = mapping[keyPath: side], let recorded = mapping[keyPath: hash] else { return true }
                 return version.hashes.entities[name] == recorded
@@ -346,7 +368,8 @@ package struct CoreDataMappingModelFile: Sendable {
     static func expression(_ reference: PropertyList?, in archive: KeyedArchive, budget: inout Int, depth: Int = 0) throws -> Expression? {
         budget -= 1
         guard budget >= 0, depth < 64 else {
-            throw KeyedArchive.Malformed(description: "its expressions have more than \(expressionBudget) parts or nest more than 64 deep, or refer to themselves")
+            throw KeyedArchive.Malformed(
+                description: "its expressions have more than \(expressionBudget) parts or nest more than 64 deep, or refer to themselves")
         }
         guard let object = archive.resolve(reference) else { return nil }
         let className = archive.className(reference) ?? "?"
@@ -360,14 +383,21 @@ package struct CoreDataMappingModelFile: Sendable {
         case "NSSelfExpression":
             return .evaluatedObject
         case "NSKeyPathExpression", "NSFunctionExpression":
-            guard let operand = try expression(object["NSOperand"], in: archive, budget: &budget, depth: depth + 1), let selector = archive.string(object["NSSelectorName"]) else {
+            guard let operand = try expression(object["NSOperand"], in: archive, budget: &budget, depth: depth + 1),
+                let selector = archive.string(object["NSSelectorName"])
+            else {
                 throw KeyedArchive.Malformed(description: "an \(className) without operand or selector")
             }
-            let arguments = try (archive.objects(object["NSArguments"]) ?? []).map { try expression($0, in: archive, budget: &budget, depth: depth + 1) ?? .constant(.null) }
+            let arguments = try (archive.objects(object["NSArguments"]) ?? []).map {
+                try expression($0, in: archive, budget: &budget, depth: depth + 1) ?? .constant(.null)
+            }
             return .function(operand: operand, selector: selector, arguments: arguments)
         case "NSFetchRequestExpression":
-            if case let .function(.variable("manager"), "fetchRequestForSourceEntityNamed:predicateString:", arguments)? = try expression(object["NSFRExpression"], in: archive, budget: &budget, depth: depth + 1),
-               arguments.count == 2, case let .constant(.string(entity)) = arguments[0], case let .constant(.string(predicate)) = arguments[1] {
+            if case let .function(.variable("manager"), "fetchRequestForSourceEntityNamed:predicateString:", arguments)? = try expression(
+                object["NSFRExpression"], in: archive, budget: &budget, depth: depth + 1),
+                arguments.count == 2, case let .constant(.string(entity)) = arguments[0],
+                case let .constant(.string(predicate)) = arguments[1]
+            {
                 return .fetch(entity: entity, predicate: predicate)
             }
             return .other(className)
@@ -425,8 +455,9 @@ package struct CoreDataMappingModelFile: Sendable {
             }
             var isDirectory: ObjCBool = false
             guard !name.hasPrefix("."), url.standardizedFileURL != bundle.standardizedFileURL,
-                  files.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue,
-                  !name.hasSuffix(".xcdatamodeld"), !name.hasSuffix(".momd") else { continue }
+                files.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue,
+                !name.hasSuffix(".xcdatamodeld"), !name.hasSuffix(".momd")
+            else { continue }
             for inner in (try? files.contentsOfDirectory(atPath: url.path)) ?? [] where isMappingModel(inner) {
                 found.append(url.appendingPathComponent(inner))
             }

@@ -52,17 +52,22 @@ extension CoreDataModel {
             }
             var properties: [Property] = []
             for (key, value) in listed {
-                if let property = try Self.property(value, archive: archive, entity: name) { properties.append(property) }
-                else if archive.className(value) == nil {
+                if let property = try Self.property(value, archive: archive, entity: name) {
+                    properties.append(property)
+                } else if archive.className(value) == nil {
                     throw KeyedArchive.Malformed(description: "entity \(name): property \(key) is not an object")
                 }
             }
             let parent = archive.resolve(object["NSSuperentity"]).flatMap { archive.string($0["NSEntityName"]) }
             let constraints = (archive.objects(object["NSUniqueTuples"]) ?? []).compactMap { archive.strings($0) }
-            decoded.append((Entity(name: name, parent: parent, isAbstract: archive.bool(object["NSIsAbstract"]) ?? false,
-                                   renamingIdentifier: Self.renaming(archive.string(object["NSRenamingIdentifier"]), of: name),
-                                   versionHashModifier: archive.string(object["NSVersionHashModifier"]),
-                                   properties: [], uniquenessConstraints: constraints), properties))
+            decoded.append(
+                (
+                    Entity(
+                        name: name, parent: parent, isAbstract: archive.bool(object["NSIsAbstract"]) ?? false,
+                        renamingIdentifier: Self.renaming(archive.string(object["NSRenamingIdentifier"]), of: name),
+                        versionHashModifier: archive.string(object["NSVersionHashModifier"]),
+                        properties: [], uniquenessConstraints: constraints), properties
+                ))
         }
         let allByName = Dictionary(decoded.map { ($0.entity.name, Set($0.all.map(\.name))) }, uniquingKeysWith: { a, _ in a })
         var entities: [Entity] = []
@@ -98,39 +103,48 @@ extension CoreDataModel {
             let code = Int(archive.resolve(object["NSAttributeType"])?.integer ?? 0)
             let flags = archive.resolve(object["NSFlagsKey"])?.integer ?? 0
             guard let type = AttributeType(rawValue: code) else {
-                throw KeyedArchive.Malformed(description: "attribute \(entity).\(name) has attribute type \(code), which this version does not know")
+                throw KeyedArchive.Malformed(
+                    description: "attribute \(entity).\(name) has attribute type \(code), which this version does not know")
             }
-            kind = .attribute(Attribute(
-                type: type, defaultValue: Self.value(object["NSDefaultValue"], type: type, archive: archive),
-                derivation: try object["NSDerivationExpression"].flatMap { reference in
-                    var budget = Self.expressionBudget
-                    let text = Self.expression(reference, archive: archive, depth: 0, budget: &budget)
-                    guard budget >= 0 else {
-                        throw KeyedArchive.Malformed(description: "attribute \(entity).\(name): its derivation expression has more than \(Self.expressionBudget) parts")
-                    }
-                    return text
-                },
-                allowsExternalStorage: flags & 4 != 0,
-                valueTransformerName: archive.string(object["NSValueTransformerName"]),
-                preservesValueInHistoryOnDeletion: flags & 0x10 != 0))
+            kind = .attribute(
+                Attribute(
+                    type: type, defaultValue: Self.value(object["NSDefaultValue"], type: type, archive: archive),
+                    derivation: try object["NSDerivationExpression"].flatMap { reference in
+                        var budget = Self.expressionBudget
+                        let text = Self.expression(reference, archive: archive, depth: 0, budget: &budget)
+                        guard budget >= 0 else {
+                            throw KeyedArchive.Malformed(
+                                description:
+                                    "attribute \(entity).\(name): its derivation expression has more than \(Self.expressionBudget) parts")
+                        }
+                        return text
+                    },
+                    allowsExternalStorage: flags & 4 != 0,
+                    valueTransformerName: archive.string(object["NSValueTransformerName"]),
+                    preservesValueInHistoryOnDeletion: flags & 0x10 != 0))
         case "NSRelationshipDescription":
-            let destination = archive.string(object["_NSDestinationEntityName"])
+            let destination =
+                archive.string(object["_NSDestinationEntityName"])
                 ?? archive.resolve(object["NSDestinationEntity"]).flatMap { archive.string($0["NSEntityName"]) }
             guard let destination else {
                 throw KeyedArchive.Malformed(description: "relationship \(entity).\(name) has no destination entity")
             }
-            let inverse = archive.string(object["_NSInverseRelationshipName"])
+            let inverse =
+                archive.string(object["_NSInverseRelationshipName"])
                 ?? archive.resolve(object["NSInverseRelationship"]).flatMap { archive.string($0["NSPropertyName"]) }
             let maxCount = Int(archive.resolve(object["NSMaxCount"])?.integer ?? 1)
-            kind = .relationship(Relationship(destination: destination, inverse: inverse, isOrdered: archive.bool(object["NSIsOrdered"]) ?? false,
-                                              minCount: Int(archive.resolve(object["NSMinCount"])?.integer ?? 0), maxCount: maxCount))
+            kind = .relationship(
+                Relationship(
+                    destination: destination, inverse: inverse, isOrdered: archive.bool(object["NSIsOrdered"]) ?? false,
+                    minCount: Int(archive.resolve(object["NSMinCount"])?.integer ?? 0), maxCount: maxCount))
         default:
             return nil
         }
-        return Property(name: name, kind: kind, isOptional: archive.bool(object["NSIsOptional"]) ?? false,
-                        isTransient: archive.bool(object["NSIsTransient"]) ?? false,
-                        renamingIdentifier: Self.renaming(archive.string(object["NSRenamingIdentifier"]), of: name),
-                        versionHashModifier: archive.string(object["NSVersionHashModifier"]))
+        return Property(
+            name: name, kind: kind, isOptional: archive.bool(object["NSIsOptional"]) ?? false,
+            isTransient: archive.bool(object["NSIsTransient"]) ?? false,
+            renamingIdentifier: Self.renaming(archive.string(object["NSRenamingIdentifier"]), of: name),
+            versionHashModifier: archive.string(object["NSVersionHashModifier"]))
     }
 
     /// A renaming identifier as the model means it: Core Data's archives give every entity and
@@ -174,7 +188,8 @@ extension CoreDataModel {
     /// which `NS.length` count), exponent and sign, as a `Double`.
     private static func decimal(_ object: PropertyList) -> Double? {
         guard case let .data(mantissa)? = object["NS.mantissa"], let exponent = object["NS.exponent"]?.integer,
-              let length = object["NS.length"]?.integer, length >= 0, Int(length) * 2 <= mantissa.count, abs(exponent) < 400 else { return nil }
+            let length = object["NS.length"]?.integer, length >= 0, Int(length) * 2 <= mantissa.count, abs(exponent) < 400
+        else { return nil }
         var value = 0.0
         for word in (0..<Int(length)).reversed() {
             value = value * 65_536 + Double(UInt16(mantissa[2 * word]) | UInt16(mantissa[2 * word + 1]) << 8)
@@ -197,7 +212,9 @@ extension CoreDataModel {
         guard budget >= 0, depth < 32, let object = archive.resolve(reference) else { return nil }
         switch archive.className(reference) {
         case "NSKeyPathExpression", "NSFunctionExpression":
-            let arguments = (archive.objects(object["NSArguments"]) ?? []).compactMap { expression($0, archive: archive, depth: depth + 1, budget: &budget) }
+            let arguments = (archive.objects(object["NSArguments"]) ?? []).compactMap {
+                expression($0, archive: archive, depth: depth + 1, budget: &budget)
+            }
             let selector = archive.string(object["NSSelectorName"]) ?? ""
             if selector.hasPrefix("valueForKey") {
                 let operand = object["NSOperand"].flatMap { expression($0, archive: archive, depth: depth + 1, budget: &budget) } ?? ""
@@ -262,13 +279,18 @@ extension CoreDataModel {
             writer.fill(references[entity.name]!, "NSEntityDescription", fields)
         }
         let entityList = entities.map(\.name).sorted().map { references[$0]! }
-        let entityDictionary = writer.append("NSKnownKeysDictionary1", superclasses: ["NSKnownKeysDictionary", "NSMutableDictionary", "NSDictionary", "NSObject"],
-                                             ["values": writer.array(entityList)])
+        let entityDictionary = writer.append(
+            "NSKnownKeysDictionary1", superclasses: ["NSKnownKeysDictionary", "NSMutableDictionary", "NSDictionary", "NSObject"],
+            ["values": writer.array(entityList)])
         var identifierStrings: [PropertyList] = []
         for identifier in versionIdentifiers { identifierStrings.append(writer.string(identifier)) }
         let identifiers = writer.array(identifierStrings, className: "NSSet")
-        writer.fill(root, "NSManagedObjectModel", ["NSEntities": entityDictionary, "NSVersionIdentifiers": identifiers,
-                                                   "NSFetchRequestTemplates": KeyedArchiveWriter.null])
+        writer.fill(
+            root, "NSManagedObjectModel",
+            [
+                "NSEntities": entityDictionary, "NSVersionIdentifiers": identifiers,
+                "NSFetchRequestTemplates": KeyedArchiveWriter.null,
+            ])
         return writer.archive(root: root).binary()
     }
 
@@ -286,11 +308,14 @@ extension CoreDataModel {
             fields["NSAttributeType"] = .integer(Int64(attribute.type.rawValue))
             fields["NSDefaultValue"] = attribute.defaultValue.map { archive($0, writer: &writer) } ?? KeyedArchiveWriter.null
             fields["NSValueTransformerName"] = writer.string(attribute.valueTransformerName)
-            fields["NSFlagsKey"] = .integer((attribute.allowsExternalStorage ? 4 : 0) | (attribute.preservesValueInHistoryOnDeletion ? 0x10 : 0))
+            fields["NSFlagsKey"] = .integer(
+                (attribute.allowsExternalStorage ? 4 : 0) | (attribute.preservesValueInHistoryOnDeletion ? 0x10 : 0))
             if let derivation = attribute.derivation {
-                let path = writer.append("NSKeyPathSpecifierExpression", ["NSExpressionType": .integer(10), "NSKeyPath": writer.string(derivation)])
+                let path = writer.append(
+                    "NSKeyPathSpecifierExpression", ["NSExpressionType": .integer(10), "NSKeyPath": writer.string(derivation)])
                 fields["NSDerivationExpression"] = path
-                return writer.append("NSDerivedAttributeDescription", superclasses: ["NSAttributeDescription", "NSPropertyDescription", "NSObject"], fields)
+                return writer.append(
+                    "NSDerivedAttributeDescription", superclasses: ["NSAttributeDescription", "NSPropertyDescription", "NSObject"], fields)
             }
             return writer.append("NSAttributeDescription", superclasses: ["NSPropertyDescription", "NSObject"], fields)
         case let .relationship(relationship):

@@ -13,8 +13,11 @@ extension CoreDataModel {
         let file = exists && isDirectory.boolValue ? url.appendingPathComponent("contents") : url
         let data: Data
         do { data = Data(try FileIO.read(file.path)) } catch {
-            let reason = error.code != .notFound ? error.message : isDirectory.boolValue
-                ? "a folder without a contents file: give an .xcdatamodel folder, its contents, or a .mom file" : "no such file"
+            let reason =
+                error.code != .notFound
+                ? error.message
+                : isDirectory.boolValue
+                    ? "a folder without a contents file: give an .xcdatamodel folder, its contents, or a .mom file" : "no such file"
             throw MigrationError(.store, "cannot read the model (\(reason))", file: file.path, cause: error)
         }
         if data.starts(with: Array("bplist".utf8)) {
@@ -22,8 +25,10 @@ extension CoreDataModel {
         }
         if data.starts(with: Array("SQLite format 3\0".utf8)) {
             guard let model = try read(store: file) else {
-                throw MigrationError(.store, "the store has no model cache (Z_MODELCACHE, written since iOS 10): give its model as an .xcdatamodel folder or a compiled .mom",
-                                     file: file.path)
+                throw MigrationError(
+                    .store,
+                    "the store has no model cache (Z_MODELCACHE, written since iOS 10): give its model as an .xcdatamodel folder or a compiled .mom",
+                    file: file.path)
             }
             return model
         }
@@ -49,7 +54,10 @@ extension CoreDataModel {
     static func read(_ database: Database, schema: String, file: String) throws -> CoreDataModel? {
         let rows: [[SQLiteValue]]
         do {
-            guard try database.scalar("SELECT count(*) FROM \(schema).sqlite_schema WHERE type = 'table' AND name = 'Z_MODELCACHE'").integer == 1 else {
+            guard
+                try database.scalar("SELECT count(*) FROM \(schema).sqlite_schema WHERE type = 'table' AND name = 'Z_MODELCACHE'").integer
+                    == 1
+            else {
                 return nil
             }
             rows = try database.rows("SELECT Z_CONTENT FROM \(schema).Z_MODELCACHE")
@@ -68,8 +76,10 @@ extension CoreDataModel {
         do {
             archive = try RawDeflate.inflate(compressed)
         } catch {
-            throw MigrationError(.store, "Z_MODELCACHE.Z_CONTENT does not inflate as raw DEFLATE to a model cache (\(error); the largest known inflates to 374 kB): the model cache is damaged or not Core Data's",
-                                 file: file, cause: error)
+            throw MigrationError(
+                .store,
+                "Z_MODELCACHE.Z_CONTENT does not inflate as raw DEFLATE to a model cache (\(error); the largest known inflates to 374 kB): the model cache is damaged or not Core Data's",
+                file: file, cause: error)
         }
         do {
             return try CoreDataModel(archive: archive, file: file)

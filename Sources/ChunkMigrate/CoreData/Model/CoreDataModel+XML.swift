@@ -49,9 +49,11 @@ private struct ModelXMLReader {
             versionIdentifier = attributes["userDefinedModelVersionIdentifier"] ?? ""
         case "entity":
             guard let name = attributes["name"] else { return }
-            entities.append(.init(name: name, parent: attributes["parentEntity"], isAbstract: flag("isAbstract"),
-                                  renamingIdentifier: attributes["elementID"],
-                                  versionHashModifier: attributes["versionHashModifier"]))
+            entities.append(
+                .init(
+                    name: name, parent: attributes["parentEntity"], isAbstract: flag("isAbstract"),
+                    renamingIdentifier: attributes["elementID"],
+                    versionHashModifier: attributes["versionHashModifier"]))
         case "attribute", "relationship":
             guard let name = attributes["name"], !entities.isEmpty else { return }
             let owner = entities[entities.count - 1].name
@@ -62,25 +64,30 @@ private struct ModelXMLReader {
                     return
                 }
                 let toMany = flag("toMany")
-                kind = .relationship(.init(destination: destination, inverse: attributes["inverseName"],
-                                           isToMany: toMany, isOrdered: toMany && flag("ordered"),
-                                           minCount: attributes["minCount"].flatMap { Int($0) } ?? 0,
-                                           maxCount: attributes["maxCount"].flatMap { Int($0) }))
+                kind = .relationship(
+                    .init(
+                        destination: destination, inverse: attributes["inverseName"],
+                        isToMany: toMany, isOrdered: toMany && flag("ordered"),
+                        minCount: attributes["minCount"].flatMap { Int($0) } ?? 0,
+                        maxCount: attributes["maxCount"].flatMap { Int($0) }))
             } else {
                 let typeName = attributes["attributeType"] ?? "Undefined"
                 guard let type = CoreDataModel.AttributeType(xmlName: typeName) else {
                     problem = problem ?? "attribute \(owner).\(name) has type \"\(typeName)\", which this version does not know"
                     return
                 }
-                kind = .attribute(.init(type: type, defaultValue: Self.defaultValue(attributes, type: type),
-                                        derivation: flag("derived") ? attributes["derivationExpression"] : nil,
-                                        allowsExternalStorage: flag("allowsExternalBinaryDataStorage"),
-                                        valueTransformerName: attributes["valueTransformerName"],
-                                        preservesValueInHistoryOnDeletion: flag("preserveAfterDeletion")))
+                kind = .attribute(
+                    .init(
+                        type: type, defaultValue: Self.defaultValue(attributes, type: type),
+                        derivation: flag("derived") ? attributes["derivationExpression"] : nil,
+                        allowsExternalStorage: flag("allowsExternalBinaryDataStorage"),
+                        valueTransformerName: attributes["valueTransformerName"],
+                        preservesValueInHistoryOnDeletion: flag("preserveAfterDeletion")))
             }
-            entities[entities.count - 1].properties.append(.init(
-                name: name, kind: kind, isOptional: flag("optional"), isTransient: flag("transient"),
-                renamingIdentifier: attributes["elementID"], versionHashModifier: attributes["versionHashModifier"]))
+            entities[entities.count - 1].properties.append(
+                .init(
+                    name: name, kind: kind, isOptional: flag("optional"), isTransient: flag("transient"),
+                    renamingIdentifier: attributes["elementID"], versionHashModifier: attributes["versionHashModifier"]))
         case "uniquenessConstraint":
             constraint = []
         case "constraint":

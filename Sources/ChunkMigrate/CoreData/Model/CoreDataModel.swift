@@ -35,8 +35,10 @@ public struct CoreDataModel: Sendable, Equatable {
         public var uniquenessConstraints: [[String]]
 
         /// Creates an entity.
-        public init(name: String, parent: String? = nil, isAbstract: Bool = false, renamingIdentifier: String? = nil,
-                    versionHashModifier: String? = nil, properties: [Property] = [], uniquenessConstraints: [[String]] = []) {
+        public init(
+            name: String, parent: String? = nil, isAbstract: Bool = false, renamingIdentifier: String? = nil,
+            versionHashModifier: String? = nil, properties: [Property] = [], uniquenessConstraints: [[String]] = []
+        ) {
             self.name = name
             self.parent = parent
             self.isAbstract = isAbstract
@@ -72,8 +74,10 @@ public struct CoreDataModel: Sendable, Equatable {
         public var kind: Kind
 
         /// Creates a property.
-        public init(name: String, kind: Kind, isOptional: Bool = true, isTransient: Bool = false,
-                    renamingIdentifier: String? = nil, versionHashModifier: String? = nil) {
+        public init(
+            name: String, kind: Kind, isOptional: Bool = true, isTransient: Bool = false,
+            renamingIdentifier: String? = nil, versionHashModifier: String? = nil
+        ) {
             self.name = name
             self.kind = kind
             self.isOptional = isOptional
@@ -110,9 +114,11 @@ public struct CoreDataModel: Sendable, Equatable {
         public var preservesValueInHistoryOnDeletion: Bool
 
         /// Creates an attribute.
-        public init(type: AttributeType, defaultValue: Value? = nil, derivation: String? = nil,
-                    allowsExternalStorage: Bool = false, valueTransformerName: String? = nil,
-                    preservesValueInHistoryOnDeletion: Bool = false) {
+        public init(
+            type: AttributeType, defaultValue: Value? = nil, derivation: String? = nil,
+            allowsExternalStorage: Bool = false, valueTransformerName: String? = nil,
+            preservesValueInHistoryOnDeletion: Bool = false
+        ) {
             self.type = type
             self.defaultValue = defaultValue
             self.derivation = derivation
@@ -144,8 +150,10 @@ public struct CoreDataModel: Sendable, Equatable {
 
         /// Creates a relationship; `maxCount` is 0 (no maximum) for a to-many and 1 for a to-one
         /// unless given.
-        public init(destination: String, inverse: String? = nil, isToMany: Bool = false, isOrdered: Bool = false,
-                    minCount: Int = 0, maxCount: Int? = nil) {
+        public init(
+            destination: String, inverse: String? = nil, isToMany: Bool = false, isOrdered: Bool = false,
+            minCount: Int = 0, maxCount: Int? = nil
+        ) {
             self.destination = destination
             self.inverse = inverse
             self.minCount = minCount
@@ -304,7 +312,8 @@ public struct CoreDataModel: Sendable, Equatable {
         }
         for entity in entities {
             if let parent = entity.parent, !names.contains(parent) {
-                throw MigrationError(.store, "the model's entity \(entity.name) has parent \(parent), which the model does not declare", file: file)
+                throw MigrationError(
+                    .store, "the model's entity \(entity.name) has parent \(parent), which the model does not declare", file: file)
             }
             guard lineage(of: entity.name).count <= entities.count else {
                 throw MigrationError(.store, "the model's entity \(entity.name) is its own ancestor", file: file)
@@ -312,10 +321,16 @@ public struct CoreDataModel: Sendable, Equatable {
             for property in entity.properties {
                 guard let relationship = property.relationship else { continue }
                 guard names.contains(relationship.destination) else {
-                    throw MigrationError(.store, "the model's relationship \(entity.name).\(property.name) has destination \(relationship.destination), which the model does not declare", file: file)
+                    throw MigrationError(
+                        .store,
+                        "the model's relationship \(entity.name).\(property.name) has destination \(relationship.destination), which the model does not declare",
+                        file: file)
                 }
                 if let inverse = relationship.inverse, self.property(inverse, of: relationship.destination)?.property.relationship == nil {
-                    throw MigrationError(.store, "the model's relationship \(entity.name).\(property.name) has inverse \(relationship.destination).\(inverse), which is not a relationship of \(relationship.destination)", file: file)
+                    throw MigrationError(
+                        .store,
+                        "the model's relationship \(entity.name).\(property.name) has inverse \(relationship.destination).\(inverse), which is not a relationship of \(relationship.destination)",
+                        file: file)
                 }
             }
         }

@@ -144,7 +144,8 @@ extension CoreDataModelBundle {
         let successors = knownSuccessors()
         func isKnown(_ a: String, before b: String) -> Bool? { Self.compare(a, b, successors) }
         if isKnown(from, before: to) == false {
-            throw MigrationError(.invalidPlan, "the source store is at version \(from), newer than the destination's \(to): a migration goes forward")
+            throw MigrationError(
+                .invalidPlan, "the source store is at version \(from), newer than the destination's \(to): a migration goes forward")
         }
         var between: [Version] = []
         // Versions that may lie between, and what they would change: the renames they record,
@@ -160,20 +161,32 @@ extension CoreDataModelBundle {
                 // A version whose hashes are an end's is that end to Core Data, which finds a
                 // mapping model by the hashes: its mapping models need no order.
                 let isEnd = version.hashes == first.hashes || version.hashes == last.hashes
-                let mappings = isEnd ? [] : mappingModels.filter { $0.source == version.name || $0.destination == version.name }
-                    .map { "\($0.url.lastPathComponent) (\($0.source) -> \($0.destination)\($0.policies.isEmpty ? "" : ", with policies \($0.policies.joined(separator: ", "))"))" }
+                let mappings =
+                    isEnd
+                    ? []
+                    : mappingModels.filter { $0.source == version.name || $0.destination == version.name }
+                        .map {
+                            "\($0.url.lastPathComponent) (\($0.source) -> \($0.destination)\($0.policies.isEmpty ? "" : ", with policies \($0.policies.joined(separator: ", "))"))"
+                        }
                 if !renames.isEmpty || !mappings.isEmpty { unknown.append((version, renames, mappings)) }
             }
         }
         if let first = unknown.first {
             let names = unknown.map(\.version.name)
-            let unordered = "the order of the model's versions is not known from their names or the app's mapping models (\(unorderedVersions.joined(separator: ", ")) \(unorderedVersions.count == 1 ? "has" : "have") no place among the others)"
+            let unordered =
+                "the order of the model's versions is not known from their names or the app's mapping models (\(unorderedVersions.joined(separator: ", ")) \(unorderedVersions.count == 1 ? "has" : "have") no place among the others)"
             let giveIt = "give it with --version-order, every version oldest first (\(versions.map(\.name).joined(separator: ",")))"
             if let mapping = unknown.lazy.flatMap(\.mappingModels).first {
-                throw MigrationError(.invalidPlan, "\(unordered), and the app's mapping model \(mapping) may lie on the way from the source's \(from) to the destination's \(to): whether it runs needs the order; \(giveIt)")
+                throw MigrationError(
+                    .invalidPlan,
+                    "\(unordered), and the app's mapping model \(mapping) may lie on the way from the source's \(from) to the destination's \(to): whether it runs needs the order; \(giveIt)"
+                )
             }
             let shown = first.renames.prefix(3).joined(separator: ", ") + (first.renames.count > 3 ? ", ..." : "")
-            throw MigrationError(.invalidPlan, "\(unordered), and version\(names.count == 1 ? "" : "s") \(names.joined(separator: ", ")), which may lie between the source's \(from) and the destination's \(to), record\(names.count == 1 ? "s" : "") renames that \(to) does not (\(first.version.name): \(shown)): following them needs the order; \(giveIt)")
+            throw MigrationError(
+                .invalidPlan,
+                "\(unordered), and version\(names.count == 1 ? "" : "s") \(names.joined(separator: ", ")), which may lie between the source's \(from) and the destination's \(to), record\(names.count == 1 ? "s" : "") renames that \(to) does not (\(first.version.name): \(shown)): following them needs the order; \(giveIt)"
+            )
         }
         return [first] + between.sorted { isKnown($0.name, before: $1.name) == true } + [last]
     }

@@ -80,16 +80,18 @@ extension CoreDataModelBundle {
         let plist = (try? CoreDataMetadata.read(database, schema: schema, file: file))?.plist
         let hashes = plist.flatMap { CoreDataVersionHashes(metadata: $0) }
         let style = (plist?["NSStoreModelVersionHashesVersion"] as? NSNumber)?.intValue ?? 3
-        var matching = hashes.map { hashes in
-            versions.filter { style < 3 ? Set($0.hashes.entities.keys) == Set(hashes.entities.keys) : $0.hashes == hashes }
-        } ?? []
+        var matching =
+            hashes.map { hashes in
+                versions.filter { style < 3 ? Set($0.hashes.entities.keys) == Set(hashes.entities.keys) : $0.hashes == hashes }
+            } ?? []
         if asTarget, let target = matching.last(where: { $0.name == current }) ?? matching.last {
             matching = [target] + matching.filter { $0.name != target.name }
         }
         // The entities of the store's Z_PRIMARYKEY: a version with another number of them cannot
         // fit. One whose names differ may (a name kept from before a rename, which Core Data
         // never reads): the layout's check tells, by number and parent.
-        let entityCount = ((try? database.scalar("SELECT count(*) FROM \(schema).Z_PRIMARYKEY WHERE Z_ENT < 16000"))?.integer).map(Int.init) ?? -1
+        let entityCount =
+            ((try? database.scalar("SELECT count(*) FROM \(schema).Z_PRIMARYKEY WHERE Z_ENT < 16000"))?.integer).map(Int.init) ?? -1
         func misfit(_ version: Version) -> String? {
             guard version.model.entities.count == entityCount else { return "its entities are not the store's" }
             do {
@@ -107,39 +109,54 @@ extension CoreDataModelBundle {
         if let named = matching.first {
             let alike = matching.dropFirst().map(\.name)
             guard let wrong = misfit(named) else {
-                return StoreVersion(version: named, evidence: .hashes, alike: alike, namedByHashes: nil,
-                                    how: "its entity version hashes\(older)\(alike.isEmpty ? "" : "; alike: \(alike.joined(separator: ", "))")")
+                return StoreVersion(
+                    version: named, evidence: .hashes, alike: alike, namedByHashes: nil,
+                    how: "its entity version hashes\(older)\(alike.isEmpty ? "" : "; alike: \(alike.joined(separator: ", "))")")
             }
             // The metadata says one version, the tables are another's.
             let fits = fitting()
             if fits.count == 1 {
-                return StoreVersion(version: fits[0], evidence: .schema, alike: [], namedByHashes: named.name,
-                                    how: "its schema fits version \(fits[0].name) exactly; its hashes are version \(named.name)'s, whose layout it does not have: \(wrong)")
+                return StoreVersion(
+                    version: fits[0], evidence: .schema, alike: [], namedByHashes: named.name,
+                    how:
+                        "its schema fits version \(fits[0].name) exactly; its hashes are version \(named.name)'s, whose layout it does not have: \(wrong)"
+                )
             }
-            throw MigrationError(.store, "the store's entity version hashes are version \(named.name)'s, but its schema is not that version's layout (\(wrong))\(fits.isEmpty ? ", nor any other version's" : "; it fits versions \(fits.map(\.name).joined(separator: ", ")) alike: give its version (--from-version)")",
-                                 file: file)
+            throw MigrationError(
+                .store,
+                "the store's entity version hashes are version \(named.name)'s, but its schema is not that version's layout (\(wrong))\(fits.isEmpty ? ", nor any other version's" : "; it fits versions \(fits.map(\.name).joined(separator: ", ")) alike: give its version (--from-version)")",
+                file: file)
         }
         let cache = (try? CoreDataModel.read(database, schema: schema, file: file)) ?? nil
-        let difference = hashes.map { "its hashes match no version: " + self.difference(of: $0, model: cache) } ?? "it records no entity version hashes"
+        let difference =
+            hashes.map { "its hashes match no version: " + self.difference(of: $0, model: cache) } ?? "it records no entity version hashes"
         let fits = fitting()
         if fits.count == 1 {
-            return StoreVersion(version: fits[0], evidence: .schema, alike: [], namedByHashes: nil,
-                                how: "its schema fits version \(fits[0].name) exactly; \(difference)")
+            return StoreVersion(
+                version: fits[0], evidence: .schema, alike: [], namedByHashes: nil,
+                how: "its schema fits version \(fits[0].name) exactly; \(difference)")
         }
         if fits.count > 1 {
-            throw MigrationError(.store, "\(hashes == nil ? "the store records no entity version hashes" : "the store's entity version hashes match no version of the model bundle"), and its schema fits versions \(fits.map(\.name).joined(separator: ", ")) alike: give its version (--from-version)",
-                                 file: file)
+            throw MigrationError(
+                .store,
+                "\(hashes == nil ? "the store records no entity version hashes" : "the store's entity version hashes match no version of the model bundle"), and its schema fits versions \(fits.map(\.name).joined(separator: ", ")) alike: give its version (--from-version)",
+                file: file)
         }
         guard let hashes else {
-            throw MigrationError(.store, "the store records no entity version hashes (its metadata has none), and its schema is no version's layout: give its version (--from-version) or its model (--model-from)",
-                                 file: file)
+            throw MigrationError(
+                .store,
+                "the store records no entity version hashes (its metadata has none), and its schema is no version's layout: give its version (--from-version) or its model (--model-from)",
+                file: file)
         }
         // Core Data, finding no version of the app's bundles, tries the store's model cache.
-        let cached = cache.map { CoreDataVersionHashes(model: $0) == hashes } == true
+        let cached =
+            cache.map { CoreDataVersionHashes(model: $0) == hashes } == true
             ? "; its model cache hashes as its metadata records: it is the model that wrote the store, from which Core Data migrates when no version of the app's bundles matches; plan without --models infers from it straight to the destination's model"
             : ""
-        throw MigrationError(.store, "the store's entity version hashes match no version of the model bundle, and its schema is no version's layout: it was written by a model the bundle does not hold (a version edited in place after the store was written?); \(self.difference(of: hashes, model: cache))\(cached)",
-                             file: file)
+        throw MigrationError(
+            .store,
+            "the store's entity version hashes match no version of the model bundle, and its schema is no version's layout: it was written by a model the bundle does not hold (a version edited in place after the store was written?); \(self.difference(of: hashes, model: cache))\(cached)",
+            file: file)
     }
 
     /// How `hashes` (a store's) differ from those of the version nearest them (fewest entities
@@ -148,7 +165,8 @@ extension CoreDataModelBundle {
     /// that differ.
     func difference(of hashes: CoreDataVersionHashes, model: CoreDataModel?) -> String {
         func differing(_ version: Version) -> [String] {
-            Set(hashes.entities.keys).union(version.hashes.entities.keys).filter { hashes.entities[$0] != version.hashes.entities[$0] }.sorted()
+            Set(hashes.entities.keys).union(version.hashes.entities.keys).filter { hashes.entities[$0] != version.hashes.entities[$0] }
+                .sorted()
         }
         guard let nearest = versions.reversed().min(by: { differing($0).count < differing($1).count }) else { return "" }
         let storeModel = model.flatMap { CoreDataVersionHashes(model: $0) == hashes ? $0 : nil }
@@ -167,15 +185,20 @@ extension CoreDataModelBundle {
     static func difference(of name: String, in store: CoreDataModel, from version: CoreDataModel, named versionName: String) -> String {
         guard let mine = store.entity(named: name), let theirs = version.entity(named: name) else { return "" }
         var parts: [String] = []
-        if mine.parent != theirs.parent { parts.append("parent \(mine.parent ?? "none") in the store, \(theirs.parent ?? "none") in \(versionName)") }
+        if mine.parent != theirs.parent {
+            parts.append("parent \(mine.parent ?? "none") in the store, \(theirs.parent ?? "none") in \(versionName)")
+        }
         if mine.isAbstract != theirs.isAbstract { parts.append(mine.isAbstract ? "abstract in the store" : "abstract in \(versionName)") }
         if mine.versionHashModifier != theirs.versionHashModifier { parts.append("its version hash modifier") }
-        if mine.uniquenessConstraints.map({ $0.joined(separator: ".") }).sorted() != theirs.uniquenessConstraints.map({ $0.joined(separator: ".") }).sorted() {
+        if mine.uniquenessConstraints.map({ $0.joined(separator: ".") }).sorted()
+            != theirs.uniquenessConstraints.map({ $0.joined(separator: ".") }).sorted()
+        {
             parts.append("its uniqueness constraints")
         }
         func properties(_ model: CoreDataModel) -> [String: [UInt8]] {
             var result: [String: [UInt8]] = [:]
-            for (declaredBy, property) in model.allProperties(of: name) where !property.isTransient || property.attribute?.derivation != nil {
+            for (declaredBy, property) in model.allProperties(of: name) where !property.isTransient || property.attribute?.derivation != nil
+            {
                 result[property.name] = CoreDataVersionHashes.hash(of: property, declaredBy: declaredBy)
             }
             return result

@@ -80,7 +80,8 @@ public struct CoreDataModelBundle: Sendable {
         var info: [String: Any] = [:]
         for file in [".xccurrentversion", "VersionInfo.plist"] {
             guard let data = files.contents(atPath: url.appendingPathComponent(file).path),
-                  let plist = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any] else { continue }
+                let plist = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any]
+            else { continue }
             info.merge(plist) { _, new in new }
         }
         // A compiled bundle lists each version's hashes as the model compiler computed them:
@@ -90,7 +91,9 @@ public struct CoreDataModelBundle: Sendable {
         for name in names where name.hasSuffix(".xcdatamodel") || name.hasSuffix(".mom") {
             let model = try CoreDataModel.read(contentsOf: url.appendingPathComponent(name))
             let versionName = (name as NSString).deletingPathExtension
-            let hashes = (compiledHashes[versionName] as? [String: Any]).flatMap { CoreDataVersionHashes(metadata: ["NSStoreModelVersionHashes": $0]) }
+            let hashes = (compiledHashes[versionName] as? [String: Any]).flatMap {
+                CoreDataVersionHashes(metadata: ["NSStoreModelVersionHashes": $0])
+            }
             versions.append(Version(name: versionName, model: model, hashes: hashes))
         }
         guard !versions.isEmpty else {
@@ -127,9 +130,17 @@ public struct CoreDataModelBundle: Sendable {
     public static func read(contentsOf urls: [URL], orders: [[String]] = []) throws -> CoreDataModelBundle {
         var bundles = try urls.map { try read(contentsOf: $0) }
         for order in orders {
-            let owners = bundles.indices.filter { index in order.contains { name in bundles[index].version(named: name) != nil || bundles[index].version(named: (name as NSString).deletingPathExtension) != nil } }
+            let owners = bundles.indices.filter { index in
+                order.contains { name in
+                    bundles[index].version(named: name) != nil
+                        || bundles[index].version(named: (name as NSString).deletingPathExtension) != nil
+                }
+            }
             guard owners.count == 1, let owner = owners.first else {
-                throw MigrationError(.invalidPlan, "--version-order \(order.joined(separator: ",")): \(owners.isEmpty ? "names no version of the model bundles" : "names versions of several model bundles; give one order per bundle")")
+                throw MigrationError(
+                    .invalidPlan,
+                    "--version-order \(order.joined(separator: ",")): \(owners.isEmpty ? "names no version of the model bundles" : "names versions of several model bundles; give one order per bundle")"
+                )
             }
             bundles[owner] = try bundles[owner].ordered(order)
         }
@@ -152,25 +163,32 @@ public struct CoreDataModelBundle: Sendable {
         for (index, bundle) in bundles.enumerated() {
             for entity in Set(bundle.versions.flatMap { $0.model.entities.map(\.name) }) {
                 if let other = owner[entity], other != index {
-                    throw MigrationError(.invalidPlan, "the model bundles \(bundles[other].describedName) and \(bundle.describedName) both declare entity \(entity): Core Data cannot merge them", entity: entity)
+                    throw MigrationError(
+                        .invalidPlan,
+                        "the model bundles \(bundles[other].describedName) and \(bundle.describedName) both declare entity \(entity): Core Data cannot merge them",
+                        entity: entity)
                 }
                 owner[entity] = index
             }
         }
         let count = bundles.reduce(1) { $0 * $1.versions.count }
         guard count <= 4096 else {
-            throw MigrationError(.invalidPlan, "the model bundles merged make \(count) combinations of versions, more than 4096: merge fewer")
+            throw MigrationError(
+                .invalidPlan, "the model bundles merged make \(count) combinations of versions, more than 4096: merge fewer")
         }
         var combinations: [[Version]] = [[]]
         for bundle in bundles {
             combinations = combinations.flatMap { prefix in bundle.versions.map { prefix + [$0] } }
         }
         let versions = combinations.map { parts in
-            Version(name: parts.map(\.name).joined(separator: " + "),
-                    model: CoreDataModel(entities: parts.flatMap(\.model.entities),
-                                         versionIdentifiers: parts.flatMap(\.model.versionIdentifiers).reduce(into: []) { if !$0.contains($1) { $0.append($1) } }),
-                    hashes: CoreDataVersionHashes(entities: parts.reduce(into: [:]) { $0.merge($1.hashes.entities) { a, _ in a } }),
-                    parts: parts.map(\.name))
+            Version(
+                name: parts.map(\.name).joined(separator: " + "),
+                model: CoreDataModel(
+                    entities: parts.flatMap(\.model.entities),
+                    versionIdentifiers: parts.flatMap(\.model.versionIdentifiers).reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
+                ),
+                hashes: CoreDataVersionHashes(entities: parts.reduce(into: [:]) { $0.merge($1.hashes.entities) { a, _ in a } }),
+                parts: parts.map(\.name))
         }
         var merged = CoreDataModelBundle(versions: versions, current: bundles.map(\.current).joined(separator: " + "))
         merged.members = bundles
@@ -182,14 +200,22 @@ public struct CoreDataModelBundle: Sendable {
     /// - Throws: ``MigrationError`` naming the versions the list lacks, or names that are none of
     ///   the bundle's.
     public func ordered(_ names: [String]) throws -> CoreDataModelBundle {
-        let names = names.map { $0.trimmingCharacters(in: .whitespaces) }.map { ($0 as NSString).pathExtension == "xcdatamodel" ? ($0 as NSString).deletingPathExtension : $0 }
+        let names = names.map { $0.trimmingCharacters(in: .whitespaces) }.map {
+            ($0 as NSString).pathExtension == "xcdatamodel" ? ($0 as NSString).deletingPathExtension : $0
+        }
         let unknown = names.filter { version(named: $0) == nil }
         guard unknown.isEmpty else {
-            throw MigrationError(.invalidPlan, "--version-order: \(unknown.joined(separator: ", ")) \(unknown.count == 1 ? "is" : "are") not a version of the model bundle\(MigrationPlan.suggestion(for: unknown[0], among: versions.map(\.name)))")
+            throw MigrationError(
+                .invalidPlan,
+                "--version-order: \(unknown.joined(separator: ", ")) \(unknown.count == 1 ? "is" : "are") not a version of the model bundle\(MigrationPlan.suggestion(for: unknown[0], among: versions.map(\.name)))"
+            )
         }
         let missing = versions.map(\.name).filter { !names.contains($0) }
         guard missing.isEmpty, Set(names).count == names.count else {
-            throw MigrationError(.invalidPlan, "--version-order names every version of the bundle once, oldest first; \(missing.isEmpty ? "some are named twice" : "it lacks \(missing.joined(separator: ", "))")")
+            throw MigrationError(
+                .invalidPlan,
+                "--version-order names every version of the bundle once, oldest first; \(missing.isEmpty ? "some are named twice" : "it lacks \(missing.joined(separator: ", "))")"
+            )
         }
         var result = self
         result.versions = names.map { version(named: $0)! }
@@ -222,8 +248,10 @@ public struct CoreDataModelBundle: Sendable {
     package func version(named name: String, givenWith option: String, file: String? = nil) throws(MigrationError) -> Version {
         if let version = version(named: name) { return version }
         let names = versions.map(\.name)
-        throw MigrationError(.invalidPlan, "\(option) \(name): the model bundle has no such version (it has \(names.joined(separator: ", ")))"
-                             + MigrationPlan.suggestion(for: name, among: names), file: file)
+        throw MigrationError(
+            .invalidPlan,
+            "\(option) \(name): the model bundle has no such version (it has \(names.joined(separator: ", ")))"
+                + MigrationPlan.suggestion(for: name, among: names), file: file)
     }
 
     /// The versions from `from` to `to` as ``versions`` lists them, both included; `nil` when
@@ -231,7 +259,8 @@ public struct CoreDataModelBundle: Sendable {
     /// listing, not a path: ``versions(from:to:)`` says what is known.
     public func path(from: String, to: String) -> [Version]? {
         guard let start = versions.firstIndex(where: { $0.name == from }),
-              let end = versions.firstIndex(where: { $0.name == to }), start <= end else { return nil }
+            let end = versions.firstIndex(where: { $0.name == to }), start <= end
+        else { return nil }
         return Array(versions[start...end])
     }
 
@@ -241,7 +270,9 @@ public struct CoreDataModelBundle: Sendable {
     /// canonical order.
     static func signature(_ model: CoreDataModel) -> [String] {
         model.entities.sorted { $0.name < $1.name }.flatMap { entity in
-            ["entity \(entity.name) < \(entity.parent ?? "") \(entity.isAbstract) \(entity.versionHashModifier ?? "") unique \(entity.uniquenessConstraints)"]
+            [
+                "entity \(entity.name) < \(entity.parent ?? "") \(entity.isAbstract) \(entity.versionHashModifier ?? "") unique \(entity.uniquenessConstraints)"
+            ]
                 + entity.properties.filter { !$0.isTransient }.sorted { $0.name < $1.name }.map { property in
                     let kind: String
                     switch property.kind {
@@ -250,7 +281,8 @@ public struct CoreDataModelBundle: Sendable {
                         let derivation = attribute.derivation.map { "\(CoreDataDerivation.parse($0))" } ?? ""
                         kind = "a \(attribute.type.rawValue) \(derivation) \(attribute.allowsExternalStorage)"
                     case let .relationship(relationship):
-                        kind = "r \(relationship.destination) \(relationship.inverse ?? "") \(relationship.isToMany) \(relationship.isOrdered)"
+                        kind =
+                            "r \(relationship.destination) \(relationship.inverse ?? "") \(relationship.isToMany) \(relationship.isOrdered)"
                     }
                     return "  \(property.name) \(property.isOptional) \(kind) \(property.versionHashModifier ?? "")"
                 }
@@ -269,17 +301,26 @@ extension CoreDataModelBundle {
         for url in urls {
             var files = [url]
             if !["xcmappingmodel", "cdm"].contains(url.pathExtension),
-               let names = try? FileManager.default.contentsOfDirectory(atPath: url.path) {
-                files = names.filter { $0.hasSuffix(".xcmappingmodel") || $0.hasSuffix(".cdm") }.sorted().map { url.appendingPathComponent($0) }
-                guard !files.isEmpty else { throw MigrationError(.store, "no mapping model (.xcmappingmodel or .cdm) in the folder", file: url.path) }
+                let names = try? FileManager.default.contentsOfDirectory(atPath: url.path)
+            {
+                files = names.filter { $0.hasSuffix(".xcmappingmodel") || $0.hasSuffix(".cdm") }.sorted().map {
+                    url.appendingPathComponent($0)
+                }
+                guard !files.isEmpty else {
+                    throw MigrationError(.store, "no mapping model (.xcmappingmodel or .cdm) in the folder", file: url.path)
+                }
             }
             for file in files {
                 // One found beside the bundle and given again is one.
                 guard !bundle.mappingModels.contains(where: { $0.url.standardizedFileURL == file.standardizedFileURL }) else { continue }
                 let read = try CoreDataMappingModelFile.read(contentsOf: file)
-                guard let matched = read.matched(in: bundle), bundle.version(named: matched.source) != nil, bundle.version(named: matched.destination) != nil else {
-                    throw MigrationError(.store, "the mapping model goes between versions the model bundle does not have (\(read.source) -> \(read.destination); a compiled one by its entity version hashes)",
-                                         file: file.path)
+                guard let matched = read.matched(in: bundle), bundle.version(named: matched.source) != nil,
+                    bundle.version(named: matched.destination) != nil
+                else {
+                    throw MigrationError(
+                        .store,
+                        "the mapping model goes between versions the model bundle does not have (\(read.source) -> \(read.destination); a compiled one by its entity version hashes)",
+                        file: file.path)
                 }
                 bundle.mappingModels.append(matched)
             }

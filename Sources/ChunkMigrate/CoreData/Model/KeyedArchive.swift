@@ -13,7 +13,8 @@ struct KeyedArchive {
 
     init(_ plist: PropertyList) throws {
         guard plist["$archiver"]?.string == "NSKeyedArchiver",
-              let objects = plist["$objects"]?.array, let top = plist["$top"]?.dictionary else {
+            let objects = plist["$objects"]?.array, let top = plist["$top"]?.dictionary
+        else {
             throw Malformed(description: "not an NSKeyedArchiver archive (no $archiver, $objects or $top)")
         }
         self.objects = objects
@@ -58,7 +59,8 @@ struct KeyedArchive {
     /// it is not one, or a key is not a string.
     func dictionary(_ value: PropertyList?) -> [(key: String, value: PropertyList)]? {
         guard let object = resolve(value), let keys = object["NS.keys"]?.array, let values = object["NS.objects"]?.array,
-              keys.count == values.count else { return nil }
+            keys.count == values.count
+        else { return nil }
         var entries: [(key: String, value: PropertyList)] = []
         for (key, value) in zip(keys, values) {
             guard let name = string(key) else { return nil }

@@ -22,8 +22,10 @@ struct KeyedArchiveWriter {
     }
 
     /// Gives the object `reference` its class and fields.
-    mutating func fill(_ reference: PropertyList, _ className: String, superclasses: [String] = ["NSObject"],
-                       _ fields: [String: PropertyList]) {
+    mutating func fill(
+        _ reference: PropertyList, _ className: String, superclasses: [String] = ["NSObject"],
+        _ fields: [String: PropertyList]
+    ) {
         guard case let .uid(index) = reference else { return }
         var fields = fields
         fields["$class"] = classReference(className, superclasses: superclasses)
@@ -46,8 +48,9 @@ struct KeyedArchiveWriter {
     mutating func dictionary(_ entries: [(String, PropertyList)], className: String = "NSDictionary") -> PropertyList {
         var keys: [PropertyList] = []
         for (key, _) in entries { keys.append(string(key)) }
-        return append(className, superclasses: className == "NSDictionary" ? ["NSObject"] : ["NSDictionary", "NSObject"],
-                      ["NS.keys": .array(keys), "NS.objects": .array(entries.map(\.1))])
+        return append(
+            className, superclasses: className == "NSDictionary" ? ["NSObject"] : ["NSDictionary", "NSObject"],
+            ["NS.keys": .array(keys), "NS.objects": .array(entries.map(\.1))])
     }
 
     private mutating func classReference(_ name: String, superclasses: [String]) -> PropertyList {
@@ -59,7 +62,9 @@ struct KeyedArchiveWriter {
 
     /// The archive with `root` as its `$top.root`.
     func archive(root: PropertyList) -> PropertyList {
-        .dictionary(["$archiver": .string("NSKeyedArchiver"), "$version": .integer(100_000),
-                     "$top": .dictionary(["root": root]), "$objects": .array(objects)])
+        .dictionary([
+            "$archiver": .string("NSKeyedArchiver"), "$version": .integer(100_000),
+            "$top": .dictionary(["root": root]), "$objects": .array(objects),
+        ])
     }
 }

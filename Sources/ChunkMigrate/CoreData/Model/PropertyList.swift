@@ -92,7 +92,8 @@ private struct BinaryReader {
         let top = try integer(at: trailer + 16, size: 8)
         let table = try integer(at: trailer + 24, size: 8)
         guard (1...8).contains(offsetSize), (1...8).contains(referenceSize), count > 0, count < bytes.count,
-              top < count, table >= 8, table <= trailer, count * offsetSize <= trailer - table else {
+            top < count, table >= 8, table <= trailer, count * offsetSize <= trailer - table
+        else {
             throw PropertyList.Malformed(description: "binary property list: the trailer is inconsistent")
         }
         offsets.reserveCapacity(count)
@@ -238,7 +239,8 @@ private struct BinaryReader {
             }
             return .dictionary(result)
         default:
-            throw PropertyList.Malformed(description: "binary property list: object \(index) has marker \(String(marker, radix: 16)), not read")
+            throw PropertyList.Malformed(
+                description: "binary property list: object \(index) has marker \(String(marker, radix: 16)), not read")
         }
     }
 
@@ -280,10 +282,15 @@ private struct BinaryWriter {
         case let .bool(flag):
             bodies[index] = .bytes([flag ? 0x09 : 0x08])
         case let .integer(number):
-            if number >= 0 && number <= 0xFF { bodies[index] = .bytes([0x10, UInt8(number)]) }
-            else if number >= 0 && number <= 0xFFFF { bodies[index] = .bytes([0x11] + Self.bigEndian(UInt64(number), 2)) }
-            else if number >= 0 && number <= 0xFFFF_FFFF { bodies[index] = .bytes([0x12] + Self.bigEndian(UInt64(number), 4)) }
-            else { bodies[index] = .bytes([0x13] + Self.bigEndian(UInt64(bitPattern: number), 8)) }
+            if number >= 0 && number <= 0xFF {
+                bodies[index] = .bytes([0x10, UInt8(number)])
+            } else if number >= 0 && number <= 0xFFFF {
+                bodies[index] = .bytes([0x11] + Self.bigEndian(UInt64(number), 2))
+            } else if number >= 0 && number <= 0xFFFF_FFFF {
+                bodies[index] = .bytes([0x12] + Self.bigEndian(UInt64(number), 4))
+            } else {
+                bodies[index] = .bytes([0x13] + Self.bigEndian(UInt64(bitPattern: number), 8))
+            }
         case let .real(number):
             bodies[index] = .bytes([0x23] + Self.bigEndian(number.bitPattern, 8))
         case let .date(seconds):

@@ -50,7 +50,10 @@ enum VersionHashDigest {
         var digest: [UInt8] = []
         digest.reserveCapacity(32)
         for word in [state.0, state.1, state.2, state.3, state.4, state.5, state.6, state.7] {
-            digest += [UInt8(word &>> 24), UInt8(truncatingIfNeeded: word &>> 16), UInt8(truncatingIfNeeded: word &>> 8), UInt8(truncatingIfNeeded: word)]
+            digest += [
+                UInt8(word &>> 24), UInt8(truncatingIfNeeded: word &>> 16), UInt8(truncatingIfNeeded: word &>> 8),
+                UInt8(truncatingIfNeeded: word),
+            ]
         }
         return digest
     }

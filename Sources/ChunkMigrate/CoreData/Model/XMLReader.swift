@@ -201,11 +201,14 @@ struct XMLReader {
             }
             let name = try readName("a pseudo-attribute of the XML declaration")
             skipSpaces()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "=") else { throw failure("the XML declaration does not end", at: start) }
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "=") else {
+                throw failure("the XML declaration does not end", at: start)
+            }
             index += 1
             skipSpaces()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") || bytes[index] == UInt8(ascii: "'"),
-                  let end = bytes[(index + 1)...].firstIndex(of: bytes[index]) else {
+                let end = bytes[(index + 1)...].firstIndex(of: bytes[index])
+            else {
                 throw failure("the XML declaration does not end", at: start)
             }
             let value = String(decoding: bytes[(index + 1)..<end], as: UTF8.self)
@@ -248,7 +251,9 @@ struct XMLReader {
                 index = end + 1
                 continue
             }
-            if byte == UInt8(ascii: "[") { throw failure("a document type declaration with an internal subset, which is not read", at: index) }
+            if byte == UInt8(ascii: "[") {
+                throw failure("a document type declaration with an internal subset, which is not read", at: index)
+            }
             index += 1
             if byte == UInt8(ascii: ">") { return }
         }
@@ -297,7 +302,8 @@ struct XMLReader {
     /// `\n` (in an attribute, every tab and line end as a space, as XML normalizes them).
     private func decode(_ range: Range<Int>, inAttribute: Bool) throws(Malformed) -> String {
         let slice = bytes[range]
-        let special: (UInt8) -> Bool = inAttribute
+        let special: (UInt8) -> Bool =
+            inAttribute
             ? { $0 == UInt8(ascii: "&") || $0 == 0x0D || $0 == 0x0A || $0 == 0x09 }
             : { $0 == UInt8(ascii: "&") || $0 == 0x0D }
         guard slice.contains(where: special) else { return String(decoding: slice, as: UTF8.self) }
@@ -350,8 +356,9 @@ struct XMLReader {
         }
         let significant = digits.drop { $0 == "0" }
         guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isHexDigit && (radix == 16 || $0.isNumber) }), significant.count <= 8,
-              let value = significant.isEmpty ? 0 : UInt32(significant, radix: radix), let scalar = Unicode.Scalar(value),
-              value == 0x09 || value == 0x0A || value == 0x0D || (value >= 0x20 && value != 0xFFFE && value != 0xFFFF) else {
+            let value = significant.isEmpty ? 0 : UInt32(significant, radix: radix), let scalar = Unicode.Scalar(value),
+            value == 0x09 || value == 0x0A || value == 0x0D || (value >= 0x20 && value != 0xFFFE && value != 0xFFFF)
+        else {
             throw failure("character reference &\(name.prefix(40)); is not to a character XML allows", at: position)
         }
         return scalar
@@ -383,7 +390,8 @@ struct XMLReader {
     }
 
     private static func continuesName(_ byte: UInt8) -> Bool {
-        startsName(byte) || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+        startsName(byte) || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-")
+            || byte == UInt8(ascii: ".")
     }
 
     @discardableResult

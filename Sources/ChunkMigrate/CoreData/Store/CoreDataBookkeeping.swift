@@ -26,8 +26,10 @@ final class CoreDataBookkeeping {
     /// The destination's tables of system entities (history, CloudKit mirroring), in capitals.
     var systemTables: Set<String> { Set(destination.system.values.map { $0.table.uppercased() }) }
 
-    init(database: Database, plan: MigrationPlan, mapping: CoreDataMapping, resolver: Resolver,
-         sourcePath: String, destinationPath: String) throws {
+    init(
+        database: Database, plan: MigrationPlan, mapping: CoreDataMapping, resolver: Resolver,
+        sourcePath: String, destinationPath: String
+    ) throws {
         self.database = database
         self.plan = plan
         self.sourcePath = sourcePath
@@ -37,15 +39,21 @@ final class CoreDataBookkeeping {
         for (destinationName, sourceName) in mapping.entities.sorted(by: { $0.key < $1.key }) {
             let path = "coreData.entities.\(destinationName)"
             guard let to = destination.entity(named: destinationName) else {
-                throw MigrationError(.invalidPlan, "\(path): the destination model has no entity \"\(destinationName)\"\(MigrationPlan.suggestion(for: destinationName, among: destination.entities.values.map(\.name)))",
-                                     file: destinationPath)
+                throw MigrationError(
+                    .invalidPlan,
+                    "\(path): the destination model has no entity \"\(destinationName)\"\(MigrationPlan.suggestion(for: destinationName, among: destination.entities.values.map(\.name)))",
+                    file: destinationPath)
             }
             guard let from = source.entity(named: sourceName) else {
-                throw MigrationError(.invalidPlan, "\(path): the source model has no entity \"\(sourceName)\"\(MigrationPlan.suggestion(for: sourceName, among: source.entities.values.map(\.name)))",
-                                     file: sourcePath)
+                throw MigrationError(
+                    .invalidPlan,
+                    "\(path): the source model has no entity \"\(sourceName)\"\(MigrationPlan.suggestion(for: sourceName, among: source.entities.values.map(\.name)))",
+                    file: sourcePath)
             }
             if let other = numbers[from.number] {
-                throw MigrationError(.invalidPlan, "\(path): source entity \(sourceName) is already mapped to \(destination.entities[other]?.name ?? "\(other)")")
+                throw MigrationError(
+                    .invalidPlan,
+                    "\(path): source entity \(sourceName) is already mapped to \(destination.entities[other]?.name ?? "\(other)")")
             }
             numbers[from.number] = to.number
         }
@@ -56,7 +64,8 @@ final class CoreDataBookkeeping {
         for (index, entity) in plan.entities.enumerated() {
             guard let table = destination.root(ofTable: entity.destination.table) else { continue }
             let name = "main." + SQL.quote(table.table)
-            raiseMax[index] = try database.prepare("""
+            raiseMax[index] = try database.prepare(
+                """
                 UPDATE main.Z_PRIMARYKEY SET Z_MAX = (SELECT max(Z_PK) FROM \(name))
                 WHERE Z_ENT = \(table.number) AND Z_MAX < (SELECT max(Z_PK) FROM \(name))
                 """)
@@ -83,8 +92,10 @@ final class CoreDataBookkeeping {
             guard !call.isNull(0) else { return call.resultNull() }
             let number = call.int64(0)
             guard let mapped = lookup[number] else {
-                let name = sourceNames[number].map { "\($0.name) (\(number))" } ?? "\(number), which the source's Z_PRIMARYKEY does not list"
-                let message = "source entity \(name) has no counterpart in the destination model; map it in coreData.entities or leave its rows out with a where filter"
+                let name =
+                    sourceNames[number].map { "\($0.name) (\(number))" } ?? "\(number), which the source's Z_PRIMARYKEY does not list"
+                let message =
+                    "source entity \(name) has no counterpart in the destination model; map it in coreData.entities or leave its rows out with a where filter"
                 // The row being written is the last one the batch took (its key is taken first).
                 throw MigrationError(.batch, message, sourceKey: resolver.batchKeys.last)
             }
@@ -142,7 +153,8 @@ final class CoreDataBookkeeping {
                     data = name.contains("/") ? nil : try FileIO.read(file.path)
                 } catch {
                     guard error.code == .notFound else {
-                        throw MigrationError(.store, "cannot read the external file \(name): \(error.message)", file: file.path, cause: error)
+                        throw MigrationError(
+                            .store, "cannot read the external file \(name): \(error.message)", file: file.path, cause: error)
                     }
                     data = nil
                 }
@@ -196,14 +208,17 @@ final class CoreDataBookkeeping {
         }
         // Core Data's triggers are out of the way until every row is in (CoreDataFinishing), and
         // its R-tree indexes are filled from the rows then.
-        for index in try database.rows("""
+        for index in try database.rows(
+            """
             SELECT name FROM main.sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%' AND sql LIKE '%USING RTREE%'
-            """).compactMap({ $0[0].text }) {
+            """
+        ).compactMap({ $0[0].text }) {
             try database.execute("DELETE FROM main.\(SQL.quote(index))")
         }
         for entity in plan.entities where entity.keys == .preserve {
             guard let to = destination.root(ofTable: entity.destination.table),
-                  let from = source.root(ofTable: entity.source.table) else { continue }
+                let from = source.root(ofTable: entity.source.table)
+            else { continue }
             try database.execute("UPDATE main.Z_PRIMARYKEY SET Z_MAX = \(from.max) WHERE Z_ENT = \(to.number) AND Z_MAX < \(from.max)")
         }
         // Numbering of history transactions and CloudKit bookkeeping never goes back under the
@@ -217,7 +232,9 @@ final class CoreDataBookkeeping {
         // the data either way.
         try CoreDataMetadata.adoptIdentity(database, sourcePath: sourcePath, destinationPath: database.path, keepUUID: keepsObjectIDs)
         if !keepsObjectIDs {
-            logger?("the destination keeps its own store UUID: keys of source entities are allocated anew, so object-ID URIs saved before the migration must not name the new objects")
+            logger?(
+                "the destination keeps its own store UUID: keys of source entities are allocated anew, so object-ID URIs saved before the migration must not name the new objects"
+            )
         }
     }
 

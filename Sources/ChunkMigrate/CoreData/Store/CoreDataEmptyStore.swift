@@ -34,8 +34,10 @@ public enum CoreDataEmptyStore {
     ///     `ATRANSACTIONSTRING` and their entities 16001-16003 in `Z_PRIMARYKEY`.
     /// - Throws: ``MigrationError`` naming the file when it exists or cannot be written, or what
     ///   of the model cannot be laid out.
-    public static func create(at url: URL, model: CoreDataModel, uuid: String? = nil,
-                              metadata: [String: String] = [:], persistentHistory: Bool = false) throws {
+    public static func create(
+        at url: URL, model: CoreDataModel, uuid: String? = nil,
+        metadata: [String: String] = [:], persistentHistory: Bool = false
+    ) throws {
         guard !FileManager.default.fileExists(atPath: url.path) else {
             throw MigrationError(.store, "the store already exists", file: url.path)
         }
@@ -104,19 +106,23 @@ public enum CoreDataEmptyStore {
                     let names = constraint.compactMap { layout.column(of: $0, entity: entity.name)?.name }
                     guard names.count == constraint.count else { continue }
                     let columns = names.map { "\($0) COLLATE BINARY ASC" }.joined(separator: ", ")
-                    statements.append("CREATE UNIQUE INDEX Z_\(entity.name)_UNIQUE_\(constraint.joined(separator: "_")) ON \(table.name) (\(columns));")
+                    statements.append(
+                        "CREATE UNIQUE INDEX Z_\(entity.name)_UNIQUE_\(constraint.joined(separator: "_")) ON \(table.name) (\(columns));")
                 }
             }
         }
         for join in layout.joinTables {
             let keys = join.sides.map(\.column)
             let definitions = keys.map { "\($0) INTEGER" } + join.sides.compactMap(\.order).map { "\($0) INTEGER" }
-            statements.append("CREATE TABLE \(join.name) ( \(definitions.joined(separator: ", ")), PRIMARY KEY (\(keys.joined(separator: ", "))) );")
+            statements.append(
+                "CREATE TABLE \(join.name) ( \(definitions.joined(separator: ", ")), PRIMARY KEY (\(keys.joined(separator: ", "))) );")
             statements.append("CREATE INDEX \(join.name)_\(keys[1])_INDEX ON \(join.name) (\(keys[1]), \(keys[0]));")
         }
         for entity in layout.model.entities {
             for property in entity.properties where property.attribute?.derivation != nil && !property.isTransient {
-                statements += try CoreDataDerivation(entity: entity.name, attribute: property.name, layout: layout).triggers.map { $0 + ";" }
+                statements += try CoreDataDerivation(entity: entity.name, attribute: property.name, layout: layout).triggers.map {
+                    $0 + ";"
+                }
             }
         }
         return statements.joined(separator: "\n")

@@ -72,7 +72,8 @@ package struct CoreDataEntities: Sendable {
     /// source) has Core Data's `Z_PRIMARYKEY` table.
     static func isCoreData(_ database: Database, schema: String = "main") throws(SQLiteError) -> Bool {
         try database.scalar(
-            "SELECT count(*) FROM \(schema).sqlite_schema WHERE type = 'table' AND name = 'Z_PRIMARYKEY'").integer == 1
+            "SELECT count(*) FROM \(schema).sqlite_schema WHERE type = 'table' AND name = 'Z_PRIMARYKEY'"
+        ).integer == 1
     }
 
     /// Reads `Z_PRIMARYKEY` of the store open as `schema` in `database`.
@@ -88,8 +89,9 @@ package struct CoreDataEntities: Sendable {
         for row in try database.rows("SELECT Z_ENT, Z_NAME, Z_SUPER, Z_MAX FROM \(schema).Z_PRIMARYKEY ORDER BY Z_ENT") {
             guard let number = row[0].integer, let name = row[1].text else { continue }
             guard number < firstHistoryEntity else {
-                system[number] = Entity(number: number, name: name, parent: nil, max: row[3].integer ?? 0, root: number,
-                                        table: "A" + name.uppercased())
+                system[number] = Entity(
+                    number: number, name: name, parent: nil, max: row[3].integer ?? 0, root: number,
+                    table: "A" + name.uppercased())
                 continue
             }
             let parent = row[2].integer.flatMap { $0 == 0 ? nil : $0 }
@@ -104,7 +106,10 @@ package struct CoreDataEntities: Sendable {
             var steps = 0
             while let parent = entities[root]?.parent {
                 guard entities[parent] != nil, steps < entities.count else {
-                    throw MigrationError(.store, "Z_PRIMARYKEY: entity \(entities[number]!.name) (\(number)) has a parent \(parent) that is not an entity, or its tree has a cycle", file: file)
+                    throw MigrationError(
+                        .store,
+                        "Z_PRIMARYKEY: entity \(entities[number]!.name) (\(number)) has a parent \(parent) that is not an entity, or its tree has a cycle",
+                        file: file)
                 }
                 root = parent
                 steps += 1
@@ -129,12 +134,16 @@ package struct CoreDataEntities: Sendable {
     /// the one name `Z_PRIMARYKEY` lacks.
     private mutating func nameAsTheModel(_ database: Database, schema: String, file: String) throws {
         guard let hashed = (try? CoreDataMetadata.read(database, schema: schema, file: file))?.hashedEntities,
-              entities.values.contains(where: { !hashed.contains($0.name) }) else { return }
+            entities.values.contains(where: { !hashed.contains($0.name) })
+        else { return }
         let listed = Set(entities.values.map(\.name))
-        if let model = (try? CoreDataModel.read(database, schema: schema, file: file)) ?? nil, let layout = try? CoreDataLayout(model: model) {
+        if let model = (try? CoreDataModel.read(database, schema: schema, file: file)) ?? nil,
+            let layout = try? CoreDataLayout(model: model)
+        {
             for (number, entity) in entities where !hashed.contains(entity.name) {
                 guard let modelled = layout.entities[number], !listed.contains(modelled.name),
-                      modelled.parent == entity.parent else { continue }
+                    modelled.parent == entity.parent
+                else { continue }
                 staleNames[number] = entity.name
                 entities[number]!.name = modelled.name
             }
@@ -146,7 +155,8 @@ package struct CoreDataEntities: Sendable {
             }
         }
         // A root's table is its model name's.
-        let tableNames = Set(try database.rows("SELECT upper(name) FROM \(schema).sqlite_schema WHERE type = 'table'").compactMap { $0[0].text })
+        let tableNames = Set(
+            try database.rows("SELECT upper(name) FROM \(schema).sqlite_schema WHERE type = 'table'").compactMap { $0[0].text })
         for number in staleNames.keys where entities[number]?.parent == nil {
             let table = "Z" + entities[number]!.name.uppercased()
             guard tableNames.contains(table) else { continue }

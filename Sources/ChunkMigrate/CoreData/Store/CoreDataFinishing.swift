@@ -77,9 +77,11 @@ final class CoreDataFinishing {
         /// `nil` for a trigger of another form.
         init?(trigger sql: String, table: String) {
             let text = sql.replacingOccurrences(of: #"\s+"#, with: " ", options: .regularExpression)
-            let pattern = #"^CREATE TRIGGER \S+ AFTER INSERT ON \S+ FOR EACH ROW(?: WHEN (.+?))? BEGIN INSERT (?:OR REPLACE )?INTO (\S+) ?\((.+?)\) VALUES ?\((.+)\) ?; ?END$"#
+            let pattern =
+                #"^CREATE TRIGGER \S+ AFTER INSERT ON \S+ FOR EACH ROW(?: WHEN (.+?))? BEGIN INSERT (?:OR REPLACE )?INTO (\S+) ?\((.+?)\) VALUES ?\((.+)\) ?; ?END$"#
             guard let regex = try? NSRegularExpression(pattern: pattern, options: [.caseInsensitive]),
-                  let match = regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) else { return nil }
+                let match = regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text))
+            else { return nil }
             func group(_ index: Int) -> String? {
                 Range(match.range(at: index), in: text).map { String(text[$0]) }
             }
@@ -120,16 +122,20 @@ final class CoreDataFinishing {
         let triggers = try sqlite { () throws(SQLiteError) in try CheckpointStore.deferredTriggers(in: database) }
         for trigger in triggers where try isFetchIndexInsert(trigger.sql) {
             guard let fill = FetchIndexFill(trigger: trigger.sql, table: trigger.table) else {
-                throw MigrationError(.store,
+                throw MigrationError(
+                    .store,
                     "trigger \(trigger.name) keeps an R-tree index, but not in the form Core Data writes (INSERT ... VALUES (NEW.column, ...)); the index cannot be filled from its table",
                     file: database.path, sql: trigger.sql)
             }
             steps.append(.fetchIndex(fill))
         }
-        steps += try fetchIndexesWithoutTriggers(filled: Set(steps.compactMap { step in
-            if case let .fetchIndex(fill) = step { return fill.index.uppercased() }
-            return nil
-        })).map(Step.fetchIndexCopy)
+        steps += try fetchIndexesWithoutTriggers(
+            filled: Set(
+                steps.compactMap { step in
+                    if case let .fetchIndex(fill) = step { return fill.index.uppercased() }
+                    return nil
+                })
+        ).map(Step.fetchIndexCopy)
         if !triggers.isEmpty { steps.append(.triggers) }
         return steps
     }
@@ -140,16 +146,21 @@ final class CoreDataFinishing {
     /// cannot carry are said, and left empty.
     private func fetchIndexesWithoutTriggers(filled: Set<String>) throws -> [String] {
         let (destination, source) = try sqlite { () throws(SQLiteError) -> ([String], Set<String>) in
-            let query = "SELECT name FROM %@.sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%%' AND sql LIKE '%%USING RTREE%%' ORDER BY name"
-            return (try database.rows(String(format: query, "main")).compactMap { $0[0].text },
-                    Set(try database.rows(String(format: query, "src")).compactMap { $0[0].text?.uppercased() }))
+            let query =
+                "SELECT name FROM %@.sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%%' AND sql LIKE '%%USING RTREE%%' ORDER BY name"
+            return (
+                try database.rows(String(format: query, "main")).compactMap { $0[0].text },
+                Set(try database.rows(String(format: query, "src")).compactMap { $0[0].text?.uppercased() })
+            )
         }
         let keysKept = plan.entities.allSatisfy { $0.keys == .preserve || $0.destination.key == nil }
         var copied: [String] = []
         for index in destination where !filled.contains(index.uppercased()) {
             guard source.contains(index.uppercased()) else { continue }
             guard keysKept else {
-                logger?("the R-tree index \(index) is kept without triggers, and the plan gives keys anew: its rows are not carried (Core Data rebuilds the index when it next writes the entity)")
+                logger?(
+                    "the R-tree index \(index) is kept without triggers, and the plan gives keys anew: its rows are not carried (Core Data rebuilds the index when it next writes the entity)"
+                )
                 continue
             }
             copied.append(index)
@@ -161,7 +172,8 @@ final class CoreDataFinishing {
     private func isFetchIndexInsert(_ sql: String) throws -> Bool {
         let text = sql.replacingOccurrences(of: #"\s+"#, with: " ", options: .regularExpression)
         guard text.range(of: " AFTER INSERT ON ", options: .caseInsensitive) != nil,
-              let into = text.range(of: #"INTO (\S+?)[ (]"#, options: [.regularExpression, .caseInsensitive]) else { return false }
+            let into = text.range(of: #"INTO (\S+?)[ (]"#, options: [.regularExpression, .caseInsensitive])
+        else { return false }
         let target = text[into].dropFirst(5).dropLast().trimmingCharacters(in: .whitespaces)
         let definition = try sqlite { () throws(SQLiteError) in
             try database.scalar("SELECT sql FROM main.sqlite_schema WHERE type = 'table' AND name = ?1 COLLATE NOCASE", .text(target)).text
@@ -184,8 +196,10 @@ final class CoreDataFinishing {
             let computed = precomputed?(value).flatMap(attachComputed)
             defer { if computed != nil { try? database.execute("DETACH DATABASE \(Self.computedSchema)") } }
             func batch(_ values: String) throws -> Bool {
-                try rangeBatch(step, table: value.table, size: size, what: "the derived attribute \(value.attribute)",
-                               entity: value.attribute, column: value.column) { first, last in
+                try rangeBatch(
+                    step, table: value.table, size: size, what: "the derived attribute \(value.attribute)",
+                    entity: value.attribute, column: value.column
+                ) { first, last in
                     "UPDATE main.\(SQL.quote(value.table)) SET \(SQL.quote(value.column)) = \(values) WHERE Z_PK > \(first) AND Z_PK <= \(last)"
                         + (value.rows.map { " AND (\($0))" } ?? "")
                 }
@@ -193,14 +207,15 @@ final class CoreDataFinishing {
             guard let computed else { return try batch(value.value) }
             do {
                 return try batch(computed)
-            } catch where SQLiteError.isSchemaChanged(error) {
+            } catch  where SQLiteError.isSchemaChanged(error) {
                 // The check adds a table to the file of values with each value it computes; where
                 // SQLite gave up preparing the batch over it, the batch, rolled back, computes
                 // its values itself.
                 return try batch(value.value)
             }
         case let .fetchIndex(fill):
-            return try rangeBatch(step, table: fill.table, size: size, what: "the R-tree index \(fill.index)", entity: nil, column: nil) { first, last in
+            return try rangeBatch(step, table: fill.table, size: size, what: "the R-tree index \(fill.index)", entity: nil, column: nil) {
+                first, last in
                 "INSERT OR REPLACE INTO main.\(SQL.quote(fill.index)) (\(fill.columns)) SELECT \(fill.values) FROM main.\(SQL.quote(fill.table)) "
                     + "WHERE Z_PK > \(first) AND Z_PK <= \(last)" + (fill.condition.map { " AND (\($0))" } ?? "")
             }
@@ -224,17 +239,22 @@ final class CoreDataFinishing {
         do {
             return try database.inTransaction(.immediate) { () throws(SQLiteError) -> Bool in
                 let cursor = try CheckpointStore.step(step.name, in: database).cursor ?? Int64.min
-                let last = try database.scalar("SELECT rowid FROM src.\(SQL.quote(index)) WHERE rowid > ?1 ORDER BY rowid LIMIT 1 OFFSET ?2",
-                                               .integer(cursor), .integer(Int64(max(1, size) - 1))).integer
+                let last = try database.scalar(
+                    "SELECT rowid FROM src.\(SQL.quote(index)) WHERE rowid > ?1 ORDER BY rowid LIMIT 1 OFFSET ?2",
+                    .integer(cursor), .integer(Int64(max(1, size) - 1))
+                ).integer
                 var end = last
-                if end == nil { end = try database.scalar("SELECT max(rowid) FROM src.\(SQL.quote(index)) WHERE rowid > ?1", .integer(cursor)).integer }
+                if end == nil {
+                    end = try database.scalar("SELECT max(rowid) FROM src.\(SQL.quote(index)) WHERE rowid > ?1", .integer(cursor)).integer
+                }
                 if let end { _ = try database.rows(sql, .integer(cursor), .integer(end)) }
                 try CheckpointStore.saveStep(step.name, cursor: end ?? cursor, done: last == nil, in: database)
                 return last == nil
             }
         } catch {
-            throw MigrationError(.batch, "cannot copy the rows of the R-tree index \(index): \(error.message)", file: database.path,
-                                 sql: sql, cause: error)
+            throw MigrationError(
+                .batch, "cannot copy the rows of the R-tree index \(index): \(error.message)", file: database.path,
+                sql: sql, cause: error)
         }
     }
 
@@ -254,15 +274,19 @@ final class CoreDataFinishing {
     }
 
     /// One batch of an `UPDATE`/`INSERT` over the keys of `table` after the step's cursor.
-    private func rangeBatch(_ step: Step, table: String, size: Int, what: String, entity: String?, column: String?,
-                            statement: (Int64, Int64) -> String) throws -> Bool {
+    private func rangeBatch(
+        _ step: Step, table: String, size: Int, what: String, entity: String?, column: String?,
+        statement: (Int64, Int64) -> String
+    ) throws -> Bool {
         var sql: String?
         do {
             return try database.inTransaction(.immediate) { () throws(SQLiteError) -> Bool in
                 let cursor = try CheckpointStore.step(step.name, in: database).cursor ?? Int64.min
                 let quoted = "main.\(SQL.quote(table))"
-                var last = try database.scalar("SELECT Z_PK FROM \(quoted) WHERE Z_PK > ?1 ORDER BY Z_PK LIMIT 1 OFFSET ?2",
-                                               .integer(cursor), .integer(Int64(max(1, size) - 1))).integer
+                var last = try database.scalar(
+                    "SELECT Z_PK FROM \(quoted) WHERE Z_PK > ?1 ORDER BY Z_PK LIMIT 1 OFFSET ?2",
+                    .integer(cursor), .integer(Int64(max(1, size) - 1))
+                ).integer
                 let done = last == nil
                 if last == nil { last = try database.scalar("SELECT max(Z_PK) FROM \(quoted) WHERE Z_PK > ?1", .integer(cursor)).integer }
                 if let last {
@@ -273,8 +297,9 @@ final class CoreDataFinishing {
                 return done
             }
         } catch {
-            throw MigrationError(.batch, "cannot fill \(what): \(error.message)", entity: entity?.split(separator: ".").first.map(String.init),
-                                 column: column, file: database.path, sql: sql ?? error.sql, cause: error)
+            throw MigrationError(
+                .batch, "cannot fill \(what): \(error.message)", entity: entity?.split(separator: ".").first.map(String.init),
+                column: column, file: database.path, sql: sql ?? error.sql, cause: error)
         }
     }
 
@@ -300,7 +325,8 @@ final class CoreDataFinishing {
         let entity = data.attribute.split(separator: ".").first.map(String.init)
         let (cursor, rows) = try sqlite { () throws(SQLiteError) -> (Int64?, [[SQLiteValue]]) in
             let cursor = try CheckpointStore.step(step.name, in: database).cursor
-            let rows = try database.rows("""
+            let rows = try database.rows(
+                """
                 SELECT Z_PK, \(SQL.quote(data.column)) FROM main.\(SQL.quote(data.table))
                 WHERE Z_PK > ?1 AND \(SQL.quote(data.column)) >= x'02' AND \(SQL.quote(data.column)) < x'03' ORDER BY Z_PK LIMIT ?2
                 """, .integer(cursor ?? Int64.min), .integer(Int64(max(1, size))))
@@ -309,11 +335,13 @@ final class CoreDataFinishing {
         let from = Self.externalDataFolder(of: sourcePath), to = Self.externalDataFolder(of: database.path)
         // The rows' keys are the source's where the plan keeps them; else they are named as the
         // destination's.
-        let keysPreserved = plan.entities.first { $0.destination.table.caseInsensitiveCompare(data.table) == .orderedSame }?.keys == .preserve
+        let keysPreserved =
+            plan.entities.first { $0.destination.table.caseInsensitiveCompare(data.table) == .orderedSame }?.keys == .preserve
         if !rows.isEmpty {
             do { try FileManager.default.createDirectory(at: to, withIntermediateDirectories: true) } catch {
-                throw MigrationError(.store, "cannot create the folder for external binary data: \(error.localizedDescription)",
-                                     file: to.path, cause: error)
+                throw MigrationError(
+                    .store, "cannot create the folder for external binary data: \(error.localizedDescription)",
+                    file: to.path, cause: error)
             }
         }
         var missing: [(name: String, row: Row)] = []
@@ -321,15 +349,18 @@ final class CoreDataFinishing {
             guard let key = row[0].integer, case let .blob(bytes) = row[1], let name = Self.externalFileName(bytes) else { continue }
             let row = Row(entity: entity, attribute: data.attribute, column: data.column, key: key, keyIsSource: keysPreserved)
             guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
-                throw MigrationError(.store, "\(data.attribute) of \(row.described) names an external file \"\(name)\", which is not a file name",
-                                     entity: entity, sourceKey: row.sourceKey, column: data.column, file: sourcePath)
+                throw MigrationError(
+                    .store, "\(data.attribute) of \(row.described) names an external file \"\(name)\", which is not a file name",
+                    entity: entity, sourceKey: row.sourceKey, column: data.column, file: sourcePath)
             }
             if try !Self.carry(name, from: from, to: to, row: row) { missing.append((name, row)) }
         }
         // A reference whose file the source does not have is carried as it is, as Core Data's
         // own migration carries it: the app reads no value there before and after alike.
         if let first = missing.first {
-            logger?("\(missing.count) external files named by \(data.attribute) are missing from the source's \(from.path): the references are carried as they are, as Core Data's migration carries them (the first: \(first.name), \(first.row.described))")
+            logger?(
+                "\(missing.count) external files named by \(data.attribute) are missing from the source's \(from.path): the references are carried as they are, as Core Data's migration carries them (the first: \(first.name), \(first.row.described))"
+            )
         }
         let done = rows.count < max(1, size)
         let last = rows.last?[0].integer ?? cursor
@@ -362,7 +393,8 @@ final class CoreDataFinishing {
     static func carry(_ name: String, from: URL, to: URL, row: Row) throws -> Bool {
         let source = from.appendingPathComponent(name), destination = to.appendingPathComponent(name)
         let files = FileManager.default
-        guard let attributes = try? files.attributesOfItem(atPath: source.path), let size = (attributes[.size] as? NSNumber)?.int64Value else {
+        guard let attributes = try? files.attributesOfItem(atPath: source.path), let size = (attributes[.size] as? NSNumber)?.int64Value
+        else {
             return false
         }
         if let existing = try? files.attributesOfItem(atPath: destination.path), (existing[.size] as? NSNumber)?.int64Value == size {
@@ -384,8 +416,9 @@ final class CoreDataFinishing {
             if folder >= 0 { _ = fsync(folder); close(folder) }
             return true
         } catch {
-            throw MigrationError(.store, "cannot carry the external file \(name) of \(row.attribute) (\(row.described)) over: \(error.localizedDescription)",
-                                 entity: row.entity, sourceKey: row.sourceKey, column: row.column, file: destination.path, cause: error)
+            throw MigrationError(
+                .store, "cannot carry the external file \(name) of \(row.attribute) (\(row.described)) over: \(error.localizedDescription)",
+                entity: row.entity, sourceKey: row.sourceKey, column: row.column, file: destination.path, cause: error)
         }
     }
 

@@ -120,7 +120,9 @@ private struct PlistValue: Encodable {
         switch value {
         case let dictionary as [String: Any]:
             var container = encoder.container(keyedBy: PropertyListKey.self)
-            for key in dictionary.keys.sorted() { try container.encode(PlistValue(dictionary[key]!), forKey: PropertyListKey(stringValue: key)) }
+            for key in dictionary.keys.sorted() {
+                try container.encode(PlistValue(dictionary[key]!), forKey: PropertyListKey(stringValue: key))
+            }
         case let array as [Any]:
             var container = encoder.unkeyedContainer()
             for element in array { try container.encode(PlistValue(element)) }

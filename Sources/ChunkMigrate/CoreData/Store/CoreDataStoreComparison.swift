@@ -48,7 +48,8 @@ public enum CoreDataStoreComparison {
             case .missing: "\(entity) \(row): in the first store only"
             case .extra: "\(entity) \(row): in the second store only"
             case .value: "\(entity) \(row): \(property ?? "") is \(first ?? "NULL") in the first store, \(second ?? "NULL") in the second"
-            case .relationship: "\(entity) \(row): \(property ?? "") points at \(first ?? "nothing") in the first store, \(second ?? "nothing") in the second"
+            case .relationship:
+                "\(entity) \(row): \(property ?? "") points at \(first ?? "nothing") in the first store, \(second ?? "nothing") in the second"
             }
         }
     }
@@ -81,8 +82,10 @@ public enum CoreDataStoreComparison {
     /// - Throws: ``MigrationError`` naming the store when it cannot be read, has no model, or
     ///   does not fit the model, and naming the entity and attribute of an identity given that
     ///   the model does not have.
-    public static func run(_ first: URL, _ second: URL, identities given: [String: [String]] = [:], model: CoreDataModel? = nil,
-                           limit: Int = 20) throws -> Report {
+    public static func run(
+        _ first: URL, _ second: URL, identities given: [String: [String]] = [:], model: CoreDataModel? = nil,
+        limit: Int = 20
+    ) throws -> Report {
         let database: Database
         do {
             database = try Database(path: first.path, mode: .source)
@@ -94,14 +97,20 @@ public enum CoreDataStoreComparison {
             throw MigrationError(.store, "the store has no model cache: give its model (--model)", file: first.path)
         }
         let layout = try CoreDataLayout(model: model)
-        let stores = [try layout.resolved(against: database, schema: "main", file: first.path).0,
-                      try layout.resolved(against: database, schema: "b", file: second.path).0]
+        let stores = [
+            try layout.resolved(against: database, schema: "main", file: first.path).0,
+            try layout.resolved(against: database, schema: "b", file: second.path).0,
+        ]
         for (entity, attributes) in given {
             guard model.entity(named: entity) != nil else {
-                throw MigrationError(.invalidPlan, "--identify \(entity): the model has no entity \(entity)\(MigrationPlan.suggestion(for: entity, among: model.entities.map(\.name)))")
+                throw MigrationError(
+                    .invalidPlan,
+                    "--identify \(entity): the model has no entity \(entity)\(MigrationPlan.suggestion(for: entity, among: model.entities.map(\.name)))"
+                )
             }
             for name in attributes where model.property(name, of: entity)?.property.attribute == nil {
-                throw MigrationError(.invalidPlan, "--identify \(entity): entity \(entity) has no attribute \(name)", entity: entity, column: name)
+                throw MigrationError(
+                    .invalidPlan, "--identify \(entity): entity \(entity) has no attribute \(name)", entity: entity, column: name)
             }
         }
         var comparison = Comparison(database: database, layouts: stores, limit: max(limit, 1))
@@ -134,7 +143,8 @@ public enum CoreDataStoreComparison {
         func identity(of entity: String) throws -> [String] {
             let attributes = model.allProperties(of: entity).filter { $0.property.attribute != nil && !$0.property.isTransient }
             if let constraint = model.lineage(of: entity).lazy.flatMap(\.uniquenessConstraints)
-                .first(where: { names in names.allSatisfy { name in attributes.contains { $0.property.name == name } } }) {
+                .first(where: { names in names.allSatisfy { name in attributes.contains { $0.property.name == name } } })
+            {
                 return constraint
             }
             // Identifiers and names first, then dates and numbers; never a Boolean (two values),
@@ -144,8 +154,11 @@ public enum CoreDataStoreComparison {
                 var distinct = true
                 for (index, layout) in layouts.enumerated() {
                     guard let table = layout.table(of: entity), let column = layout.column(of: candidate.property.name, entity: entity),
-                          let number = layout.entity(named: entity)?.number else { distinct = false; break }
-                    let counts = try query("SELECT count(*), count(\(SQL.quote(column.name))), count(DISTINCT \(SQL.quote(column.name))) FROM \(Self.schemas[index]).\(SQL.quote(table.name)) WHERE Z_ENT = \(number)")
+                        let number = layout.entity(named: entity)?.number
+                    else { distinct = false; break }
+                    let counts = try query(
+                        "SELECT count(*), count(\(SQL.quote(column.name))), count(DISTINCT \(SQL.quote(column.name))) FROM \(Self.schemas[index]).\(SQL.quote(table.name)) WHERE Z_ENT = \(number)"
+                    )
                     guard let row = counts.first, row[0] == row[1], row[1] == row[2] else { distinct = false; break }
                 }
                 if distinct { return [candidate.property.name] }
@@ -184,10 +197,13 @@ public enum CoreDataStoreComparison {
         func values(of entity: String, alias: String, layout: CoreDataLayout) -> String {
             var names = identities[entity] ?? []
             if names.isEmpty {
-                names = model.allProperties(of: entity).filter { $0.property.attribute != nil && !$0.property.isTransient }.map(\.property.name).sorted()
+                names = model.allProperties(of: entity).filter { $0.property.attribute != nil && !$0.property.isTransient }.map(
+                    \.property.name
+                ).sorted()
             }
             let parts = names.map { name in
-                layout.column(of: name, entity: entity).map { "\(SQL.literal(name + " = ")) || quote(\(alias).\(SQL.quote($0.name)))" } ?? "'?'"
+                layout.column(of: name, entity: entity).map { "\(SQL.literal(name + " = ")) || quote(\(alias).\(SQL.quote($0.name)))" }
+                    ?? "'?'"
             }
             return parts.isEmpty ? "''" : parts.joined(separator: " || ', ' || ")
         }
@@ -196,8 +212,10 @@ public enum CoreDataStoreComparison {
         mutating func compare(_ entity: String) throws {
             let attributes = model.allProperties(of: entity).filter { $0.property.attribute != nil && !$0.property.isTransient }
                 .map(\.property.name).sorted()
-            let relationships = model.allProperties(of: entity).filter { $0.property.relationship != nil && !$0.property.isTransient && compares($0.property.name, of: entity) }
-                .map(\.property.name).sorted()
+            let relationships = model.allProperties(of: entity).filter {
+                $0.property.relationship != nil && !$0.property.isTransient && compares($0.property.name, of: entity)
+            }
+            .map(\.property.name).sorted()
             var statements: [Statement] = []
             for (index, layout) in layouts.enumerated() {
                 let schema = Self.schemas[index]
@@ -209,9 +227,12 @@ public enum CoreDataStoreComparison {
                 for name in relationships { columns.append(targets(name, of: entity, layout: layout, schema: schema)) }
                 // In the order of the identity, then of every value: rows alike pair up in turn.
                 let order = (1...columns.count).map(String.init).joined(separator: ", ")
-                let sql = "SELECT \(columns.joined(separator: ", ")) FROM \(schema).\(SQL.quote(table.name)) AS s WHERE s.Z_ENT = \(number) ORDER BY \(order)"
+                let sql =
+                    "SELECT \(columns.joined(separator: ", ")) FROM \(schema).\(SQL.quote(table.name)) AS s WHERE s.Z_ENT = \(number) ORDER BY \(order)"
                 do { statements.append(try database.prepare(sql)) } catch {
-                    throw MigrationError(.store, "cannot read \(entity) of the \(index == 0 ? "first" : "second") store: \(error.message)", entity: entity, sql: sql, cause: error)
+                    throw MigrationError(
+                        .store, "cannot read \(entity) of the \(index == 0 ? "first" : "second") store: \(error.message)", entity: entity,
+                        sql: sql, cause: error)
                 }
             }
             let names = attributes + relationships
@@ -224,7 +245,9 @@ public enum CoreDataStoreComparison {
                 do {
                     guard try statements[index].step() else { return nil }
                 } catch {
-                    throw MigrationError(.store, "cannot read \(entity) of the \(index == 0 ? "first" : "second") store: \(error.message)", entity: entity, cause: error)
+                    throw MigrationError(
+                        .store, "cannot read \(entity) of the \(index == 0 ? "first" : "second") store: \(error.message)", entity: entity,
+                        cause: error)
                 }
                 return (0..<(names.count + 1)).map { column in statements[index].value(at: column).text }
             }
@@ -245,8 +268,10 @@ public enum CoreDataStoreComparison {
                 } else if let rowA = a, let rowB = b {
                     report.rows += 1
                     for (offset, name) in names.enumerated() where !same(rowA[offset + 1], rowB[offset + 1]) {
-                        note(Difference(kind: offset < attributes.count ? .value : .relationship, entity: entity, row: rowA[0] ?? "",
-                                        property: name, first: rowA[offset + 1], second: rowB[offset + 1]))
+                        note(
+                            Difference(
+                                kind: offset < attributes.count ? .value : .relationship, entity: entity, row: rowA[0] ?? "",
+                                property: name, first: rowA[offset + 1], second: rowB[offset + 1]))
                     }
                     a = try next(0)
                     b = try next(1)
@@ -261,7 +286,8 @@ public enum CoreDataStoreComparison {
             guard let relationship = model.property(name, of: entity)?.property.relationship else { return false }
             guard relationship.isToMany else { return true }
             guard let inverse = relationship.inverse, let other = model.property(inverse, of: relationship.destination),
-                  let otherRelationship = other.property.relationship else { return true }
+                let otherRelationship = other.property.relationship
+            else { return true }
             if !otherRelationship.isToMany { return relationship.isOrdered }
             // One side of a many-to-many, by the entities declaring the two: every entity that
             // inherits the side compares it.
@@ -273,7 +299,8 @@ public enum CoreDataStoreComparison {
         /// for a to-one, the list (sorted, or in order for an ordered one) for a to-many.
         func targets(_ name: String, of entity: String, layout: CoreDataLayout, schema: String) -> String {
             guard let declared = model.property(name, of: entity), let relationship = declared.property.relationship,
-                  let targetTable = layout.table(of: relationship.destination) else { return "NULL" }
+                let targetTable = layout.table(of: relationship.destination)
+            else { return "NULL" }
             let target = identityExpression(ofTree: relationship.destination, alias: "x", layout: layout)
             let from = "\(schema).\(SQL.quote(targetTable.name)) AS x"
             if !relationship.isToMany {
@@ -283,14 +310,19 @@ public enum CoreDataStoreComparison {
             // The pairs: a join table, the inverse's key in the target's table, or the owner's.
             var pairs = "", order: String?
             if let join = layout.joinTable(of: name, entity: entity),
-               let mine = join.sides.first(where: { $0.entity == declared.declaredBy && $0.property == name }),
-               let other = join.sides.first(where: { $0 != mine }) ?? join.sides.first {
-                pairs = "\(schema).\(SQL.quote(join.name)) AS j JOIN \(from) ON x.Z_PK = j.\(SQL.quote(mine.column)) WHERE j.\(SQL.quote(other.column)) = s.Z_PK"
+                let mine = join.sides.first(where: { $0.entity == declared.declaredBy && $0.property == name }),
+                let other = join.sides.first(where: { $0 != mine }) ?? join.sides.first
+            {
+                pairs =
+                    "\(schema).\(SQL.quote(join.name)) AS j JOIN \(from) ON x.Z_PK = j.\(SQL.quote(mine.column)) WHERE j.\(SQL.quote(other.column)) = s.Z_PK"
                 order = mine.order.map { "j.\(SQL.quote($0))" }
             } else if let inverse = relationship.inverse, let inverseDeclared = model.property(inverse, of: relationship.destination),
-                      let key = targetTable.column(for: .toOne(entity: inverseDeclared.declaredBy, property: inverse)) {
+                let key = targetTable.column(for: .toOne(entity: inverseDeclared.declaredBy, property: inverse))
+            {
                 pairs = "\(from) WHERE x.\(SQL.quote(key.name)) = s.Z_PK"
-                order = targetTable.column(for: .toOneOrder(entity: inverseDeclared.declaredBy, property: inverse)).map { "x.\(SQL.quote($0.name))" }
+                order = targetTable.column(for: .toOneOrder(entity: inverseDeclared.declaredBy, property: inverse)).map {
+                    "x.\(SQL.quote($0.name))"
+                }
             } else if let owner = targetTable.column(for: .toManyOwner(entity: declared.declaredBy, property: name)) {
                 pairs = "\(from) WHERE x.\(SQL.quote(owner.name)) = s.Z_PK"
                 order = targetTable.column(for: .toManyOrder(entity: declared.declaredBy, property: name)).map { "x.\(SQL.quote($0.name))" }

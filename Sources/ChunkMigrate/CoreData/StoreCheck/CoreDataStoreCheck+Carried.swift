@@ -60,7 +60,9 @@ extension CoreDataStoreCheck.Report {
     ///   - names: how the findings of this store are named in the source.
     public func carryingOver(from source: Self, names: SourceNames) -> Self {
         carryingOver { finding in
-            source.findings.first { Self.same(finding, $0, names: names) }.map { had in had.line == finding.line ? "as in the source" : "the source: \(had.line)" }
+            source.findings.first { Self.same(finding, $0, names: names) }.map { had in
+                had.line == finding.line ? "as in the source" : "the source: \(had.line)"
+            }
         }
     }
 
@@ -88,7 +90,9 @@ extension CoreDataStoreCheck.Report {
     static func same(_ finding: CoreDataStoreCheck.Finding, _ had: CoreDataStoreCheck.Finding, names: SourceNames) -> Bool {
         guard finding.kind == had.kind, finding.count <= had.count else { return false }
         if let entity = finding.entity {
-            guard let sourceEntity = had.entity, sourceEntity == (names.entities[entity] ?? entity) || sourceEntity == entity else { return false }
+            guard let sourceEntity = had.entity, sourceEntity == (names.entities[entity] ?? entity) || sourceEntity == entity else {
+                return false
+            }
         } else if had.entity != nil {
             return false
         }
@@ -99,7 +103,8 @@ extension CoreDataStoreCheck.Report {
             return false
         }
         if let entity = finding.entity, names.keysKept.contains(entity), !finding.keys.isEmpty, !had.keys.isEmpty,
-           finding.keys.count == Int(finding.count), had.keys.count == Int(had.count) {
+            finding.keys.count == Int(finding.count), had.keys.count == Int(had.count)
+        {
             return Set(finding.keys).isSubset(of: had.keys)
         }
         return true
@@ -115,13 +120,16 @@ extension CoreDataStoreCheck {
     ///   - report: the check of the migrated store.
     ///   - source: the source store, under `model` (its own model cache when `nil`).
     ///   - tables: only these tables of the source, when the report covers only them.
-    static func separatingCarried(_ report: Report, source: URL, model: CoreDataModel? = nil, names: Report.SourceNames,
-                                  tables: Set<String>? = nil) -> Report {
+    static func separatingCarried(
+        _ report: Report, source: URL, model: CoreDataModel? = nil, names: Report.SourceNames,
+        tables: Set<String>? = nil
+    ) -> Report {
         guard !report.findings.isEmpty else { return report }
         let sourceReport: Report
         do { sourceReport = try run(store: source, model: model, tables: tables) } catch {
             var report = report
-            report.unchecked.append("the source could not be checked for what it already had (\(error)): every finding is reported as a violation")
+            report.unchecked.append(
+                "the source could not be checked for what it already had (\(error)): every finding is reported as a violation")
             return report
         }
         return report.carryingOver(from: sourceReport, names: names)

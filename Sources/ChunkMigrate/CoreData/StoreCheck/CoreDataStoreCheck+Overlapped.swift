@@ -97,8 +97,10 @@ extension CoreDataStoreCheck {
         ///   - scratch: the folder for the file of derived values the job writes from
         ///     (``expectedValues(for:)``); without it, the check keeps them to itself.
         ///   - connect: opens a connection to `path` in a mode; tests make it fail.
-        init(path: String, cacheKiB: Int, indexes: [(name: String, sql: String)], entities: CoreDataEntities?, scratch: URL? = nil,
-             connect: @escaping @Sendable (String, Database.Mode) throws(SQLiteError) -> Database = { try Database(path: $0, mode: $1) }) {
+        init(
+            path: String, cacheKiB: Int, indexes: [(name: String, sql: String)], entities: CoreDataEntities?, scratch: URL? = nil,
+            connect: @escaping @Sendable (String, Database.Mode) throws(SQLiteError) -> Database = { try Database(path: $0, mode: $1) }
+        ) {
             self.path = path
             self.connect = connect
             self.scratch = scratch
@@ -170,8 +172,9 @@ extension CoreDataStoreCheck {
                         database.stopStatements { signals.withLock { $0.cancelled || $0.copyOver } }
                         let known = try model ?? CoreDataModel.read(database, schema: "main", file: path)
                         model = known
-                        let part = try CoreDataStoreCheck.check(database, model: known, file: path, part: .early, postponed: postponed,
-                                                                readable: tried, entities: entities, done: ran)
+                        let part = try CoreDataStoreCheck.check(
+                            database, model: known, file: path, part: .early, postponed: postponed,
+                            readable: tried, entities: entities, done: ran)
                         report = report.merged(with: part.report)
                         ran.formUnion(part.ran)
                         // This round ran what the failed ones left.
@@ -216,9 +219,10 @@ extension CoreDataStoreCheck {
                 }
             }
             var report = try timed { () throws(MigrationError) in
-                early.report.merged(with: try givingWay { () throws(MigrationError) in
-                    try Self.run(database, model: model, file: path, part: .rows, postponed: postponed, done: early.ran)
-                })
+                early.report.merged(
+                    with: try givingWay { () throws(MigrationError) in
+                        try Self.run(database, model: model, file: path, part: .rows, postponed: postponed, done: early.ran)
+                    })
             }
             signals.withLock { $0.rowsDone = true }
             var lookups = postponed
@@ -238,9 +242,12 @@ extension CoreDataStoreCheck {
             }
             // The values go into a file of their own, which the job reads too; where it cannot be
             // made, into the check's temporary tables, for the check alone.
-            let file = expected.isEmpty ? nil : scratch.flatMap { scratch in
-                try? givingWay { try ExpectedValuesFile(in: scratch, attachedTo: database, cacheKiB: max(256, cacheKiB / 4)) }
-            }
+            let file =
+                expected.isEmpty
+                ? nil
+                : scratch.flatMap { scratch in
+                    try? givingWay { try ExpectedValuesFile(in: scratch, attachedTo: database, cacheKiB: max(256, cacheKiB / 4)) }
+                }
             let schema = file == nil ? "temp" : ExpectedValuesFile.schema
             defer {
                 // The job takes no more values from here; the file stays for a read under way,
@@ -251,9 +258,12 @@ extension CoreDataStoreCheck {
             var computed: [ExpectedValues] = []
             while true {
                 let now = signals.withLock { $0 }
-                if now.cancelled { return Outcome(report: report, seconds: seconds, duringCopy: duringCopy, derivedDone: [], earlyFailure: early.failure) }
+                if now.cancelled {
+                    return Outcome(report: report, seconds: seconds, duringCopy: duringCopy, derivedDone: [], earlyFailure: early.failure)
+                }
                 // An index is waited for while the job has yet to build it.
-                let unbuilt: [(table: String, leading: String?)] = now.allBuilt ? [] : indexes.filter { !now.built.contains($0.key) }.map(\.value)
+                let unbuilt: [(table: String, leading: String?)] =
+                    now.allBuilt ? [] : indexes.filter { !now.built.contains($0.key) }.map(\.value)
                 let readyLookups = lookups.filter { column in !unbuilt.contains { $0.leading == column } }
                 let readyValues = expected.filter { values in !unbuilt.contains { $0.leading.map(values.columns.contains) ?? false } }
                 if readyLookups.isEmpty && readyValues.isEmpty {
@@ -263,9 +273,10 @@ extension CoreDataStoreCheck {
                 }
                 try timed { () throws(MigrationError) in
                     if !readyLookups.isEmpty {
-                        report = report.merged(with: try givingWay { () throws(MigrationError) in
-                            try Self.run(database, model: model, file: path, part: .postponed, postponed: readyLookups)
-                        })
+                        report = report.merged(
+                            with: try givingWay { () throws(MigrationError) in
+                                try Self.run(database, model: model, file: path, part: .postponed, postponed: readyLookups)
+                            })
                         lookups.subtract(readyLookups)
                     }
                     for derived in readyValues {
@@ -285,15 +296,18 @@ extension CoreDataStoreCheck {
                     do { line = try givingWay { try derived.compare(in: database, values: schema) } } catch { continue }
                     report.checked += 1
                     if let line {
-                        report.add(CoreDataStoreCheck.Finding(.derivedValues, entity: derived.entity, property: String(derived.key.dropFirst(derived.entity.count + 1)),
-                                         count: 1, line: line))
+                        report.add(
+                            CoreDataStoreCheck.Finding(
+                                .derivedValues, entity: derived.entity, property: String(derived.key.dropFirst(derived.entity.count + 1)),
+                                count: 1, line: line))
                     }
                     compared.insert(derived.key)
                 }
             }
             let cancelled = signals.withLock { $0.cancelled }
-            return Outcome(report: report, seconds: seconds, duringCopy: duringCopy, derivedDone: cancelled ? [] : compared,
-                           earlyFailure: early.failure)
+            return Outcome(
+                report: report, seconds: seconds, duringCopy: duringCopy, derivedDone: cancelled ? [] : compared,
+                earlyFailure: early.failure)
         }
 
         /// The job has finished writing `tables` (in capitals, with those it finished before):
@@ -492,8 +506,10 @@ extension CoreDataStoreCheck {
 
         /// One part of the check (``givingWay(_:)`` runs it again where the job changed the schema
         /// under it).
-        private static func run(_ database: Database, model: CoreDataModel?, file: String, part: Part, postponed: Set<String>,
-                                derivedDone: Set<String> = [], done: Set<String> = []) throws(MigrationError) -> Report {
+        private static func run(
+            _ database: Database, model: CoreDataModel?, file: String, part: Part, postponed: Set<String>,
+            derivedDone: Set<String> = [], done: Set<String> = []
+        ) throws(MigrationError) -> Report {
             try sqlite(file: file) {
                 try check(database, model: model, file: file, part: part, postponed: postponed, derivedDone: derivedDone, done: done).report
             }
@@ -506,8 +522,9 @@ extension CoreDataStoreCheck {
             } catch let error as MigrationError {
                 throw error
             } catch let error as SQLiteError {
-                throw MigrationError(.store, "cannot check the destination as a Core Data store: \(error.message)", file: file, sql: error.sql,
-                                     cause: error)
+                throw MigrationError(
+                    .store, "cannot check the destination as a Core Data store: \(error.message)", file: file, sql: error.sql,
+                    cause: error)
             } catch {
                 throw MigrationError(.store, "cannot check the destination: \(error)", file: file, cause: error)
             }

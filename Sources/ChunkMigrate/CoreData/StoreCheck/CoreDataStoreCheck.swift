@@ -61,8 +61,10 @@ public enum CoreDataStoreCheck {
         public var isValid: Bool { violations.isEmpty }
 
         /// Creates a report.
-        public init(violations: [String], checked: Int, unchecked: [String], notes: [String] = [],
-                    findings: [Finding] = [], carried: [String] = []) {
+        public init(
+            violations: [String], checked: Int, unchecked: [String], notes: [String] = [],
+            findings: [Finding] = [], carried: [String] = []
+        ) {
             self.violations = violations
             self.checked = checked
             self.unchecked = unchecked
@@ -137,8 +139,10 @@ public enum CoreDataStoreCheck {
         static let keyLimit = 1_000
 
         /// Creates a finding.
-        public init(_ kind: Kind, entity: String?, property: String? = nil, count: Int64, keys: [Int64] = [], line: String,
-                    table: String? = nil, column: String? = nil, targetTable: String? = nil) {
+        public init(
+            _ kind: Kind, entity: String?, property: String? = nil, count: Int64, keys: [Int64] = [], line: String,
+            table: String? = nil, column: String? = nil, targetTable: String? = nil
+        ) {
             self.kind = kind
             self.entity = entity
             self.property = property
@@ -181,7 +185,8 @@ public enum CoreDataStoreCheck {
             let model = try model ?? CoreDataModel.read(database, schema: "main", file: store.path)
             return try check(database, model: model, file: store.path, tables: tables.map { Set($0.map { $0.uppercased() }) })
         } catch let error as SQLiteError {
-            throw MigrationError(.store, "cannot read the store as a Core Data store: \(error.message)", file: store.path, sql: error.sql, cause: error)
+            throw MigrationError(
+                .store, "cannot read the store as a Core Data store: \(error.message)", file: store.path, sql: error.sql, cause: error)
         }
     }
 
@@ -211,8 +216,10 @@ public enum CoreDataStoreCheck {
     ///   where the index makes them cheap.
     ///   - derivedDone: `Entity.attribute` of the derived attributes whose values were compared
     ///     already (``ExpectedValues``): ``Part/rest`` checks only their triggers.
-    static func check(_ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil, part: Part = .all,
-                      postponed: Set<String> = [], derivedDone: Set<String> = []) throws -> Report {
+    static func check(
+        _ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil, part: Part = .all,
+        postponed: Set<String> = [], derivedDone: Set<String> = []
+    ) throws -> Report {
         try check(database, model: model, file: file, tables: tables, part: part, postponed: postponed, derivedDone: derivedDone).report
     }
 
@@ -224,23 +231,30 @@ public enum CoreDataStoreCheck {
     ///   - entities: the store's entities, when the caller read them (``Part/early`` reads no
     ///     table the job writes, and `Z_PRIMARYKEY` is one).
     ///   - done: the checks an ``Part/early`` part ran already.
-    static func check(_ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil, part: Part = .all,
-                      postponed: Set<String> = [], derivedDone: Set<String> = [], readable: Set<String> = [],
-                      entities known: CoreDataEntities? = nil, done: Set<String> = []) throws -> (report: Report, ran: Set<String>) {
+    static func check(
+        _ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil, part: Part = .all,
+        postponed: Set<String> = [], derivedDone: Set<String> = [], readable: Set<String> = [],
+        entities known: CoreDataEntities? = nil, done: Set<String> = []
+    ) throws -> (report: Report, ran: Set<String>) {
         // What the check reads of the schema, read in one snapshot: a job that checks the store
         // it writes builds indexes meanwhile, and a schema read across its commits can fail.
-        let (entities, tablesPresent, resolved) = try database.inTransaction { () throws -> (CoreDataEntities, Set<String>, Result<CoreDataLayout, MigrationError>?) in
+        let (entities, tablesPresent, resolved) = try database.inTransaction {
+            () throws -> (CoreDataEntities, Set<String>, Result<CoreDataLayout, MigrationError>?) in
             let entities = try known ?? CoreDataEntities.read(database, file: file)
             let tables = Set(try database.rows("SELECT upper(name) FROM main.sqlite_schema WHERE type = 'table'").compactMap { $0[0].text })
             guard let model else { return (entities, tables, nil) }
             do {
-                return (entities, tables, .success(try CoreDataLayout(model: model).resolved(against: database, schema: "main", file: file, entities: entities).0))
+                return (
+                    entities, tables,
+                    .success(try CoreDataLayout(model: model).resolved(against: database, schema: "main", file: file, entities: entities).0)
+                )
             } catch let error as MigrationError {
                 return (entities, tables, .failure(error))
             }
         }
-        var check = Checker(database: database, entities: entities, only: tables, tablesPresent: tablesPresent,
-                            part: part, postponed: postponed, derivedDone: derivedDone, readable: readable, done: done)
+        var check = Checker(
+            database: database, entities: entities, only: tables, tablesPresent: tablesPresent,
+            part: part, postponed: postponed, derivedDone: derivedDone, readable: readable, done: done)
         let rows = part == .all || part == .rows, rest = part == .all || part == .rest
         if rest { try check.metadata(file: file) }
         var layout: CoreDataLayout?
@@ -253,7 +267,9 @@ public enum CoreDataStoreCheck {
                 if rows { check.report.violations.append(error.message) }
             }
         } else if rows {
-            check.report.unchecked.append("the store has no model cache and no model was given: attributes, relationships and join tables were not checked (give the model)")
+            check.report.unchecked.append(
+                "the store has no model cache and no model was given: attributes, relationships and join tables were not checked (give the model)"
+            )
         }
         if rows || (part == .early && layout != nil) { try check.tables(layout) }
         if rest {
@@ -277,7 +293,8 @@ extension CoreDataStoreCheck {
     /// The report's line for `count` rows holding another value than `derivation` gives, or nil.
     static func wrongDerivedValues(_ count: Int64, first key: Int64?, derivation: CoreDataDerivation, entity: String) -> String? {
         guard count > 0 else { return nil }
-        return "\(derivation.table).\(derivation.column): \(count) rows hold another value than the derived attribute \(entity).\(derivation.attribute) gives (\(derivation.expression))\(key.map { ", the first with Z_PK \($0)" } ?? "")"
+        return
+            "\(derivation.table).\(derivation.column): \(count) rows hold another value than the derived attribute \(entity).\(derivation.attribute) gives (\(derivation.expression))\(key.map { ", the first with Z_PK \($0)" } ?? "")"
     }
 
     /// A derived attribute's values as its derivation gives them, computed by the check of a
@@ -308,11 +325,13 @@ extension CoreDataStoreCheck {
             for entity in layout.model.entities.sorted(by: { $0.name < $1.name }) {
                 for property in entity.properties where !property.isTransient {
                     guard let attribute = property.attribute, attribute.derivation != nil || attribute.allowsExternalStorage,
-                          let table = layout.table(of: entity.name), let column = layout.column(of: property.name, entity: entity.name) else { continue }
+                        let table = layout.table(of: entity.name), let column = layout.column(of: property.name, entity: entity.name)
+                    else { continue }
                     written.insert("\(table.name).\(column.name)".uppercased())
                     guard attribute.derivation != nil,
-                          let derivation = try? CoreDataDerivation(entity: entity.name, attribute: property.name, layout: layout),
-                          derivation.value != "NSCoreDataNow()" else { continue }
+                        let derivation = try? CoreDataDerivation(entity: entity.name, attribute: property.name, layout: layout),
+                        derivation.value != "NSCoreDataNow()"
+                    else { continue }
                     candidates.append(("\(entity.name).\(property.name)", derivation))
                 }
             }
@@ -320,9 +339,12 @@ extension CoreDataStoreCheck {
             var all: [ExpectedValues] = []
             for (key, derivation) in candidates {
                 guard let read = try? CoreDataDerivation.columnsRead(by: derivation.value, of: derivation.table, in: database),
-                      read.isDisjoint(with: written) else { continue }
-                all.append(ExpectedValues(key: key, entity: String(key.prefix { $0 != "." }), derivation: derivation,
-                                          columns: read, table: "cm_expected_\(all.count)"))
+                    read.isDisjoint(with: written)
+                else { continue }
+                all.append(
+                    ExpectedValues(
+                        key: key, entity: String(key.prefix { $0 != "." }), derivation: derivation,
+                        columns: read, table: "cm_expected_\(all.count)"))
             }
             return all
         }
@@ -336,7 +358,8 @@ extension CoreDataStoreCheck {
         func compute(in database: Database, values: String = "temp") throws {
             let name = "\(values).\(SQL.quote(table))"
             let type = try database.tableSchema(derivation.table, in: "main")?.column(named: derivation.column)?.type ?? ""
-            try database.execute("""
+            try database.execute(
+                """
                 DROP TABLE IF EXISTS \(name);
                 CREATE \(values == "temp" ? "TEMP " : "")TABLE \(name) (cm_k INTEGER PRIMARY KEY, cm_v \(type));
                 INSERT INTO \(name) SELECT Z_PK, \(derivation.value) FROM main.\(SQL.quote(derivation.table))\(derivation.rows.map { " WHERE \($0)" } ?? "");
@@ -346,7 +369,8 @@ extension CoreDataStoreCheck {
         /// The report's line when the job wrote other values (or a row it has no value for), or nil.
         func compare(in database: Database, values: String = "temp") throws -> String? {
             let rows = derivation.rows.map { "(\($0)) AND " } ?? ""
-            let row = try database.rows("""
+            let row = try database.rows(
+                """
                 SELECT count(*), min(t.Z_PK) FROM main.\(SQL.quote(derivation.table)) AS t LEFT JOIN \(values).\(SQL.quote(table)) AS e ON e.cm_k = t.Z_PK
                 WHERE \(rows)(e.cm_k IS NULL OR t.\(SQL.quote(derivation.column)) IS NOT e.cm_v)
                 """)[0]
@@ -373,9 +397,12 @@ extension CoreDataStoreCheck {
     static func passesOver(_ table: String, forKeysOf column: String, in join: String, database: Database) throws -> Bool {
         let quoted = SQL.quote(table), key = SQL.quote(column)
         guard let rows = try? database.scalar("SELECT max(rowid) FROM \(SQL.quote(join))").integer, rows > 0,
-              let span = try database.scalar("SELECT (SELECT max(Z_PK) FROM \(quoted)) - (SELECT min(Z_PK) FROM \(quoted)) + 1").integer,
-              let sample = try database.rows("SELECT count(DISTINCT k), count(*) FROM (SELECT \(key) AS k FROM \(SQL.quote(join)) ORDER BY 1 LIMIT 10000)").first,
-              let distinct = sample[0].integer, let sampled = sample[1].integer, sampled > 0 else { return false }
+            let span = try database.scalar("SELECT (SELECT max(Z_PK) FROM \(quoted)) - (SELECT min(Z_PK) FROM \(quoted)) + 1").integer,
+            let sample = try database.rows(
+                "SELECT count(DISTINCT k), count(*) FROM (SELECT \(key) AS k FROM \(SQL.quote(join)) ORDER BY 1 LIMIT 10000)"
+            ).first,
+            let distinct = sample[0].integer, let sampled = sample[1].integer, sampled > 0
+        else { return false }
         let keys = Double(rows) * Double(distinct) / Double(sampled)
         return keys * 28 > Double(rows) + 12 * Double(span)
     }
@@ -384,9 +411,10 @@ extension CoreDataStoreCheck {
 extension CoreDataStoreCheck.Report {
     /// This report and another, of other checks of the same store, as one.
     func merged(with other: Self) -> Self {
-        Self(violations: violations + other.violations, checked: checked + other.checked,
-             unchecked: unchecked + other.unchecked, notes: notes + other.notes,
-             findings: findings + other.findings, carried: carried + other.carried)
+        Self(
+            violations: violations + other.violations, checked: checked + other.checked,
+            unchecked: unchecked + other.unchecked, notes: notes + other.notes,
+            findings: findings + other.findings, carried: carried + other.carried)
     }
 }
 
@@ -476,9 +504,11 @@ private struct Checker {
                 continue
             }
             let tree = list(entities.descendants(of: root.number))
-            var conditions = [Condition(sql: "Z_ENT IS NULL OR Z_ENT NOT IN (\(tree))", kind: .entityOutsideTree, entity: root.name) { count, first in
-                "\(root.table): \(count) rows have a Z_ENT outside the entity tree of \(root.name) (\(tree))\(first)"
-            }]
+            var conditions = [
+                Condition(sql: "Z_ENT IS NULL OR Z_ENT NOT IN (\(tree))", kind: .entityOutsideTree, entity: root.name) { count, first in
+                    "\(root.table): \(count) rows have a Z_ENT outside the entity tree of \(root.name) (\(tree))\(first)"
+                }
+            ]
             var lookups: [String] = []
             if let layout, let table = layout.tables[root.number] {
                 conditions += self.conditions(of: table, layout)
@@ -504,10 +534,14 @@ private struct Checker {
                 guard let count = row[1 + index].integer, count > 0 else { continue }
                 let keys = try self.keys(from: name, where: condition.sql, count: count)
                 let line = condition.line(count, first(keys.first))
-                if condition.isNote { report.notes.append(line) } else {
-                    report.add(CoreDataStoreCheck.Finding(condition.kind, entity: condition.entity, property: condition.property, count: count,
-                                     keys: count <= CoreDataStoreCheck.Finding.keyLimit ? keys : [], line: line,
-                                     table: root.table, column: condition.column ?? "Z_ENT", targetTable: condition.targetTable))
+                if condition.isNote {
+                    report.notes.append(line)
+                } else {
+                    report.add(
+                        CoreDataStoreCheck.Finding(
+                            condition.kind, entity: condition.entity, property: condition.property, count: count,
+                            keys: count <= CoreDataStoreCheck.Finding.keyLimit ? keys : [], line: line,
+                            table: root.table, column: condition.column ?? "Z_ENT", targetTable: condition.targetTable))
                 }
             }
         }
@@ -517,7 +551,9 @@ private struct Checker {
     /// at most ``CoreDataStoreCheck/Finding/keyLimit``, else the first.
     mutating func keys(from table: String, where condition: String, count: Int64) throws -> [Int64] {
         let limit = count <= CoreDataStoreCheck.Finding.keyLimit ? count : 1
-        return try database.rows("SELECT Z_PK FROM \(table) AS s WHERE \(condition) ORDER BY Z_PK LIMIT \(limit)").compactMap { $0[0].integer }
+        return try database.rows("SELECT Z_PK FROM \(table) AS s WHERE \(condition) ORDER BY Z_PK LIMIT \(limit)").compactMap {
+            $0[0].integer
+        }
     }
 
     /// The to-one whose key `column` holds: its owner, property and destination entity. A
@@ -537,21 +573,29 @@ private struct Checker {
     /// The key lookups of `table`'s to-ones with a polymorphic column (`Z<n>_<REL>`), as
     /// conditions on its rows (`s`) for its one pass: a key that points at no row of the
     /// destination entity's tree, or at one whose `Z_ENT` the polymorphic column does not hold.
-    func polymorphicLookups(of table: CoreDataLayout.EntityTable, _ layout: CoreDataLayout) -> [(id: String, target: String, condition: Condition)] {
+    func polymorphicLookups(of table: CoreDataLayout.EntityTable, _ layout: CoreDataLayout) -> [(
+        id: String, target: String, condition: Condition
+    )] {
         var lookups: [(id: String, target: String, condition: Condition)] = []
         for column in table.columns {
             guard let (owner, property, target) = toOne(column, layout),
-                  let entityColumn = table.column(for: .toOneEntity(entity: owner, property: property)),
-                  let destination = layout.entity(named: target), let targetTable = layout.tables[destination.root] else { continue }
+                let entityColumn = table.column(for: .toOneEntity(entity: owner, property: property)),
+                let destination = layout.entity(named: target), let targetTable = layout.tables[destination.root]
+            else { continue }
             let key = "s." + SQL.quote(column.name)
             let sql = """
                 \(key) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(SQL.quote(targetTable.name)) AS t WHERE t.Z_PK = \(key) \
                 AND t.Z_ENT IN (\(list(layout.descendants(of: destination.number)))) AND t.Z_ENT IS s.\(SQL.quote(entityColumn.name)))
                 """
-            lookups.append(("K:\(table.name).\(column.name)".uppercased(), targetTable.name,
-                            Condition(sql: sql, kind: .dangling, entity: owner, property: property, column: column.name, targetTable: targetTable.name) { count, first in
-                "\(table.name).\(column.name): \(count) rows point at no row of \(target) or disagree with \(entityColumn.name)\(first)"
-            }))
+            lookups.append(
+                (
+                    "K:\(table.name).\(column.name)".uppercased(), targetTable.name,
+                    Condition(
+                        sql: sql, kind: .dangling, entity: owner, property: property, column: column.name, targetTable: targetTable.name
+                    ) { count, first in
+                        "\(table.name).\(column.name): \(count) rows point at no row of \(target) or disagree with \(entityColumn.name)\(first)"
+                    }
+                ))
         }
         return lookups
     }
@@ -559,8 +603,12 @@ private struct Checker {
     /// `Z_MAX` of `root` at least `largest`, its table's largest key.
     mutating func checkMax(of root: CoreDataEntities.Entity, largest: Int64?) {
         if let largest, root.max < largest {
-            report.add(CoreDataStoreCheck.Finding(.maxBehind, entity: root.name, count: 1,
-                             line: "Z_PRIMARYKEY: Z_MAX of \(root.name) is \(root.max) but \(root.table) holds key \(largest); the next insert would reuse a key"))
+            report.add(
+                CoreDataStoreCheck.Finding(
+                    .maxBehind, entity: root.name, count: 1,
+                    line:
+                        "Z_PRIMARYKEY: Z_MAX of \(root.name) is \(root.max) but \(root.table) holds key \(largest); the next insert would reuse a key"
+                ))
         }
     }
 
@@ -576,32 +624,45 @@ private struct Checker {
             switch column.role {
             case let .attribute(owner, property), let .toOne(owner, property):
                 guard let number = layout.entity(named: owner)?.number,
-                      let declared = layout.model.entity(named: owner)?.property(named: property) else { continue }
+                    let declared = layout.model.entity(named: owner)?.property(named: property)
+                else { continue }
                 let owners = layout.descendants(of: number)
                 if owners != all {
-                    conditions.append(Condition(sql: "\(quoted) IS NOT NULL AND Z_ENT NOT IN (\(list(owners)))", isNote: true,
-                                                kind: .required, entity: owner, property: property) { count, first in
-                        "\(table.name).\(column.name): \(count) rows of entities without \(layout.describe(column.role, root: owner)) hold a value, which Core Data does not read\(first)"
-                    })
+                    conditions.append(
+                        Condition(
+                            sql: "\(quoted) IS NOT NULL AND Z_ENT NOT IN (\(list(owners)))", isNote: true,
+                            kind: .required, entity: owner, property: property
+                        ) { count, first in
+                            "\(table.name).\(column.name): \(count) rows of entities without \(layout.describe(column.role, root: owner)) hold a value, which Core Data does not read\(first)"
+                        })
                 }
                 if !declared.isOptional, declared.attribute?.derivation == nil {
-                    conditions.append(Condition(sql: "\(quoted) IS NULL AND Z_ENT IN (\(list(owners)))", kind: .required, entity: owner, property: property,
-                                                column: column.name) { count, first in
-                        "\(table.name).\(column.name): \(count) rows of \(owner) have no value for the required \(owner).\(property)\(first)"
-                    })
+                    conditions.append(
+                        Condition(
+                            sql: "\(quoted) IS NULL AND Z_ENT IN (\(list(owners)))", kind: .required, entity: owner, property: property,
+                            column: column.name
+                        ) { count, first in
+                            "\(table.name).\(column.name): \(count) rows of \(owner) have no value for the required \(owner).\(property)\(first)"
+                        })
                 }
                 guard case .toOne = column.role else { continue }
                 if let entityColumn = table.column(for: .toOneEntity(entity: owner, property: property)) {
-                    conditions.append(Condition(sql: "\(quoted) IS NULL AND \(SQL.quote(entityColumn.name)) IS NOT NULL",
-                                                kind: .entityWithoutKey, entity: owner, property: property, column: entityColumn.name) { count, first in
-                        "\(table.name).\(entityColumn.name): \(count) rows name an entity while \(column.name) is NULL\(first)"
-                    })
+                    conditions.append(
+                        Condition(
+                            sql: "\(quoted) IS NULL AND \(SQL.quote(entityColumn.name)) IS NOT NULL",
+                            kind: .entityWithoutKey, entity: owner, property: property, column: entityColumn.name
+                        ) { count, first in
+                            "\(table.name).\(entityColumn.name): \(count) rows name an entity while \(column.name) is NULL\(first)"
+                        })
                 }
                 if let order = table.column(for: .toOneOrder(entity: owner, property: property)) {
-                    conditions.append(Condition(sql: "(\(quoted) IS NULL) <> (\(SQL.quote(order.name)) IS NULL)",
-                                                kind: .orderWithoutKey, entity: owner, property: property, column: order.name) { count, first in
-                        "\(table.name).\(order.name): \(count) rows have an order without a key in \(column.name), or a key without an order\(first)"
-                    })
+                    conditions.append(
+                        Condition(
+                            sql: "(\(quoted) IS NULL) <> (\(SQL.quote(order.name)) IS NULL)",
+                            kind: .orderWithoutKey, entity: owner, property: property, column: order.name
+                        ) { count, first in
+                            "\(table.name).\(order.name): \(count) rows have an order without a key in \(column.name), or a key without an order\(first)"
+                        })
                 }
             default:
                 continue
@@ -618,7 +679,8 @@ private struct Checker {
                 // A to-one's key, or the owner's key of a to-many without inverse (in its target's table).
                 guard let (owner, property, target) = toOne(column, layout) else { continue }
                 guard let destination = layout.entity(named: target), let targetTable = layout.tables[destination.root],
-                      includes(table.name) || includes(targetTable.name) else { continue }
+                    includes(table.name) || includes(targetTable.name)
+                else { continue }
                 let id = "K:\(table.name).\(column.name)".uppercased()
                 // Those the pass over the table's rows looked up already left out.
                 guard !done.contains(id), !ran.contains(id), mayRead(table.name, targetTable.name) else { continue }
@@ -638,7 +700,8 @@ private struct Checker {
                 if entityColumn == nil {
                     // Each distinct key once, from the to-one's index (Core Data indexes every
                     // to-one); the rows, only when one points nowhere.
-                    let (wrongKeys, _) = try count("""
+                    let (wrongKeys, _) = try count(
+                        """
                         SELECT count(*), NULL FROM (SELECT DISTINCT \(SQL.quote(column.name)) AS k FROM \(SQL.quote(table.name))
                                                     WHERE \(SQL.quote(column.name)) IS NOT NULL) AS s
                         WHERE NOT EXISTS (SELECT 1 FROM \(SQL.quote(targetTable.name)) AS t WHERE t.Z_PK = s.k AND t.Z_ENT IN (\(allowed)))
@@ -646,9 +709,11 @@ private struct Checker {
                     guard wrongKeys > 0 else { continue }
                 }
                 // The rows whose key the lookup above found wrong, by the same condition.
-                let condition = Condition(sql: """
-                    \(key) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(SQL.quote(targetTable.name)) AS t WHERE t.Z_PK = \(key) AND t.Z_ENT IN (\(allowed)))
-                    """, kind: .dangling, entity: owner, property: property, column: column.name, targetTable: targetTable.name) { count, first in
+                let condition = Condition(
+                    sql: """
+                        \(key) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(SQL.quote(targetTable.name)) AS t WHERE t.Z_PK = \(key) AND t.Z_ENT IN (\(allowed)))
+                        """, kind: .dangling, entity: owner, property: property, column: column.name, targetTable: targetTable.name
+                ) { count, first in
                     "\(table.name).\(column.name): \(count) rows point at no row of \(target)\(first)"
                 }
                 let (dangling, _) = try count("SELECT count(*), NULL FROM \(SQL.quote(table.name)) AS s WHERE \(condition.sql)")
@@ -660,9 +725,11 @@ private struct Checker {
     /// A violation of `condition` by `count` rows of `table`, with their keys.
     mutating func addDangling(_ condition: Condition, count: Int64, table: String) throws {
         let keys = try self.keys(from: SQL.quote(table), where: condition.sql, count: count)
-        report.add(CoreDataStoreCheck.Finding(condition.kind, entity: condition.entity, property: condition.property, count: count,
-                         keys: count <= CoreDataStoreCheck.Finding.keyLimit ? keys : [], line: condition.line(count, first(keys.first)),
-                         table: table, column: condition.column, targetTable: condition.targetTable))
+        report.add(
+            CoreDataStoreCheck.Finding(
+                condition.kind, entity: condition.entity, property: condition.property, count: count,
+                keys: count <= CoreDataStoreCheck.Finding.keyLimit ? keys : [], line: condition.line(count, first(keys.first)),
+                table: table, column: condition.column, targetTable: condition.targetTable))
     }
 
     /// Every join-table key points at a row of its side's entity; order columns are set.
@@ -670,7 +737,8 @@ private struct Checker {
         for join in layout.joinTables.sorted(by: { $0.name < $1.name }) {
             for side in join.sides {
                 guard let entity = layout.entities[side.target], let table = layout.tables[entity.root],
-                      includes(join.name) || includes(table.name), runsNow(join.name, side.column) else { continue }
+                    includes(join.name) || includes(table.name), runsNow(join.name, side.column)
+                else { continue }
                 let id = "J:\(join.name).\(side.column)".uppercased()
                 guard !done.contains(id), mayRead(join.name, table.name) else { continue }
                 ran.insert(id)
@@ -678,27 +746,39 @@ private struct Checker {
                 // order), looked up, or where the keys reach much of the table, found in one pass
                 // over it in key order beside them; the rows, only when one points nowhere.
                 let allowed = list(layout.descendants(of: side.target))
-                let (wrongKeys, _) = try count(try CoreDataStoreCheck.passesOver(table.name, forKeysOf: side.column, in: join.name, database: database) ? """
-                    SELECT count(*), NULL FROM (SELECT \(SQL.quote(side.column)) FROM \(SQL.quote(join.name))
-                                                EXCEPT SELECT Z_PK FROM \(SQL.quote(table.name)) NOT INDEXED WHERE Z_ENT IN (\(allowed)) ORDER BY 1)
-                    """ : """
-                    SELECT count(*), NULL FROM (SELECT DISTINCT \(SQL.quote(side.column)) AS k FROM \(SQL.quote(join.name))) AS j
-                    WHERE NOT EXISTS (SELECT 1 FROM \(SQL.quote(table.name)) AS t WHERE t.Z_PK = j.k AND t.Z_ENT IN (\(allowed)))
-                    """)
-                let dangling = wrongKeys == 0 ? 0 : try database.scalar("""
-                    SELECT count(*) FROM \(SQL.quote(join.name)) AS j
-                    WHERE NOT EXISTS (SELECT 1 FROM \(SQL.quote(table.name)) AS t WHERE t.Z_PK = j.\(SQL.quote(side.column)) AND t.Z_ENT IN (\(allowed)))
-                    """).integer ?? 0
+                let (wrongKeys, _) = try count(
+                    try CoreDataStoreCheck.passesOver(table.name, forKeysOf: side.column, in: join.name, database: database)
+                        ? """
+                        SELECT count(*), NULL FROM (SELECT \(SQL.quote(side.column)) FROM \(SQL.quote(join.name))
+                                                    EXCEPT SELECT Z_PK FROM \(SQL.quote(table.name)) NOT INDEXED WHERE Z_ENT IN (\(allowed)) ORDER BY 1)
+                        """
+                        : """
+                        SELECT count(*), NULL FROM (SELECT DISTINCT \(SQL.quote(side.column)) AS k FROM \(SQL.quote(join.name))) AS j
+                        WHERE NOT EXISTS (SELECT 1 FROM \(SQL.quote(table.name)) AS t WHERE t.Z_PK = j.k AND t.Z_ENT IN (\(allowed)))
+                        """)
+                let dangling =
+                    wrongKeys == 0
+                    ? 0
+                    : try database.scalar(
+                        """
+                        SELECT count(*) FROM \(SQL.quote(join.name)) AS j
+                        WHERE NOT EXISTS (SELECT 1 FROM \(SQL.quote(table.name)) AS t WHERE t.Z_PK = j.\(SQL.quote(side.column)) AND t.Z_ENT IN (\(allowed)))
+                        """
+                    ).integer ?? 0
                 if dangling > 0 {
-                    report.add(CoreDataStoreCheck.Finding(.danglingJoin, entity: side.entity, property: side.property ?? "REFLEXIVE", count: dangling,
-                                     line: "\(join.name).\(side.column): \(dangling) rows point at no row of \(entity.name)",
-                                     table: join.name, column: side.column, targetTable: table.name))
+                    report.add(
+                        CoreDataStoreCheck.Finding(
+                            .danglingJoin, entity: side.entity, property: side.property ?? "REFLEXIVE", count: dangling,
+                            line: "\(join.name).\(side.column): \(dangling) rows point at no row of \(entity.name)",
+                            table: join.name, column: side.column, targetTable: table.name))
                 }
                 guard let order = side.order else { continue }
                 let (unordered, _) = try count("SELECT count(*), NULL FROM \(SQL.quote(join.name)) WHERE \(SQL.quote(order)) IS NULL")
                 if unordered > 0 {
-                    report.add(CoreDataStoreCheck.Finding(.joinWithoutOrder, entity: side.entity, property: side.property ?? "REFLEXIVE", count: unordered,
-                                     line: "\(join.name).\(order): \(unordered) rows have no position", table: join.name, column: order))
+                    report.add(
+                        CoreDataStoreCheck.Finding(
+                            .joinWithoutOrder, entity: side.entity, property: side.property ?? "REFLEXIVE", count: unordered,
+                            line: "\(join.name).\(order): \(unordered) rows have no position", table: join.name, column: order))
                 }
             }
         }
@@ -710,8 +790,12 @@ private struct Checker {
             guard tablesPresent.contains(entity.table.uppercased()) else { continue }
             report.checked += 1
             if let largest = try database.scalar("SELECT max(Z_PK) FROM \(SQL.quote(entity.table))").integer, entity.max < largest {
-                report.add(CoreDataStoreCheck.Finding(.maxBehind, entity: entity.name, count: 1,
-                                 line: "Z_PRIMARYKEY: Z_MAX of \(entity.name) is \(entity.max) but \(entity.table) holds key \(largest); the next \(entity.name.lowercased()) would reuse a number a history token may name"))
+                report.add(
+                    CoreDataStoreCheck.Finding(
+                        .maxBehind, entity: entity.name, count: 1,
+                        line:
+                            "Z_PRIMARYKEY: Z_MAX of \(entity.name) is \(entity.max) but \(entity.table) holds key \(largest); the next \(entity.name.lowercased()) would reuse a number a history token may name"
+                    ))
             }
         }
     }
@@ -723,7 +807,9 @@ private struct Checker {
         for entity in layout.model.entities.sorted(by: { $0.name < $1.name }) {
             for property in entity.properties where property.attribute?.derivation != nil && !property.isTransient {
                 let derivation: CoreDataDerivation
-                do { derivation = try CoreDataDerivation(entity: entity.name, attribute: property.name, layout: layout) } catch let error as MigrationError {
+                do { derivation = try CoreDataDerivation(entity: entity.name, attribute: property.name, layout: layout) } catch let error
+                    as MigrationError
+                {
                     report.unchecked.append(error.message)
                     continue
                 }
@@ -731,17 +817,23 @@ private struct Checker {
                 let names = derivation.triggers.compactMap { $0.split(separator: " ").dropFirst(5).first.map(String.init) }
                 report.checked += 1
                 if let missing = names.first(where: { !triggers.contains($0) }) {
-                    report.add(CoreDataStoreCheck.Finding(.derivedTrigger, entity: entity.name, property: property.name, count: 1,
-                                     line: "\(derivation.table).\(derivation.column): trigger \(missing) of the derived attribute \(entity.name).\(property.name) is missing; the value would no longer follow changes"))
+                    report.add(
+                        CoreDataStoreCheck.Finding(
+                            .derivedTrigger, entity: entity.name, property: property.name, count: 1,
+                            line:
+                                "\(derivation.table).\(derivation.column): trigger \(missing) of the derived attribute \(entity.name).\(property.name) is missing; the value would no longer follow changes"
+                        ))
                 }
                 guard derivation.value != "NSCoreDataNow()", !derivedDone.contains("\(entity.name).\(property.name)") else { continue }
                 let rows = derivation.rows.map { " AND (\($0))" } ?? ""
-                let (wrong, key) = try count("""
+                let (wrong, key) = try count(
+                    """
                     SELECT count(*), min(Z_PK) FROM \(SQL.quote(derivation.table))
                     WHERE \(SQL.quote(derivation.column)) IS NOT \(derivation.value)\(rows)
                     """)
                 if let line = CoreDataStoreCheck.wrongDerivedValues(wrong, first: key, derivation: derivation, entity: entity.name) {
-                    report.add(CoreDataStoreCheck.Finding(.derivedValues, entity: entity.name, property: property.name, count: wrong, line: line))
+                    report.add(
+                        CoreDataStoreCheck.Finding(.derivedValues, entity: entity.name, property: property.name, count: wrong, line: line))
                 }
             }
         }
@@ -749,26 +841,38 @@ private struct Checker {
 
     /// Each R-tree fetch index has its three triggers and holds every row of its entity.
     mutating func fetchIndexes() throws {
-        let indexes = try database.rows("""
+        let indexes = try database.rows(
+            """
             SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%' AND sql LIKE '%USING RTREE%' ORDER BY name
-            """).compactMap { $0[0].text }
+            """
+        ).compactMap { $0[0].text }
         for index in indexes {
             report.checked += 1
-            let triggers = try database.rows("SELECT name, tbl_name, sql FROM sqlite_schema WHERE type = 'trigger' AND name IN (?1, ?2, ?3)",
-                                             .text(index + "_INSERT"), .text(index + "_UPDATE"), .text(index + "_DELETE"))
+            let triggers = try database.rows(
+                "SELECT name, tbl_name, sql FROM sqlite_schema WHERE type = 'trigger' AND name IN (?1, ?2, ?3)",
+                .text(index + "_INSERT"), .text(index + "_UPDATE"), .text(index + "_DELETE"))
             guard triggers.count == 3 else {
-                report.add(CoreDataStoreCheck.Finding(.fetchIndexTriggers, entity: nil, property: index, count: Int64(3 - triggers.count),
-                                 line: "\(index): the R-tree index has \(triggers.count) of its 3 triggers (\(index)_INSERT, _UPDATE, _DELETE); it would no longer follow its entity's rows"))
+                report.add(
+                    CoreDataStoreCheck.Finding(
+                        .fetchIndexTriggers, entity: nil, property: index, count: Int64(3 - triggers.count),
+                        line:
+                            "\(index): the R-tree index has \(triggers.count) of its 3 triggers (\(index)_INSERT, _UPDATE, _DELETE); it would no longer follow its entity's rows"
+                    ))
                 continue
             }
-            guard let insert = triggers.first(where: { $0[0].text == index + "_INSERT" }), let table = insert[1].text, let sql = insert[2].text,
-                  let fill = CoreDataFinishing.FetchIndexFill(trigger: sql, table: table) else { continue }
-            let (missing, key) = try count("""
+            guard let insert = triggers.first(where: { $0[0].text == index + "_INSERT" }), let table = insert[1].text,
+                let sql = insert[2].text,
+                let fill = CoreDataFinishing.FetchIndexFill(trigger: sql, table: table)
+            else { continue }
+            let (missing, key) = try count(
+                """
                 SELECT count(*), min(Z_PK) FROM \(SQL.quote(table)) WHERE Z_PK NOT IN (SELECT Z_PK FROM \(SQL.quote(index)))\(fill.condition.map { " AND (\($0))" } ?? "")
                 """)
             if missing > 0 {
-                report.add(CoreDataStoreCheck.Finding(.fetchIndexRows, entity: nil, property: index, count: missing,
-                                 line: "\(index): \(missing) rows of \(table) are missing from the R-tree index\(first(key))"))
+                report.add(
+                    CoreDataStoreCheck.Finding(
+                        .fetchIndexRows, entity: nil, property: index, count: missing,
+                        line: "\(index): \(missing) rows of \(table) are missing from the R-tree index\(first(key))"))
             }
         }
     }
@@ -779,26 +883,35 @@ private struct Checker {
         for entity in layout.model.entities.sorted(by: { $0.name < $1.name }) {
             for property in entity.properties where property.attribute?.allowsExternalStorage == true && !property.isTransient {
                 guard let table = layout.table(of: entity.name), includes(table.name),
-                      let column = layout.column(of: property.name, entity: entity.name) else { continue }
+                    let column = layout.column(of: property.name, entity: entity.name)
+                else { continue }
                 report.checked += 1
-                let statement = try database.prepare("""
+                let statement = try database.prepare(
+                    """
                     SELECT Z_PK, \(SQL.quote(column.name)) FROM \(SQL.quote(table.name))
                     WHERE \(SQL.quote(column.name)) >= x'02' AND \(SQL.quote(column.name)) < x'03' ORDER BY Z_PK
                     """)
                 var missing = 0, firstMissing: (Int64, String)?, missingKeys: [Int64] = []
                 while try statement.step() {
-                    guard case let .blob(bytes) = statement.value(at: 1), let name = CoreDataFinishing.externalFileName(bytes) else { continue }
-                    if name.isEmpty || name.contains("/") || !FileManager.default.fileExists(atPath: folder.appendingPathComponent(name).path) {
+                    guard case let .blob(bytes) = statement.value(at: 1), let name = CoreDataFinishing.externalFileName(bytes) else {
+                        continue
+                    }
+                    if name.isEmpty || name.contains("/")
+                        || !FileManager.default.fileExists(atPath: folder.appendingPathComponent(name).path)
+                    {
                         missing += 1
                         if firstMissing == nil { firstMissing = (statement.int64(at: 0), name) }
                         if missingKeys.count <= CoreDataStoreCheck.Finding.keyLimit { missingKeys.append(statement.int64(at: 0)) }
                     }
                 }
                 if let (key, name) = firstMissing {
-                    report.add(CoreDataStoreCheck.Finding(.externalFile, entity: entity.name, property: property.name, count: Int64(missing),
-                                     keys: missing <= CoreDataStoreCheck.Finding.keyLimit ? missingKeys : [],
-                                     line: "\(table.name).\(column.name): \(missing) values of \(entity.name).\(property.name) name a file missing from \(folder.path), the first \(name) (Z_PK \(key))",
-                                     table: table.name, column: column.name))
+                    report.add(
+                        CoreDataStoreCheck.Finding(
+                            .externalFile, entity: entity.name, property: property.name, count: Int64(missing),
+                            keys: missing <= CoreDataStoreCheck.Finding.keyLimit ? missingKeys : [],
+                            line:
+                                "\(table.name).\(column.name): \(missing) values of \(entity.name).\(property.name) name a file missing from \(folder.path), the first \(name) (Z_PK \(key))",
+                            table: table.name, column: column.name))
                 }
             }
         }
