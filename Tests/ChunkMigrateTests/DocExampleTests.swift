@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (The examples here are the docs' code blocks word for word: DocExampleDriftTests.)
 import Foundation
 import Logging
 import MigrationJournal
@@ -22,18 +24,16 @@ struct DocExampleTests {
 
     private func inputs(in folder: TemporaryFolder, messages: Int = 2_000) throws -> Inputs {
         let files = try DemoStore.generate(in: folder.path("demo"), messages: messages)
-        return Inputs(
-            plan: DemoStore.plan, old: files.source, new: folder.path("new.sqlite"), journal: folder.path("journal"),
-            schema: DemoStore.destinationSchema)
+        return Inputs(plan: DemoStore.plan, old: files.source, new: folder.path("new.sqlite"), journal: folder.path("journal"),
+                      schema: DemoStore.destinationSchema)
     }
 
     /// A demo store migrated as far as `start` takes it, for the examples to continue.
     private func startedJob(in folder: TemporaryFolder, messages: Int = 2_000) throws -> (journalURL: URL, newStore: URL) {
         let files = try DemoStore.generate(in: folder.path("demo"), messages: messages)
         let journalURL = folder.path("Migration.journal"), newStore = folder.path("Model-v2.sqlite")
-        _ = try MigrationJob.start(
-            plan: DemoStore.plan, source: files.source, destination: newStore, journal: journalURL,
-            schema: DemoStore.destinationSchema, options: MigrationOptions(batchSize: 500), logger: logger)
+        _ = try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: newStore, journal: journalURL,
+                                   schema: DemoStore.destinationSchema, options: MigrationOptions(batchSize: 500), logger: logger)
         return (journalURL, newStore)
     }
 
@@ -43,10 +43,9 @@ struct DocExampleTests {
         let folder = temporary.url
         // DemoStore.swift
         let files = try DemoStore.generate(in: folder, messages: 100_000)
-        let job = try MigrationJob.start(
-            plan: DemoStore.plan, source: files.source, destination: folder.appending(path: "new.sqlite"),
-            journal: folder.appending(path: "journal"), schema: DemoStore.destinationSchema,
-            logger: logger)
+        let job = try MigrationJob.start(plan: DemoStore.plan, source: files.source, destination: folder.appending(path: "new.sqlite"),
+                                         journal: folder.appending(path: "journal"), schema: DemoStore.destinationSchema,
+                                         logger: logger)
         // end
         #expect(!job.isComplete)
         #expect(try MigrationJob.status(at: job.journalURL).entities.map(\.name) == DemoStore.plan.entities.map(\.name))
@@ -61,7 +60,7 @@ struct DocExampleTests {
         for _ in 0..<100 {
             // MigrationJob.swift, first example
             let job = try MigrationJob.resume(at: journalURL, options: options, logger: logger)
-            let outcome = try await job.run(for: .seconds(10))  // .complete or .paused
+            let outcome = try await job.run(for: .seconds(10))   // .complete or .paused
             // end
             outcomes.append(outcome)
             if outcome == .complete { break }
@@ -77,22 +76,17 @@ struct DocExampleTests {
         let plan = given.plan, old = given.old, new = given.new, newSchemaSQL = given.schema, journalURL = given.journal
         let seen = Locked<[MigrationProgress]>([])
         func print(_ entity: String, _ done: Int64, _ total: Int64) {
-            seen.withLock {
-                $0.append(
-                    MigrationProgress(
-                        entity: entity, phase: .copy, batch: 0, rowsDone: done, rowsTotal: total,
-                        jobRowsDone: 0, jobRowsTotal: 0, rowsPerSecond: 0,
-                        estimatedRemaining: nil, batchSize: 0))
-            }
+            seen.withLock { $0.append(MigrationProgress(entity: entity, phase: .copy, batch: 0, rowsDone: done, rowsTotal: total,
+                                                         jobRowsDone: 0, jobRowsTotal: 0, rowsPerSecond: 0,
+                                                         estimatedRemaining: nil, batchSize: 0)) }
         }
         // MigrationJob.swift, second example
-        let job = try MigrationJob.start(
-            plan: plan, source: old, destination: new, journal: journalURL,
-            schema: newSchemaSQL, logger: logger)
-        let updates = job.progressUpdates()  // ends when the run below ends
+        let job = try MigrationJob.start(plan: plan, source: old, destination: new, journal: journalURL,
+                                         schema: newSchemaSQL, logger: logger)
+        let updates = job.progressUpdates()              // ends when the run below ends
         let printer = Task { for await step in updates { print(step.entity, step.rowsDone, step.rowsTotal) } }
         _ = try await job.run()
-        await printer.value  // every report printed
+        await printer.value                              // every report printed
         // end
         #expect(job.isComplete)
         let steps = seen.withLock { $0 }
@@ -130,9 +124,8 @@ struct DocExampleTests {
         var calls: [Bool] = []
         for _ in 0..<100 {
             // startOrResume's example, as in its doc comment (checked in appStartupArticle)
-            let job = try MigrationJob.startOrResume(
-                plan: plan, source: oldStoreURL, destination: newStoreURL,
-                journal: journalURL, schema: newSchemaSQL, logger: logger)
+            let job = try MigrationJob.startOrResume(plan: plan, source: oldStoreURL, destination: newStoreURL,
+                                                     journal: journalURL, schema: newSchemaSQL, logger: logger)
             if !job.isComplete { _ = try await job.run(for: .seconds(5)) }
             // end
             calls.append(job.isNew)
@@ -145,9 +138,8 @@ struct DocExampleTests {
         var other = plan
         other.entities.removeLast()
         #expect(throws: MigrationError.self) {
-            try MigrationJob.startOrResume(
-                plan: other, source: oldStoreURL, destination: newStoreURL, journal: journalURL,
-                logger: logger)
+            try MigrationJob.startOrResume(plan: other, source: oldStoreURL, destination: newStoreURL, journal: journalURL,
+                                           logger: logger)
         }
     }
 
@@ -186,8 +178,8 @@ struct DocExampleTests {
         // JournalError.swift
         do {
             _ = try JournalReader(directory: journalPath)
-        } catch  where error.code == .newerFormat {
-            print(error.message)  // "journal format version 9 is newer than this reader ..."
+        } catch where error.code == .newerFormat {
+            print(error.message)   // "journal format version 9 is newer than this reader ..."
         } catch {
             print("cannot read the journal: \(error)")
         }
@@ -209,9 +201,8 @@ struct DocExampleTests {
         do {
             // GettingStarted.md, the calls: start
             // Start a job (once: on the first launch of the new version).
-            let job = try MigrationJob.start(
-                plan: plan, source: oldStore, destination: newStore,
-                journal: journalURL, schema: newSchemaSQL, options: options, logger: logger)
+            let job = try MigrationJob.start(plan: plan, source: oldStore, destination: newStore,
+                                             journal: journalURL, schema: newSchemaSQL, options: options, logger: logger)
             // end
             #expect(job.isNew)
         }
@@ -220,11 +211,11 @@ struct DocExampleTests {
             // From the app's startup path: cheap when there is nothing to do.
             let job = try MigrationJob.resume(at: journalURL, options: options, logger: logger)
             if !job.isComplete {
-                let updates = job.progressUpdates()  // ends when the run below ends
+                let updates = job.progressUpdates()               // ends when the run below ends
                 Task { for await step in updates { show(step.rowsDone, step.rowsTotal, step.estimatedRemaining) } }
-                switch try await job.run(for: .seconds(15)) {  // or run() to the end
+                switch try await job.run(for: .seconds(15)) {   // or run() to the end
                 case .complete: openNewStore()
-                case .paused: break  // continue at the next launch or background window
+                case .paused: break                              // continue at the next launch or background window
                 }
             }
             // end
@@ -245,15 +236,14 @@ struct DocExampleTests {
         let model = Model()
         do {
             // AppStartup.md, start or resume
-            let job = try MigrationJob.startOrResume(
-                plan: plan, source: oldStoreURL, destination: newStoreURL,
-                journal: journalURL, schema: newSchemaSQL, logger: logger)
+            let job = try MigrationJob.startOrResume(plan: plan, source: oldStoreURL, destination: newStoreURL,
+                                                     journal: journalURL, schema: newSchemaSQL, logger: logger)
             // end
             #expect(job.isNew)
             // AppStartup.md, pause and resume
             let work = Task { try await job.run() }
             // when the system says time is up:
-            work.cancel()  // the job stops at the next batch boundary
+            work.cancel()          // the job stops at the next batch boundary
             // end
             #expect(try await work.value == .paused)
             #expect(!job.isComplete)
@@ -270,15 +260,14 @@ struct DocExampleTests {
             if !job.isComplete {
                 let updates = job.progressUpdates()
                 Task { @MainActor in for await step in updates { model.progress = step.fraction; model.phase = "\(step.phase)" } }
-                while try await job.run(for: .seconds(5)) == .paused {}  // the view stays responsive between calls
+                while try await job.run(for: .seconds(5)) == .paused { }   // the view stays responsive between calls
             }
             // end
             #expect(job.isComplete)
         }
         // ChunkMigrate.md, MigrationJob.swift, GettingStarted.md
-        let job = try MigrationJob.startOrResume(
-            plan: plan, source: oldStoreURL, destination: newStoreURL,
-            journal: journalURL, schema: newSchemaSQL, logger: logger)
+        let job = try MigrationJob.startOrResume(plan: plan, source: oldStoreURL, destination: newStoreURL,
+                                                 journal: journalURL, schema: newSchemaSQL, logger: logger)
         if !job.isComplete { _ = try await job.run(for: .seconds(5)) }
         // end
         #expect(!job.isNew && job.isComplete)
@@ -296,10 +285,10 @@ struct DocExampleTests {
             // InPlace.md, from an app
             // Part-way through (a kill, the watchdog, a pause): finish it first; nil when nothing is under way.
             if let job = try InPlaceMigration.resume(store: storeURL) {
-                _ = try job.runBlocking(for: .seconds(5))  // .paused: it goes on at the next launch
-            } else if storeNeedsMigration {  // the store's model is not the app's: start
+                _ = try job.runBlocking(for: .seconds(5))          // .paused: it goes on at the next launch
+            } else if storeNeedsMigration {                       // the store's model is not the app's: start
                 let job = try InPlaceMigration.startOrResume(plan: plan, store: storeURL, target: emptyNewStoreURL)
-                _ = try job.runBlocking(for: .seconds(5))  // job.pause() from another thread stops it at a batch boundary
+                _ = try job.runBlocking(for: .seconds(5))          // job.pause() from another thread stops it at a batch boundary
             }
             // end
         }
@@ -316,11 +305,10 @@ struct DocExampleTests {
         let oldStoreURL = files.old, emptyNewStoreURL = files.new, journalURL = folder.path("journal")
         // CoreDataStores.md, steps 2 and 3
         let inferred = try MigrationPlan.infer(source: oldStoreURL, destination: emptyNewStoreURL)
-        let job = try MigrationJob.start(
-            plan: inferred.plan, source: oldStoreURL, destination: emptyNewStoreURL,
-            journal: journalURL, logger: logger)
-        _ = try await job.run(for: .seconds(15))  // later launches: MigrationJob.resume(at: journalURL, ...)
-        let report = try job.storeCheck ?? CoreDataStoreCheck.run(store: emptyNewStoreURL)  // report.isValid before replacing the store
+        let job = try MigrationJob.start(plan: inferred.plan, source: oldStoreURL, destination: emptyNewStoreURL,
+                                         journal: journalURL, logger: logger)
+        _ = try await job.run(for: .seconds(15))          // later launches: MigrationJob.resume(at: journalURL, ...)
+        let report = try job.storeCheck ?? CoreDataStoreCheck.run(store: emptyNewStoreURL)   // report.isValid before replacing the store
         // end
         #expect(job.isComplete)
         #expect(report.isValid)
@@ -338,17 +326,15 @@ struct DocExampleTests {
         for _ in 0..<2 {
             func launch() async throws {
                 // README, a Core Data store at app launch
-                let job =
-                    try MigrationJob.hasJournal(at: journalURL)
+                let job = try MigrationJob.hasJournal(at: journalURL)
                     ? MigrationJob.resume(at: journalURL, logger: logger)
-                    : MigrationJob.start(
-                        plan: MigrationPlan.infer(source: storeURL, destination: newStoreURL).plan,
-                        source: storeURL, destination: newStoreURL, journal: journalURL, logger: logger)
+                    : MigrationJob.start(plan: MigrationPlan.infer(source: storeURL, destination: newStoreURL).plan,
+                                         source: storeURL, destination: newStoreURL, journal: journalURL, logger: logger)
                 let updates = job.progressUpdates()
                 Task { @MainActor in for await step in updates { model.progress = step.fraction; model.phase = "\(step.phase)" } }
-                while try await job.run(for: .seconds(5)) == .paused {}  // a kill loses at most one batch; the next launch goes on
+                while try await job.run(for: .seconds(5)) == .paused { }   // a kill loses at most one batch; the next launch goes on
                 let report = try job.storeCheck ?? CoreDataStoreCheck.run(store: newStoreURL)
-                guard report.isValid else { return }  // report.violations name what is wrong; the old store stays
+                guard report.isValid else { return }                      // report.violations name what is wrong; the old store stays
                 // end
                 started.append(job.isNew)
                 reports.append(report)

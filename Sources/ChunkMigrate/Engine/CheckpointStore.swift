@@ -6,12 +6,19 @@ import MigrationJournal
 struct CheckpointStore {
     static let jobTable = "_chunkmigrate_job"
     static let checkpointTable = "_chunkmigrate_checkpoint"
-    /// The destination's secondary indexes the job dropped, to build again once the rows are in.
-    static let indexTable = "_chunkmigrate_index"
+    /// Where a job of an earlier version recorded the indexes it dropped; read once into the
+    /// ledger (``upgradeLedger(in:)``).
+    static let formerIndexTable = "_chunkmigrate_index"
     /// The destination's triggers the job dropped, to create again, exactly as they were, at the end.
     static let triggerTable = "_chunkmigrate_trigger"
-    /// How far each step after the copy has come (derived values, external files, R-tree indexes).
+    /// The ledger of the steps after the copy: each index build (`index:NAME`, its SQL) and each
+    /// finishing step (derived values, external files, R-tree indexes, triggers), with how far it
+    /// has come (`cursor`) and whether it is done. A row is written in the transaction of the work
+    /// it records, so the ledger is the truth a resumed run starts from, as the checkpoint table
+    /// is for the copy and the fix-ups.
     static let stepTable = "_chunkmigrate_step"
+    /// The name of an index build in the ledger.
+    static let indexStepPrefix = "index:"
 
     let database: Database
     private let upsert: Statement
@@ -57,7 +64,7 @@ struct CheckpointStore {
             try database.execute(
                 """
                 DROP TABLE IF EXISTS main.\(checkpointTable);
-                DROP TABLE IF EXISTS main.\(indexTable);
+                DROP TABLE IF EXISTS main.\(formerIndexTable);
                 DROP TABLE IF EXISTS main.\(triggerTable);
                 DROP TABLE IF EXISTS main.\(stepTable);
                 DROP TABLE IF EXISTS main.\(jobTable);
@@ -100,41 +107,82 @@ struct CheckpointStore {
         try record(index: name, sql: "DROP INDEX IF EXISTS main.\(SQL.quote(name))", dropAtEnd: true, in: database)
     }
 
+    /// Records an index to build (or, `dropAtEnd`, one of the job's own to remove) in the ledger.
     private static func record(index name: String, sql: String, dropAtEnd: Bool, in database: Database) throws(SQLiteError) {
-        try database.execute(
-            """
-            CREATE TABLE IF NOT EXISTS main.\(indexTable) (name TEXT PRIMARY KEY, sql TEXT NOT NULL, drop_at_end INTEGER NOT NULL)
-            """)
-        let insert = try database.prepare("INSERT OR IGNORE INTO main.\(indexTable) (name, sql, drop_at_end) VALUES (?1, ?2, ?3)")
-        try insert.bind([.text(name), .text(sql), .integer(dropAtEnd ? 1 : 0)])
+        try createLedger(in: database)
+        let insert = try database.prepare("INSERT OR IGNORE INTO main.\(stepTable) (name, cursor, done, sql) VALUES (?1, NULL, 0, ?2)")
+        try insert.bind([.text(indexStepPrefix + name), .text(sql)])
         _ = try insert.step()
     }
 
-    /// The indexes ``deferIndexes(in:tables:)`` dropped that are not built again yet, and those
-    /// ``ensureUniqueIndex(table:column:in:)`` created that are not removed yet, by name: `sql`
-    /// builds or removes each.
-    static func deferredIndexes(in database: Database) throws(SQLiteError) -> [(name: String, sql: String)] {
-        guard
-            try database.scalar(
-                "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1",
-                .text(indexTable)
-            ).integer == 1
-        else { return [] }
-        return try database.rows("SELECT name, sql FROM main.\(indexTable) ORDER BY name").compactMap { row in
-            guard let name = row[0].text, let sql = row[1].text else { return nil }
-            return (name, sql)
+    private static func createLedger(in database: Database) throws(SQLiteError) {
+        try database.execute(
+            """
+            CREATE TABLE IF NOT EXISTS main.\(stepTable) (name TEXT PRIMARY KEY, cursor INTEGER, done INTEGER NOT NULL, sql TEXT)
+            """)
+    }
+
+    /// Brings the ledger of a job an earlier version started to this one's, in one transaction:
+    /// its step table gains the `sql` column, and the indexes it recorded in a table of their
+    /// own become the ledger's index builds. Nothing to do for a job this version started.
+    static func upgradeLedger(in database: Database) throws(SQLiteError) {
+        func exists(_ table: String) throws(SQLiteError) -> Bool {
+            try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1", .text(table)).integer == 1
+        }
+        let former = try exists(formerIndexTable)
+        var withoutSQL = false
+        if try exists(stepTable) {
+            withoutSQL = try database.tableSchema(stepTable, in: "main")?.columns.contains { $0.name == "sql" } == false
+        }
+        guard former || withoutSQL else { return }
+        try database.inTransaction(.immediate) { () throws(SQLiteError) in
+            if withoutSQL { try database.execute("ALTER TABLE main.\(stepTable) ADD COLUMN sql TEXT") }
+            try createLedger(in: database)
+            if former {
+                try database.execute(
+                    """
+                    INSERT OR IGNORE INTO main.\(stepTable) (name, cursor, done, sql)
+                        SELECT '\(indexStepPrefix)' || name, NULL, 0, sql FROM main.\(formerIndexTable);
+                    DROP TABLE main.\(formerIndexTable);
+                    """)
+            }
         }
     }
 
-    /// Builds one deferred index again (or removes the job's own) and forgets it, in one
-    /// transaction: a kill while it is built leaves it to build again.
+    /// Every index build of the ledger, by name, done or not: those ``deferIndexes(in:tables:)``
+    /// dropped, built again from `sql`, and those ``ensureUniqueIndex(table:column:in:)`` created,
+    /// removed by it.
+    static func indexBuilds(in database: Database) throws(SQLiteError) -> [(name: String, sql: String, done: Bool)] {
+        guard
+            try database.scalar(
+                "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1",
+                .text(stepTable)
+            ).integer == 1
+        else { return [] }
+        let prefix = indexStepPrefix.count
+        return try database.rows(
+            "SELECT name, sql, done FROM main.\(stepTable) WHERE substr(name, 1, \(prefix)) = ?1 AND sql IS NOT NULL ORDER BY name",
+            .text(indexStepPrefix)
+        ).compactMap { row in
+            guard let name = row[0].text, let sql = row[1].text else { return nil }
+            return (String(name.dropFirst(prefix)), sql, row[2].integer != 0)
+        }
+    }
+
+    /// The index builds of the ledger not done yet, by name.
+    static func deferredIndexes(in database: Database) throws(SQLiteError) -> [(name: String, sql: String)] {
+        try indexBuilds(in: database).filter { !$0.done }.map { ($0.name, $0.sql) }
+    }
+
+    /// Builds one deferred index again (or removes the job's own) and marks it done in the
+    /// ledger, in one transaction: a kill while it is built leaves it to build again.
     static func rebuild(index name: String, sql: String, in database: Database) throws(SQLiteError) {
         try database.inTransaction(.immediate) { () throws(SQLiteError) in
             let exists = try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE type = 'index' AND name = ?1", .text(name))
             if exists.integer == 0 || sql.hasPrefix("DROP") { try database.execute(sql) }
-            let forget = try database.prepare("DELETE FROM main.\(indexTable) WHERE name = ?1")
-            try forget.bind([.text(name)])
-            _ = try forget.step()
+            let done = try database.prepare("UPDATE main.\(stepTable) SET done = 1 WHERE name = ?1")
+            try done.bind([.text(indexStepPrefix + name)])
+            _ = try done.step()
         }
     }
 
@@ -188,10 +236,7 @@ struct CheckpointStore {
 
     /// Where a step after the copy stands: the last key it covered, and whether it is done.
     static func step(_ name: String, in database: Database) throws(SQLiteError) -> (cursor: Int64?, done: Bool) {
-        try database.execute(
-            """
-            CREATE TABLE IF NOT EXISTS main.\(stepTable) (name TEXT PRIMARY KEY, cursor INTEGER, done INTEGER NOT NULL)
-            """)
+        try createLedger(in: database)
         let select = try database.prepare("SELECT cursor, done FROM main.\(stepTable) WHERE name = ?1")
         try select.bind([.text(name)])
         guard try select.step() else { return (nil, false) }

@@ -37,8 +37,8 @@ extension Engine {
     }
 
     /// Counts the job's work in all and done, phase by phase (``JobWork``): the copy's rows,
-    /// the fix-ups' by the segments done, the index builds and finishing steps this run has left
-    /// and done, the check's end.
+    /// the fix-ups' by the segments done, the index builds (those of runs before done), the
+    /// finishing steps this run has left and done, the check's end.
     func countWork() {
         work[total: .copy] = states.reduce(0) { $0 + Double($1.estimatedTotal) }
         work[done: .copy] = states.reduce(0) { $0 + Double($1.rowsRead) }
@@ -55,8 +55,16 @@ extension Engine {
         }
         work[total: .fixup] = fixups
         work[done: .fixup] = fixed
-        work[total: .index] = indexesLeft.reduce(0) { $0 + JobWork.indexUnits(rows: rows(ofTable: $1.table)) }
-        work[done: .index] = indexUnitsDone
+        // The builds of the runs before count as done, so that a resumed job's fraction goes on
+        // from where they left it.
+        var builds = 0.0, builtBefore = 0.0
+        for build in indexBuilds {
+            let units = JobWork.indexUnits(rows: rows(ofTable: build.table))
+            builds += units
+            if build.doneBefore { builtBefore += units }
+        }
+        work[total: .index] = builds
+        work[done: .index] = builtBefore + indexUnitsDone
         let derived = (hooks?.finishingTables ?? []).reduce(0) { $0 + rows(ofTable: $1) }
         work[total: .finishing] = max(derived, finishingUnitsDone)
         work[done: .finishing] = finishingUnitsDone

@@ -9,6 +9,8 @@ extension Engine {
     /// record of a batch that committed but was not logged, deletes segments of batches that
     /// never committed, and refuses a destination that is behind the log.
     func reconcile() throws {
+        // A job an earlier version started keeps its ledger in this version's form from here on.
+        try CheckpointStore.upgradeLedger(in: database)
         for (index, entity) in plan.entities.enumerated() {
             let entityIndex = UInt32(index)
             let logged = journal.log.entities[index]

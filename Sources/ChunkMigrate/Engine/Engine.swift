@@ -87,9 +87,8 @@ final class Engine {
     var work = JobWork()
     /// The units of the index builds and finishing steps this run did.
     var indexUnitsDone = 0.0, finishingUnitsDone = 0.0
-    /// The deferred indexes left at the start of this run, with the rows of their tables'
-    /// entities: the index builds' work.
-    var indexesLeft: [(name: String, table: String)] = []
+    /// Every index build of the job, with its table, and whether a run before this one did it.
+    var indexBuilds: [(name: String, table: String, doneBefore: Bool)] = []
     /// The entities writing each destination table, by its name in capitals: each progress
     /// report sums their rows for every index left, so this is looked up, not searched.
     lazy var writers: [String: [Int]] = Dictionary(
@@ -245,8 +244,8 @@ final class Engine {
         }
         try journal.append(.started(atMillis: Self.nowMillis(), processID: ProcessInfo.processInfo.processIdentifier))
         try readKeyRanges()
-        indexesLeft = try CheckpointStore.deferredIndexes(in: database).compactMap { index in
-            SQL.leadingColumn(ofIndex: index.sql)?.split(separator: ".").first.map { (index.name, String($0)) }
+        indexBuilds = try CheckpointStore.indexBuilds(in: database).compactMap { index in
+            SQL.leadingColumn(ofIndex: index.sql)?.split(separator: ".").first.map { (index.name, String($0), index.done) }
         }
         // The copy's pace so far, from the batches the log records: a resumed job's fraction
         // and time left go on from where the runs before left them.
