@@ -34,19 +34,25 @@ struct DeferredIndexTests {
             "SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'item' ORDER BY name")
     }
 
-    @Test("non-unique indexes are dropped while the job runs and built again at the end, the same SQL; unique ones stay")
-    func droppedAndRebuilt() throws {
-        let folder = try TemporaryFolder()
+    /// The source, the destination (the schema, empty), the destination's indexes as the schema
+    /// makes them, and a job between the two in batches of 100, started.
+    static func startJob(in folder: TemporaryFolder) throws -> (source: URL, destination: URL, expected: [[SQLiteValue]], job: MigrationJob)
+    {
         let source = try Self.source(in: folder)
         let reference = folder.path("reference.sqlite")
         try execute(Self.schema, on: reference)
-        let expected = try Self.indexes(reference)
-
         let destination = folder.path("new.sqlite")
         try execute(Self.schema, on: destination)
         let job = try MigrationJob.start(
             plan: Self.plan, source: source, destination: destination, journal: folder.path("journal"),
             options: MigrationOptions(batchSize: 100), logger: quietLogger)
+        return (source, destination, try Self.indexes(reference), job)
+    }
+
+    @Test("non-unique indexes are dropped while the job runs and built again at the end, the same SQL; unique ones stay")
+    func droppedAndRebuilt() throws {
+        let folder = try TemporaryFolder()
+        let (source, destination, expected, job) = try Self.startJob(in: folder)
         // Between batches: only the unique index is there, and the other two are recorded.
         #expect(try job.runBlocking(for: .zero) == .paused)
         #expect(try Self.indexes(destination).map { $0[0] } == [.text("item_code_unique")])
@@ -92,15 +98,7 @@ struct DeferredIndexTests {
     )
     func formerLedgerUpgraded() throws {
         let folder = try TemporaryFolder()
-        let source = try Self.source(in: folder)
-        let reference = folder.path("reference.sqlite")
-        try execute(Self.schema, on: reference)
-        let expected = try Self.indexes(reference)
-        let destination = folder.path("new.sqlite")
-        try execute(Self.schema, on: destination)
-        let job = try MigrationJob.start(
-            plan: Self.plan, source: source, destination: destination, journal: folder.path("journal"),
-            options: MigrationOptions(batchSize: 100), logger: quietLogger)
+        let (_, destination, expected, job) = try Self.startJob(in: folder)
         #expect(try job.runBlocking(for: .zero) == .paused)
         // The ledger as the earlier version kept it: item_code_partial built already (so gone
         // from its table), item_tag still to build.

@@ -16,8 +16,10 @@ package final class Statement {
 
     /// Resets the statement and binds `values` to parameters 1, 2, ...
     package func bind(_ values: [SQLiteValue]) throws(SQLiteError) {
-        database.enter()
-        defer { database.leave() }
+        #if DEBUG
+            database.enter()
+            defer { database.leave() }
+        #endif
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
         for (offset, value) in values.enumerated() { try bind(value, at: Int32(offset + 1)) }
@@ -44,8 +46,10 @@ package final class Statement {
     /// Steps once: `true` when a row is available, `false` when done.
     @discardableResult
     package func step() throws(SQLiteError) -> Bool {
-        database.enter()
-        defer { database.leave() }
+        #if DEBUG
+            database.enter()
+            defer { database.leave() }
+        #endif
         let result = sqlite3_step(handle)
         switch result {
         case SQLITE_ROW: return true
