@@ -22,7 +22,7 @@ import MigrationJournal
 /// _ = try await job.run()
 /// await printer.value                              // every report printed
 /// ```
-public final class MigrationJob: Sendable {
+public final class MigrationJob: MigrationRun, Sendable {
     /// The journal directory.
     public let journalURL: URL
     /// The job's identifier, recorded in the journal and the destination.

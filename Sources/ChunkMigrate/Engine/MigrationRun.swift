@@ -26,5 +26,3 @@ public protocol MigrationRun: AnyObject, Sendable {
     /// Whether the job is complete.
     var isComplete: Bool { get }
 }
-
-extension MigrationJob: MigrationRun {}
