@@ -125,7 +125,9 @@ final class ProgressDisplay {
         case .copy: "copy \(step.entity)" + (step.table.map { " (\($0))" } ?? "")
         case let .fixup(column): "fixup \(step.entity).\(column)"
         case let .index(name): "index \(name)" + (step.table.map { " on \($0)" } ?? "")
-        case let .inPlace(label): "in place: \(label)" + (step.table.map { " (\($0))" } ?? "")
+        // A step's label names its table (`update ZITEM`, `derive Folder.itemCount`): the table
+        // is added only where it does not.
+        case let .inPlace(label): "in place: \(label)" + (step.table.map { label.contains($0) ? "" : " (\($0))" } ?? "")
         case .finishing, .check, .complete: step.phase.description
         }
     }

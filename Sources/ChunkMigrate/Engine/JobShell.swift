@@ -93,9 +93,6 @@ final class JobShell: Sendable {
         return stream
     }
 
-    /// Whether any stream is open: a kind of job that pays for its report skips it otherwise.
-    var isObserved: Bool { state.withLock { !$0.observers.isEmpty } }
-
     /// Gives `step` to every open stream.
     func publish(_ step: MigrationProgress) {
         let observers = state.withLock { Array($0.observers.values) }

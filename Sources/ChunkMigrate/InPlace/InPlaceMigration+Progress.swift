@@ -38,7 +38,7 @@ extension InPlaceMigration {
             }
             // Below 1 until the job's last report, and never back.
             fraction = max(fraction, min(0.999, (done + share) / steps))
-            if let last = batch.cursor { rowids += max(0, last - (cursor ?? min(last, 0))) }
+            if let last = batch.cursor { rowids += max(0, last - (cursor ?? 0)) }
             let seconds = (ContinuousClock.now - started) / .seconds(1)
             let reached = batch.cursor ?? 0, extent = batch.lastRowid ?? 0
             return MigrationProgress(

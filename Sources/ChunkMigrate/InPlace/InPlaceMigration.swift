@@ -535,6 +535,8 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
         var report = Report(status: status, batchSize: batchSize)
         // Batches of each step in this run, for the crash points (`after-step:update ZITEM:3`).
         var stepBatches: [String: UInt64] = [:]
+        // The largest rowid of each chunked step's table, read at its first batch in this run.
+        var extents: [Int64: Int64] = [:]
         var noJob = false
         // The next step not done, read ahead so that the run that does the last step finishes
         // the job rather than stopping before it finds none left.
@@ -574,7 +576,8 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
                 guard let (index, step, cursor) = try nextStep() else { return nil }
                 pending = nil
                 stepBatches[step.label, default: 0] += 1
-                let batch = try run(step, index: index, cursor: cursor, batch: stepBatches[step.label]!)
+                let batch = try run(step, index: index, cursor: cursor, batch: stepBatches[step.label]!, extent: extents[index])
+                extents[index] = batch.lastRowid
                 CrashPoint.check(.afterStep, entity: step.label, batch: stepBatches[step.label]!)
                 return (step, batch, cursor)
             },
@@ -626,7 +629,8 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     private var batchSize: Int { max(1, options.batchSize ?? options.initialBatchSize * 5) }
 
     /// One batch of a chunked step, or the whole of another, with its progress.
-    private func run(_ step: Step, index: Int64, cursor: Int64?, batch: UInt64) throws -> Batch {
+    /// `extent`: the largest rowid of the step's table, where an earlier batch of this run read it.
+    private func run(_ step: Step, index: Int64, cursor: Int64?, batch: UInt64, extent: Int64?) throws -> Batch {
         var sql: String?
         do {
             return try database.inTransaction(.immediate) { () throws(SQLiteError) -> Batch in
@@ -648,9 +652,14 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
                     .integer(after), .integer(size - 1)
                 ).integer
                 let finished = last == nil
-                // The table's largest rowid, for the step's progress: the last of this batch when
-                // it ends the table, else read from the rowid's b-tree (no scan).
-                let largest = finished ? nil : try database.scalar("SELECT max(rowid) FROM \(quoted)").integer
+                // The table's largest rowid, for the step's progress: read once a run from the
+                // rowid's b-tree (no scan), the last of this batch when it ends the table.
+                var largest = extent
+                if finished {
+                    largest = nil
+                } else if largest == nil {
+                    largest = try database.scalar("SELECT max(rowid) FROM \(quoted)").integer
+                }
                 if last == nil { last = try database.scalar("SELECT max(rowid) FROM \(quoted) WHERE rowid > ?1", .integer(after)).integer }
                 if let last {
                     for statement in step.statements {
