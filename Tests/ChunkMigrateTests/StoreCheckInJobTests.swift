@@ -586,14 +586,18 @@ struct StoreCheckInJobTests {
         }
         #expect(try danglingItems() == 0 && reported() == [])
         // One kind of dangling key at a time, so that the pass must find each kind itself: a key
-        // past the table's last, one in a gap between its keys, one at a row of another entity,
-        // a NULL key.
+        // past the table's last, one before its first, one in a gap between its keys, one at a
+        // row of another entity, a NULL key.
         let item = try #require(try writer.scalar("SELECT Z_2ITEMS FROM Z_2TAGS WHERE rowid = 10").integer)
         let entity = try #require(try writer.scalar("SELECT Z_ENT FROM ZITEM WHERE Z_PK = ?1", .integer(item)).integer)
         let kinds: [(change: String, undo: String)] = [
             (
                 "UPDATE Z_2TAGS SET Z_2ITEMS = Z_2ITEMS + 1000000 WHERE rowid = 3",
                 "UPDATE Z_2TAGS SET Z_2ITEMS = Z_2ITEMS - 1000000 WHERE rowid = 3"
+            ),
+            (
+                "UPDATE Z_2TAGS SET Z_2ITEMS = -Z_2ITEMS WHERE rowid = 3",
+                "UPDATE Z_2TAGS SET Z_2ITEMS = -Z_2ITEMS WHERE rowid = 3"
             ),
             ("UPDATE ZITEM SET Z_ENT = 99 WHERE Z_PK = \(item)", "UPDATE ZITEM SET Z_ENT = \(entity) WHERE Z_PK = \(item)"),
             ("UPDATE Z_2TAGS SET Z_2ITEMS = NULL WHERE rowid = 20", "DELETE FROM Z_2TAGS WHERE rowid = 20"),
@@ -722,6 +726,46 @@ struct StoreCheckInJobTests {
             }
             #expect(!FileManager.default.fileExists(atPath: scratch.path))
             #expect(derived.allSatisfy { check.expectedValues(for: $0) == nil })
+        }
+    }
+}
+
+@Suite("The store check's statements")
+struct StoreCheckStatementTests {
+    @Test(
+        "a table's keys are read in ranges that cover every key there can be, one after another, each of at least 65,536 keys, at most 64")
+    func keyRanges() {
+        #expect(CoreDataStoreCheck.ranges(low: nil, high: nil).map { [$0.0, $0.1] } == [[.min, .max]])
+        #expect(CoreDataStoreCheck.ranges(low: 7, high: 7).map { [$0.0, $0.1] } == [[.min, .max]])
+        for (low, high) in [
+            (Int64(1), Int64(1_000_000)), (-5, 200_000), (1, 65_535), (0, 10_000_000_000), (.min, .max), (.min + 1, .max - 1),
+        ] {
+            let ranges = CoreDataStoreCheck.ranges(low: low, high: high)
+            #expect(ranges.first?.0 == .min && ranges.last?.1 == .max, "\(low)...\(high)")
+            #expect(ranges.count >= 1 && ranges.count <= CoreDataStoreCheck.rangesPerTable, "\(low)...\(high)")
+            for (range, next) in zip(ranges, ranges.dropFirst()) {
+                #expect(range.0 <= range.1 && range.1 &+ 1 == next.0, "\(low)...\(high): \(range) then \(next)")
+                #expect(range.1 >= low && next.0 <= high, "\(low)...\(high): every range reaches the keys")
+            }
+            for range in ranges.dropFirst().dropLast() {
+                #expect(UInt64(bitPattern: range.1 &- range.0) + 1 >= UInt64(CoreDataStoreCheck.keysPerRange), "\(range)")
+            }
+        }
+        #expect(CoreDataStoreCheck.ranges(low: 1, high: 1_000_000).count == 15)
+        #expect(CoreDataStoreCheck.ranges(low: 1, high: 100_000_000).count == 64)
+    }
+
+    @Test("membership in a set of entity numbers is what SQLite's IN gives, NULL included, written as ranges and comparisons")
+    func membership() throws {
+        let database = try Database(path: ":memory:", mode: .readWrite)
+        for numbers: Set<Int64> in [[3], [3, 4, 5], [1, 3, 4, 9], [2, 4, 6], [-1, 0, 1]] {
+            let list = numbers.sorted().map(String.init).joined(separator: ", ")
+            let sql = CoreDataStoreCheck.member("x", of: numbers)
+            #expect(!sql.contains(" IN "), "\(sql)")
+            for value: SQLiteValue in [.null, .integer(-1), .integer(0), .integer(2), .integer(3), .integer(5), .integer(9), .integer(10)] {
+                let row = try database.rows("SELECT x IN (\(list)), \(sql), x NOT IN (\(list)), NOT \(sql) FROM (SELECT ?1 AS x)", value)[0]
+                #expect(row[0] == row[1] && row[2] == row[3], "\(value) in \(list): \(row)")
+            }
         }
     }
 }

@@ -231,6 +231,11 @@ package final class Database {
 
     /// Every row of a query, as values.
     package func rows(_ sql: String, _ arguments: SQLiteValue...) throws(SQLiteError) -> [[SQLiteValue]] {
+        try rows(sql, arguments: arguments)
+    }
+
+    /// Every row of a query, as values.
+    package func rows(_ sql: String, arguments: [SQLiteValue]) throws(SQLiteError) -> [[SQLiteValue]] {
         let statement = try prepare(sql)
         try statement.bind(arguments)
         var rows: [[SQLiteValue]] = []

@@ -55,6 +55,11 @@ extension CoreDataStoreCheck {
             var holding = false
             /// How many statements of the check have stopped to let the job write.
             var interrupts = 0
+            /// How many of those ran again on their own (``rerunning(_:)``), not as part of the
+            /// step around them (``givingWay(_:)``).
+            var absorbed = 0
+            /// The stops a step runs again for.
+            var unabsorbed: Int { interrupts - absorbed }
         }
         private let signals = Locked(Signals())
         /// Signalled with each change of ``signals``.
@@ -221,7 +226,8 @@ extension CoreDataStoreCheck {
             var report = try timed { () throws(MigrationError) in
                 early.report.merged(
                     with: try givingWay { () throws(MigrationError) in
-                        try Self.run(database, model: model, file: path, part: .rows, postponed: postponed, done: early.ran)
+                        try Self.run(
+                            database, model: model, file: path, part: .rows, postponed: postponed, done: early.ran, attempt: rerunning)
                     })
             }
             signals.withLock { $0.rowsDone = true }
@@ -275,7 +281,8 @@ extension CoreDataStoreCheck {
                     if !readyLookups.isEmpty {
                         report = report.merged(
                             with: try givingWay { () throws(MigrationError) in
-                                try Self.run(database, model: model, file: path, part: .postponed, postponed: readyLookups)
+                                try Self.run(
+                                    database, model: model, file: path, part: .postponed, postponed: readyLookups, attempt: rerunning)
                             })
                         lookups.subtract(readyLookups)
                     }
@@ -410,14 +417,14 @@ extension CoreDataStoreCheck {
             while true {
                 // A step that stopped for the job runs again, whether the stop reached it as an
                 // error or the check turned it into a finding of its own (an unreadable layout).
-                let before = signals.withLock { $0.interrupts }
+                let before = signals.withLock { $0.unabsorbed }
                 do {
                     let result = try body()
-                    if signals.withLock({ $0.interrupts == before }) { return result }
+                    if signals.withLock({ $0.unabsorbed == before }) { return result }
                 } catch {
                     let now = signals.withLock { $0 }
                     if now.cancelled { throw error }
-                    if now.interrupts == before {
+                    if now.unabsorbed == before {
                         guard SQLiteError.isSchemaChanged(error) else { throw error }
                         if now.finished {
                             guard schemaTriesFinished < Self.schemaTriesOnceFinished else { throw error }
@@ -433,6 +440,32 @@ extension CoreDataStoreCheck {
                 yields += 1
                 gaveWay.withLock { $0 += 1 }
                 if yields >= Self.yieldsPerStep { signals.withLock { $0.holding = true } }
+            }
+        }
+
+        /// Runs `statement`, one statement of a step over a range of rows, again where it stopped to
+        /// let the job write, up to ``yieldsPerStep`` times, the last time to its end: the step
+        /// around it (``givingWay(_:)``) goes on with the next statement rather than running
+        /// again from its start.
+        private func rerunning(_ statement: () throws -> [[SQLiteValue]]) throws -> [[SQLiteValue]] {
+            var yields = 0
+            defer { if yields >= Self.yieldsPerStep { signals.withLock { $0.holding = false } } }
+            while true {
+                let before = signals.withLock { $0.interrupts }
+                do {
+                    let rows = try statement()
+                    if signals.withLock({ $0.interrupts == before }) { return rows }
+                } catch {
+                    let now = signals.withLock { $0 }
+                    if now.cancelled || now.interrupts == before { throw error }
+                }
+                yields += 1
+                gaveWay.withLock { $0 += 1 }
+                signals.withLock { signals in
+                    signals.yield = false
+                    signals.absorbed += signals.interrupts - before
+                    if yields >= Self.yieldsPerStep { signals.holding = true }
+                }
             }
         }
 
@@ -508,10 +541,14 @@ extension CoreDataStoreCheck {
         /// under it).
         private static func run(
             _ database: Database, model: CoreDataModel?, file: String, part: Part, postponed: Set<String>,
-            derivedDone: Set<String> = [], done: Set<String> = []
+            derivedDone: Set<String> = [], done: Set<String> = [],
+            attempt: ((() throws -> [[SQLiteValue]]) throws -> [[SQLiteValue]])? = nil
         ) throws(MigrationError) -> Report {
             try sqlite(file: file) {
-                try check(database, model: model, file: file, part: part, postponed: postponed, derivedDone: derivedDone, done: done).report
+                try check(
+                    database, model: model, file: file, part: part, postponed: postponed, derivedDone: derivedDone, done: done,
+                    attempt: attempt
+                ).report
             }
         }
 

@@ -231,10 +231,13 @@ public enum CoreDataStoreCheck {
     ///   - entities: the store's entities, when the caller read them (``Part/early`` reads no
     ///     table the job writes, and `Z_PRIMARYKEY` is one).
     ///   - done: the checks an ``Part/early`` part ran already.
+    ///   - attempt: runs each statement over the rows (a job's check runs one again where it
+    ///     stopped to let the job write); as it is when nil.
     static func check(
         _ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil, part: Part = .all,
         postponed: Set<String> = [], derivedDone: Set<String> = [], readable: Set<String> = [],
-        entities known: CoreDataEntities? = nil, done: Set<String> = []
+        entities known: CoreDataEntities? = nil, done: Set<String> = [],
+        attempt: ((() throws -> [[SQLiteValue]]) throws -> [[SQLiteValue]])? = nil
     ) throws -> (report: Report, ran: Set<String>) {
         // What the check reads of the schema, read in one snapshot: a job that checks the store
         // it writes builds indexes meanwhile, and a schema read across its commits can fail.
@@ -255,6 +258,7 @@ public enum CoreDataStoreCheck {
         var check = Checker(
             database: database, entities: entities, only: tables, tablesPresent: tablesPresent,
             part: part, postponed: postponed, derivedDone: derivedDone, readable: readable, done: done)
+        if let attempt { check.attempt = attempt }
         let rows = part == .all || part == .rows, rest = part == .all || part == .rest
         if rest { try check.metadata(file: file) }
         var layout: CoreDataLayout?
@@ -408,6 +412,53 @@ extension CoreDataStoreCheck {
     }
 }
 
+extension CoreDataStoreCheck {
+    /// SQL true where `expression` is one of `numbers`, NULL where it is NULL (as `IN (...)`):
+    /// each run of consecutive numbers a `BETWEEN`, the others compared one by one. SQLite looks
+    /// a value up in an `IN` list through a temporary index, which costs a row of a table pass
+    /// several times what the comparisons do.
+    static func member(_ expression: String, of numbers: Set<Int64>) -> String {
+        var runs: [(Int64, Int64)] = []
+        for number in numbers.sorted() {
+            if let last = runs.last, last.1 &+ 1 == number { runs[runs.count - 1].1 = number } else { runs.append((number, number)) }
+        }
+        guard !runs.isEmpty else { return "(\(expression) IN ())" }
+        return "("
+            + runs.map { $0.0 == $0.1 ? "\(expression) = \($0.0)" : "\(expression) BETWEEN \($0.0) AND \($0.1)" }.joined(separator: " OR ")
+            + ")"
+    }
+
+    /// The ranges of keys a statement over a table of keys `low` through `high` reads one after
+    /// another, each a statement of its own (that a job's check runs again alone where it
+    /// stopped to let the job write): the first from the smallest key there
+    /// can be, the last to the largest, so that they cover every key; at most
+    /// ``rangesPerTable``, each of at least ``keysPerRange`` keys.
+    static func ranges(low: Int64?, high: Int64?) -> [(Int64, Int64)] {
+        guard let low, let high, high > low else { return [(.min, .max)] }
+        // Every key there can be is one more than UInt64 holds: as many as it holds.
+        let span = max(UInt64(bitPattern: high &- low) &+ 1, UInt64(bitPattern: high &- low))
+        let count = Int(min(UInt64(rangesPerTable), max(1, span / UInt64(keysPerRange))))
+        let size = span / UInt64(count)
+        return (0..<count).map { index in
+            let start = index == 0 ? Int64.min : low &+ Int64(bitPattern: size * UInt64(index))
+            let end = index == count - 1 ? Int64.max : low &+ Int64(bitPattern: size * UInt64(index + 1)) &- 1
+            return (start, end)
+        }
+    }
+
+    /// The smallest and largest key of `table` (quoted), each read off one end of the table: a
+    /// query with both aggregates would read every row.
+    static func bounds(of table: String) -> String {
+        "SELECT (SELECT min(Z_PK) FROM \(table)), (SELECT max(Z_PK) FROM \(table))"
+    }
+
+    /// How many keys a range holds at least, and how many ranges a table has at most
+    /// (``ranges(low:high:)``): a statement over 65,536 rows takes tens of milliseconds, all a
+    /// job waits for when the check's read holds its write up.
+    static let keysPerRange: Int64 = 65_536
+    static let rangesPerTable = 64
+}
+
 extension CoreDataStoreCheck.Report {
     /// This report and another, of other checks of the same store, as one.
     func merged(with other: Self) -> Self {
@@ -441,6 +492,11 @@ private struct Checker {
     var report = CoreDataStoreCheck.Report(violations: [], checked: 0, unchecked: [])
     /// The checks this part ran, named as in ``done``.
     var ran: Set<String> = []
+    /// Runs each statement over the rows: as it is, or where the check reads a store a job is
+    /// writing, again from its start when it stopped to let the job write
+    /// (``CoreDataStoreCheck/Overlapped``). A statement over many rows is made in ranges of keys
+    /// (``ranges(low:high:)``), so that such a stop loses one range.
+    var attempt: (_ statement: () throws -> [[SQLiteValue]]) throws -> [[SQLiteValue]] = { try $0() }
 
     /// Whether `table` is among those checked.
     func includes(_ table: String) -> Bool { only.map { $0.contains(table.uppercased()) } ?? true }
@@ -481,10 +537,17 @@ private struct Checker {
     func list(_ numbers: Set<Int64>) -> String { numbers.sorted().map(String.init).joined(separator: ", ") }
     func first(_ key: Int64?) -> String { key.map { ", the first with Z_PK \($0)" } ?? "" }
 
+    func member(_ expression: String, of numbers: Set<Int64>) -> String { CoreDataStoreCheck.member(expression, of: numbers) }
+
+    /// The rows of a query, through ``attempt``.
+    func rows(_ sql: String, _ arguments: SQLiteValue...) throws -> [[SQLiteValue]] {
+        try attempt { try database.rows(sql, arguments: arguments) }
+    }
+
     /// The count and smallest key of the rows `sql` selects (`count(*), min(...)`).
     mutating func count(_ sql: String) throws -> (Int64, Int64?) {
         report.checked += 1
-        let row = try database.rows(sql)[0]
+        let row = try rows(sql)[0]
         return (row[0].integer ?? 0, row[1].integer)
     }
 
@@ -503,9 +566,10 @@ private struct Checker {
                 checkMax(of: root, largest: try database.scalar("SELECT max(Z_PK) FROM \(name)").integer)
                 continue
             }
-            let tree = list(entities.descendants(of: root.number))
+            let numbers = entities.descendants(of: root.number), tree = list(numbers)
             var conditions = [
-                Condition(sql: "Z_ENT IS NULL OR Z_ENT NOT IN (\(tree))", kind: .entityOutsideTree, entity: root.name) { count, first in
+                Condition(sql: "Z_ENT IS NULL OR NOT \(member("Z_ENT", of: numbers))", kind: .entityOutsideTree, entity: root.name) {
+                    count, first in
                     "\(root.table): \(count) rows have a Z_ENT outside the entity tree of \(root.name) (\(tree))\(first)"
                 }
             ]
@@ -518,20 +582,35 @@ private struct Checker {
                     lookups.append(lookup.id)
                 }
             }
-            // Counted with FILTER rather than CASE: a third of the time per row; the first key
-            // only where a condition holds. The table is `s` (its columns also bare).
-            let parts = conditions.map { "count(*) FILTER (WHERE \($0.sql))" }
-            let row = try database.rows("SELECT max(Z_PK), \(parts.joined(separator: ", ")) FROM \(name) AS s")[0]
+            // The rows breaking any condition, counted in ranges of keys: none in a store that
+            // holds, and then no condition needs a count of its own. The table is `s` (its
+            // columns also bare).
+            let bounds = try rows(CoreDataStoreCheck.bounds(of: name))[0]
+            let anyBroken = conditions.map { "(\($0.sql))" }.joined(separator: " OR ")
+            var broken: Int64 = 0
+            for (low, high) in CoreDataStoreCheck.ranges(low: bounds[0].integer, high: bounds[1].integer) {
+                broken +=
+                    try rows(
+                        "SELECT count(*) FROM \(name) AS s WHERE s.Z_PK BETWEEN ?1 AND ?2 AND (\(anyBroken))", .integer(low), .integer(high)
+                    )[0][0]
+                    .integer ?? 0
+            }
+            // Else each condition's count, counted with FILTER rather than CASE: a third of the
+            // time per row; the first key only where a condition holds.
+            let counts =
+                broken == 0
+                ? []
+                : try rows("SELECT \(conditions.map { "count(*) FILTER (WHERE \($0.sql))" }.joined(separator: ", ")) FROM \(name) AS s")[0]
             report.checked += conditions.count
             ran.formUnion(lookups)
             if part == .early {
                 ran.insert(id)
             } else {
                 report.checked += 1
-                checkMax(of: root, largest: row[0].integer)
+                checkMax(of: root, largest: bounds[1].integer)
             }
-            for (index, condition) in conditions.enumerated() {
-                guard let count = row[1 + index].integer, count > 0 else { continue }
+            for (index, condition) in conditions.enumerated() where !counts.isEmpty {
+                guard let count = counts[index].integer, count > 0 else { continue }
                 let keys = try self.keys(from: name, where: condition.sql, count: count)
                 let line = condition.line(count, first(keys.first))
                 if condition.isNote {
@@ -551,7 +630,7 @@ private struct Checker {
     /// at most ``CoreDataStoreCheck/Finding/keyLimit``, else the first.
     mutating func keys(from table: String, where condition: String, count: Int64) throws -> [Int64] {
         let limit = count <= CoreDataStoreCheck.Finding.keyLimit ? count : 1
-        return try database.rows("SELECT Z_PK FROM \(table) AS s WHERE \(condition) ORDER BY Z_PK LIMIT \(limit)").compactMap {
+        return try rows("SELECT Z_PK FROM \(table) AS s WHERE \(condition) ORDER BY Z_PK LIMIT \(limit)").compactMap {
             $0[0].integer
         }
     }
@@ -585,7 +664,7 @@ private struct Checker {
             let key = "s." + SQL.quote(column.name)
             let sql = """
                 \(key) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(SQL.quote(targetTable.name)) AS t WHERE t.Z_PK = \(key) \
-                AND t.Z_ENT IN (\(list(layout.descendants(of: destination.number)))) AND t.Z_ENT IS s.\(SQL.quote(entityColumn.name)))
+                AND \(member("t.Z_ENT", of: layout.descendants(of: destination.number))) AND t.Z_ENT IS s.\(SQL.quote(entityColumn.name)))
                 """
             lookups.append(
                 (
@@ -630,7 +709,7 @@ private struct Checker {
                 if owners != all {
                     conditions.append(
                         Condition(
-                            sql: "\(quoted) IS NOT NULL AND Z_ENT NOT IN (\(list(owners)))", isNote: true,
+                            sql: "\(quoted) IS NOT NULL AND NOT \(member("Z_ENT", of: owners))", isNote: true,
                             kind: .required, entity: owner, property: property
                         ) { count, first in
                             "\(table.name).\(column.name): \(count) rows of entities without \(layout.describe(column.role, root: owner)) hold a value, which Core Data does not read\(first)"
@@ -639,7 +718,7 @@ private struct Checker {
                 if !declared.isOptional, declared.attribute?.derivation == nil {
                     conditions.append(
                         Condition(
-                            sql: "\(quoted) IS NULL AND Z_ENT IN (\(list(owners)))", kind: .required, entity: owner, property: property,
+                            sql: "\(quoted) IS NULL AND \(member("Z_ENT", of: owners))", kind: .required, entity: owner, property: property,
                             column: column.name
                         ) { count, first in
                             "\(table.name).\(column.name): \(count) rows of \(owner) have no value for the required \(owner).\(property)\(first)"
@@ -696,7 +775,7 @@ private struct Checker {
                     if dangling > 0 { try addDangling(lookup.condition, count: dangling, table: table.name) }
                     continue
                 }
-                let allowed = list(layout.descendants(of: destination.number))
+                let allowed = member("t.Z_ENT", of: layout.descendants(of: destination.number))
                 if entityColumn == nil {
                     // Each distinct key once, from the to-one's index (Core Data indexes every
                     // to-one); the rows, only when one points nowhere.
@@ -704,14 +783,14 @@ private struct Checker {
                         """
                         SELECT count(*), NULL FROM (SELECT DISTINCT \(SQL.quote(column.name)) AS k FROM \(SQL.quote(table.name))
                                                     WHERE \(SQL.quote(column.name)) IS NOT NULL) AS s
-                        WHERE NOT EXISTS (SELECT 1 FROM \(SQL.quote(targetTable.name)) AS t WHERE t.Z_PK = s.k AND t.Z_ENT IN (\(allowed)))
+                        WHERE NOT EXISTS (SELECT 1 FROM \(SQL.quote(targetTable.name)) AS t WHERE t.Z_PK = s.k AND \(allowed))
                         """)
                     guard wrongKeys > 0 else { continue }
                 }
                 // The rows whose key the lookup above found wrong, by the same condition.
                 let condition = Condition(
                     sql: """
-                        \(key) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(SQL.quote(targetTable.name)) AS t WHERE t.Z_PK = \(key) AND t.Z_ENT IN (\(allowed)))
+                        \(key) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(SQL.quote(targetTable.name)) AS t WHERE t.Z_PK = \(key) AND \(allowed))
                         """, kind: .dangling, entity: owner, property: property, column: column.name, targetTable: targetTable.name
                 ) { count, first in
                     "\(table.name).\(column.name): \(count) rows point at no row of \(target)\(first)"
@@ -744,27 +823,37 @@ private struct Checker {
                 ran.insert(id)
                 // Each distinct key once (the join table's primary key and index give them in
                 // order), looked up, or where the keys reach much of the table, found in one pass
-                // over it in key order beside them; the rows, only when one points nowhere.
-                let allowed = list(layout.descendants(of: side.target))
-                let (wrongKeys, _) = try count(
-                    try CoreDataStoreCheck.passesOver(table.name, forKeysOf: side.column, in: join.name, database: database)
-                        ? """
-                        SELECT count(*), NULL FROM (SELECT \(SQL.quote(side.column)) FROM \(SQL.quote(join.name))
-                                                    EXCEPT SELECT Z_PK FROM \(SQL.quote(table.name)) NOT INDEXED WHERE Z_ENT IN (\(allowed)) ORDER BY 1)
-                        """
-                        : """
-                        SELECT count(*), NULL FROM (SELECT DISTINCT \(SQL.quote(side.column)) AS k FROM \(SQL.quote(join.name))) AS j
-                        WHERE NOT EXISTS (SELECT 1 FROM \(SQL.quote(table.name)) AS t WHERE t.Z_PK = j.k AND t.Z_ENT IN (\(allowed)))
-                        """)
+                // over it in key order beside them, in ranges of keys; a NULL key points nowhere
+                // too. The rows, only when one points nowhere.
+                let numbers = layout.descendants(of: side.target)
+                let allowed = member("Z_ENT", of: numbers), allowedTarget = member("t.Z_ENT", of: numbers)
+                let column = SQL.quote(side.column), joinTable = SQL.quote(join.name), target = SQL.quote(table.name)
+                let passes = try CoreDataStoreCheck.passesOver(table.name, forKeysOf: side.column, in: join.name, database: database)
+                let bounds = try rows(CoreDataStoreCheck.bounds(of: target))[0]
+                report.checked += 1
+                var wrongKeys = try rows("SELECT EXISTS (SELECT 1 FROM \(joinTable) WHERE \(column) IS NULL)")[0][0].integer ?? 0
+                for (low, high) in CoreDataStoreCheck.ranges(low: bounds[0].integer, high: bounds[1].integer) where wrongKeys == 0 {
+                    wrongKeys +=
+                        try rows(
+                            passes
+                                ? """
+                                SELECT count(*) FROM (SELECT \(column) FROM \(joinTable) WHERE \(column) BETWEEN ?1 AND ?2
+                                                      EXCEPT SELECT Z_PK FROM \(target) NOT INDEXED WHERE Z_PK BETWEEN ?1 AND ?2 AND \(allowed) ORDER BY 1)
+                                """
+                                : """
+                                SELECT count(*) FROM (SELECT DISTINCT \(column) AS k FROM \(joinTable) WHERE \(column) BETWEEN ?1 AND ?2) AS j
+                                WHERE NOT EXISTS (SELECT 1 FROM \(target) AS t WHERE t.Z_PK = j.k AND \(allowedTarget))
+                                """, .integer(low), .integer(high))[0][0].integer ?? 0
+                }
                 let dangling =
                     wrongKeys == 0
                     ? 0
-                    : try database.scalar(
+                    : try rows(
                         """
-                        SELECT count(*) FROM \(SQL.quote(join.name)) AS j
-                        WHERE NOT EXISTS (SELECT 1 FROM \(SQL.quote(table.name)) AS t WHERE t.Z_PK = j.\(SQL.quote(side.column)) AND t.Z_ENT IN (\(allowed)))
+                        SELECT count(*) FROM \(joinTable) AS j
+                        WHERE NOT EXISTS (SELECT 1 FROM \(target) AS t WHERE t.Z_PK = j.\(column) AND \(allowedTarget))
                         """
-                    ).integer ?? 0
+                    )[0][0].integer ?? 0
                 if dangling > 0 {
                     report.add(
                         CoreDataStoreCheck.Finding(
