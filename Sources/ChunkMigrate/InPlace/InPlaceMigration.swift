@@ -50,6 +50,9 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     /// The tables of the migrated store the job changes or makes: what the check at the end
     /// covers, since the others are as they were.
     public private(set) var touchedTables: [String] = []
+    /// Of ``touchedTables``, those whose rows, keys and values the job keeps, with the columns it
+    /// writes into them (in capitals): the check at the end reads only those columns of them.
+    private(set) var keptTables: [String: Set<String>] = [:]
 
     /// Whether the store is a Core Data store (checked with ``CoreDataStoreCheck`` at the end),
     /// rather than a plain SQLite one.
@@ -348,8 +351,10 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
                 .flatMap { $0 }.map { CoreDataModelBundle.signature($0).joined(separator: "\n") } == targetModel
         }
         if !already && !halfMigrated, let plan {
-            let (steps, touched) = try InPlacePlanner(database: database, plan: plan, storePath: store.path, targetPath: target.path)
-                .steps()
+            let (steps, touchedTables, kept) = try InPlacePlanner(
+                database: database, plan: plan, storePath: store.path, targetPath: target.path
+            ).steps()
+            let touched = touchedTables.map { table in ([table] + (kept[table]?.sorted() ?? [])).joined(separator: "\t") }
             let encoder = JSONEncoder()
             var encoded: [String] = []
             for step in steps {
@@ -382,9 +387,15 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
         } else if let plan {
             migration.writes = Writes(plan: plan)
         }
-        migration.touchedTables =
+        // A table per line; a table whose rows the job keeps, with the columns it writes:
+        // `TABLE<tab>COLUMN<tab>COLUMN`.
+        let touched =
             ((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'touched'").text) ?? nil)?
-            .split(separator: "\n").map(String.init) ?? []
+            .split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) } ?? []
+        migration.touchedTables = touched.compactMap(\.first)
+        migration.keptTables = Dictionary(
+            touched.filter { $0.count > 1 }.map { ($0[0].uppercased(), Set($0.dropFirst().map { $0.uppercased() })) },
+            uniquingKeysWith: { $0.union($1) })
         migration.current.withLock { $0 = try? status(in: database, store: store.path) }
         recorded = migration.status != nil
         return migration
@@ -404,7 +415,7 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     ///
     /// - Throws: ``MigrationError`` naming the file when the store cannot be read.
     public func checkStore() throws -> CoreDataStoreCheck.Report {
-        let report = try CoreDataStoreCheck.run(store: storeURL, tables: Set(touchedTables))
+        let report = try CoreDataStoreCheck.run(store: storeURL, model: nil, tables: Set(touchedTables), kept: keptTables)
         guard let writes else { return report }
         return report.carryingOver(writes.carried)
     }

@@ -14,6 +14,9 @@ final class InPlacePlanner {
 
     /// Destination tables a step changes or makes.
     private var touchedTables: [String] = []
+    /// Of ``touchedTables``, those whose rows, keys and values stay as they were, with the
+    /// columns the steps write into them (columns added, derived values computed), in capitals.
+    private var keptTables: [String: Set<String>] = [:]
 
     let database: Database
     let plan: MigrationPlan
@@ -24,8 +27,10 @@ final class InPlacePlanner {
         MigrationError(.invalidPlan, "this migration needs the copy path (run without --in-place): \(why)", entity: entity, file: storePath)
     }
 
-    /// The steps, and the tables of the migrated store they change (for the check at the end).
-    func steps() throws -> (steps: [Step], touched: [String]) {
+    /// The steps, the tables of the migrated store they change, and of those, the ones whose rows
+    /// they keep with the columns they write into them (for the check at the end, which reads
+    /// only what changed).
+    func steps() throws -> (steps: [Step], touched: [String], kept: [String: Set<String>]) {
         defer {
             for table in temporaryTables { try? database.execute("DROP TABLE temp.\(SQL.quote(table))") }
             temporaryTables = []
@@ -33,7 +38,7 @@ final class InPlacePlanner {
         do {
             let steps = try build()
             let touched = Set(touchedTables.map { $0.uppercased() })
-            return (steps, touched.sorted())
+            return (steps, touched.sorted(), keptTables)
         } catch let error as SQLiteError {
             throw MigrationError(
                 .store, "cannot work out the in-place steps: \(error.message)", file: storePath, sql: error.sql, cause: error)
@@ -358,6 +363,10 @@ final class InPlacePlanner {
             return !read.allSatisfy { rowsKept.contains($0.uppercased()) }
         }
         touchedTables += derivedValues.map(\.table)
+        for table in Set(touchedTables.map { $0.uppercased() }) where rowsKept.contains(table) {
+            keptTables[table] = (addedColumns[table] ?? []).union(
+                derivedValues.filter { $0.table.uppercased() == table }.map { $0.column.uppercased() })
+        }
         // Where a computed one fills only some rows of its table (an entity of a tree), the
         // others are NULL, as the copy path leaves them.
         for value in derivedValues

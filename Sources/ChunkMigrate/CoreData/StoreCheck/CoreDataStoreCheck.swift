@@ -166,6 +166,13 @@ public enum CoreDataStoreCheck {
     /// - Throws: ``MigrationError`` naming the file when it is not a readable Core Data store, or
     ///   its model cache is damaged.
     public static func run(store: URL, model: CoreDataModel? = nil, tables: Set<String>? = nil) throws -> Report {
+        try run(store: store, model: model, tables: tables, kept: [:])
+    }
+
+    /// ``run(store:model:tables:)``, where of `tables`, those in `kept` (in capitals) had their
+    /// rows, keys and values kept, and only the columns `kept` names for them written (columns
+    /// added, derived values computed): of those, only what reads such a column is checked.
+    static func run(store: URL, model: CoreDataModel?, tables: Set<String>?, kept: [String: Set<String>]) throws -> Report {
         guard FileManager.default.fileExists(atPath: store.path) else {
             throw MigrationError(.store, "the store does not exist", file: store.path)
         }
@@ -183,7 +190,7 @@ public enum CoreDataStoreCheck {
         }
         do {
             let model = try model ?? CoreDataModel.read(database, schema: "main", file: store.path)
-            return try check(database, model: model, file: store.path, tables: tables.map { Set($0.map { $0.uppercased() }) })
+            return try check(database, model: model, file: store.path, tables: tables.map { Set($0.map { $0.uppercased() }) }, kept: kept)
         } catch let error as SQLiteError {
             throw MigrationError(
                 .store, "cannot read the store as a Core Data store: \(error.message)", file: store.path, sql: error.sql, cause: error)
@@ -217,10 +224,12 @@ public enum CoreDataStoreCheck {
     ///   - derivedDone: `Entity.attribute` of the derived attributes whose values were compared
     ///     already (``ExpectedValues``): ``Part/rest`` checks only their triggers.
     static func check(
-        _ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil, part: Part = .all,
-        postponed: Set<String> = [], derivedDone: Set<String> = []
+        _ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil, kept: [String: Set<String>] = [:],
+        part: Part = .all, postponed: Set<String> = [], derivedDone: Set<String> = []
     ) throws -> Report {
-        try check(database, model: model, file: file, tables: tables, part: part, postponed: postponed, derivedDone: derivedDone).report
+        try check(
+            database, model: model, file: file, tables: tables, kept: kept, part: part, postponed: postponed, derivedDone: derivedDone
+        ).report
     }
 
     /// ``check(_:model:file:tables:part:postponed:derivedDone:)``, and which of its checks ran
@@ -234,8 +243,8 @@ public enum CoreDataStoreCheck {
     ///   - attempt: runs each statement over the rows (a job's check runs one again where it
     ///     stopped to let the job write); as it is when nil.
     static func check(
-        _ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil, part: Part = .all,
-        postponed: Set<String> = [], derivedDone: Set<String> = [], readable: Set<String> = [],
+        _ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil, kept: [String: Set<String>] = [:],
+        part: Part = .all, postponed: Set<String> = [], derivedDone: Set<String> = [], readable: Set<String> = [],
         entities known: CoreDataEntities? = nil, done: Set<String> = [],
         attempt: ((() throws -> [[SQLiteValue]]) throws -> [[SQLiteValue]])? = nil
     ) throws -> (report: Report, ran: Set<String>) {
@@ -256,7 +265,7 @@ public enum CoreDataStoreCheck {
             }
         }
         var check = Checker(
-            database: database, entities: entities, only: tables, tablesPresent: tablesPresent,
+            database: database, entities: entities, only: tables, kept: kept, tablesPresent: tablesPresent,
             part: part, postponed: postponed, derivedDone: derivedDone, readable: readable, done: done)
         if let attempt { check.attempt = attempt }
         let rows = part == .all || part == .rows, rest = part == .all || part == .rest
@@ -477,6 +486,9 @@ private struct Checker {
     let entities: CoreDataEntities
     /// The tables to check (in capitals); all when `nil`.
     let only: Set<String>?
+    /// Of those, the tables whose rows, keys and values stay as they were, with the only columns
+    /// written into them (in capitals): of them, only what reads such a column is checked.
+    let kept: [String: Set<String>]
     /// The store's tables (in capitals).
     let tablesPresent: Set<String>
     /// The part of the check this is, and the key lookups postponed to its rest.
@@ -500,6 +512,17 @@ private struct Checker {
 
     /// Whether `table` is among those checked.
     func includes(_ table: String) -> Bool { only.map { $0.contains(table.uppercased()) } ?? true }
+
+    /// Whether `column` of `table` is among what is checked: a column of a table checked, but of
+    /// a table whose rows were kept, only a column written.
+    func includes(_ table: String, _ column: String?) -> Bool {
+        guard includes(table), let columns = kept[table.uppercased()] else { return includes(table) }
+        return column.map { columns.contains($0.uppercased()) } ?? false
+    }
+
+    /// Whether the rows of `table` are among what is checked, their keys and entity numbers
+    /// included: a table checked whose rows were not kept.
+    func includesRows(_ table: String) -> Bool { includes(table) && kept[table.uppercased()] == nil }
 
     /// Whether this part may read `tables`: all of them but in the early part, which reads only
     /// the tables the job has finished.
@@ -567,17 +590,21 @@ private struct Checker {
                 continue
             }
             let numbers = entities.descendants(of: root.number), tree = list(numbers)
-            var conditions = [
-                Condition(sql: "Z_ENT IS NULL OR NOT \(member("Z_ENT", of: numbers))", kind: .entityOutsideTree, entity: root.name) {
-                    count, first in
-                    "\(root.table): \(count) rows have a Z_ENT outside the entity tree of \(root.name) (\(tree))\(first)"
-                }
-            ]
+            // Of a table whose rows were kept, the conditions on the columns written alone.
+            var conditions =
+                includesRows(root.table)
+                ? [
+                    Condition(sql: "Z_ENT IS NULL OR NOT \(member("Z_ENT", of: numbers))", kind: .entityOutsideTree, entity: root.name) {
+                        count, first in
+                        "\(root.table): \(count) rows have a Z_ENT outside the entity tree of \(root.name) (\(tree))\(first)"
+                    }
+                ] : []
             var lookups: [String] = []
             if let layout, let table = layout.tables[root.number] {
-                conditions += self.conditions(of: table, layout)
+                conditions += self.conditions(of: table, layout).filter { includes(root.table, $0.column) }
                 // The to-ones with a polymorphic column read every row anyway: in the same pass.
-                for lookup in polymorphicLookups(of: table, layout) where !done.contains(lookup.id) && mayRead(lookup.target) {
+                for lookup in polymorphicLookups(of: table, layout)
+                where !done.contains(lookup.id) && mayRead(lookup.target) && includes(root.table, lookup.condition.column) {
                     conditions.append(lookup.condition)
                     lookups.append(lookup.id)
                 }
@@ -586,6 +613,13 @@ private struct Checker {
             // holds, and then no condition needs a count of its own. The table is `s` (its
             // columns also bare).
             let bounds = try rows(CoreDataStoreCheck.bounds(of: name))[0]
+            if conditions.isEmpty {
+                if part != .early {
+                    report.checked += 1
+                    checkMax(of: root, largest: bounds[1].integer)
+                }
+                continue
+            }
             let anyBroken = conditions.map { "(\($0.sql))" }.joined(separator: " OR ")
             var broken: Int64 = 0
             for (low, high) in CoreDataStoreCheck.ranges(low: bounds[0].integer, high: bounds[1].integer) {
@@ -710,7 +744,7 @@ private struct Checker {
                     conditions.append(
                         Condition(
                             sql: "\(quoted) IS NOT NULL AND NOT \(member("Z_ENT", of: owners))", isNote: true,
-                            kind: .required, entity: owner, property: property
+                            kind: .required, entity: owner, property: property, column: column.name
                         ) { count, first in
                             "\(table.name).\(column.name): \(count) rows of entities without \(layout.describe(column.role, root: owner)) hold a value, which Core Data does not read\(first)"
                         })
@@ -758,7 +792,7 @@ private struct Checker {
                 // A to-one's key, or the owner's key of a to-many without inverse (in its target's table).
                 guard let (owner, property, target) = toOne(column, layout) else { continue }
                 guard let destination = layout.entity(named: target), let targetTable = layout.tables[destination.root],
-                    includes(table.name) || includes(targetTable.name)
+                    includes(table.name, column.name) || includesRows(targetTable.name)
                 else { continue }
                 let id = "K:\(table.name).\(column.name)".uppercased()
                 // Those the pass over the table's rows looked up already left out.
@@ -816,7 +850,7 @@ private struct Checker {
         for join in layout.joinTables.sorted(by: { $0.name < $1.name }) {
             for side in join.sides {
                 guard let entity = layout.entities[side.target], let table = layout.tables[entity.root],
-                    includes(join.name) || includes(table.name), runsNow(join.name, side.column)
+                    includes(join.name, side.column) || includesRows(table.name), runsNow(join.name, side.column)
                 else { continue }
                 let id = "J:\(join.name).\(side.column)".uppercased()
                 guard !done.contains(id), mayRead(join.name, table.name) else { continue }
@@ -914,6 +948,15 @@ private struct Checker {
                         ))
                 }
                 guard derivation.value != "NSCoreDataNow()", !derivedDone.contains("\(entity.name).\(property.name)") else { continue }
+                // Where the job kept the derived column and every row it reads, the values are as
+                // they were.
+                if !includes(derivation.table, derivation.column),
+                    let read = try? database.tablesRead(
+                        in: "main", preparing: "SELECT (\(derivation.value)) FROM main.\(SQL.quote(derivation.table))"),
+                    read.allSatisfy({ kept[$0.uppercased()] != nil || !includes($0) })
+                {
+                    continue
+                }
                 let rows = derivation.rows.map { " AND (\($0))" } ?? ""
                 let (wrong, key) = try count(
                     """
@@ -971,8 +1014,8 @@ private struct Checker {
         let folder = CoreDataFinishing.externalDataFolder(of: file)
         for entity in layout.model.entities.sorted(by: { $0.name < $1.name }) {
             for property in entity.properties where property.attribute?.allowsExternalStorage == true && !property.isTransient {
-                guard let table = layout.table(of: entity.name), includes(table.name),
-                    let column = layout.column(of: property.name, entity: entity.name)
+                guard let table = layout.table(of: entity.name),
+                    let column = layout.column(of: property.name, entity: entity.name), includes(table.name, column.name)
                 else { continue }
                 report.checked += 1
                 let statement = try database.prepare(
