@@ -510,7 +510,7 @@ struct PlainInPlaceTests {
     }
 
     @Test(
-        "refused before anything is written: a plan that changes rows but no table, a row reading its own table, a WITHOUT ROWID table, rows that would break a unique index of the target"
+        "refused before anything is written: a plan that changes rows but no table, a row reading its own table, a WITHOUT ROWID table, rows that would break a unique index of the target, also where the store holds them unique under another collation"
     )
     func refusedBeforeWriting() throws {
         let person =
@@ -546,6 +546,13 @@ struct PlainInPlaceTests {
                 person, renamed + "CREATE UNIQUE INDEX people_email ON people (email COLLATE NOCASE);",
                 plan(#""name": "name", "boss": "boss", "email": "lower(email)""#, table: "people"),
                 "unique index people_email on people: 2 rows would have ('a@x')"
+            ),
+            // Unique in the store, but under another collation than the target's: still looked for.
+            (
+                person + "CREATE UNIQUE INDEX person_email ON person (email);",
+                renamed + "CREATE UNIQUE INDEX people_email ON people (email COLLATE NOCASE);",
+                plan(#""name": "name", "boss": "boss", "email": "email""#, table: "people"),
+                "unique index people_email on people: 2 rows would have"
             ),
         ]
         for (schema, target, json, reason) in cases {

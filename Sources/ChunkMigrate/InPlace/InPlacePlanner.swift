@@ -254,7 +254,7 @@ final class InPlacePlanner {
             let from = "main.\(SQL.quote(source))"
             if rebuild || !updates.isEmpty || !renames.isEmpty {
                 try checkUniqueness(
-                    of: destination, entity: entity.name, from: from, condition: condition, key: key,
+                    of: destination, entity: entity.name, from: source, condition: condition, key: key,
                     storeKey: "s.\(SQL.quote(entity.source.key ?? entity.destination.key ?? "rowid"))",
                     value: { column in expressions[column.uppercased()] ?? sourceColumn(column).map { "s.\(SQL.quote($0.name))" } })
             }
@@ -494,22 +494,33 @@ final class InPlacePlanner {
     /// writes it, with the old store intact; in place would find it at the end). NULLs are
     /// distinct in SQLite's unique indexes, so a tuple with one is never a duplicate.
     private func checkUniqueness(
-        of table: String, entity: String, from: String, condition: String?, key: String,
+        of table: String, entity: String, from source: String, condition: String?, key: String,
         storeKey: String, value: (String) -> String?
     ) throws {
+        let from = "main.\(SQL.quote(source))"
         let indexes = try database.rows("SELECT name, partial FROM pragma_index_list(?1, 'tgt') WHERE \"unique\" = 1", .text(table))
         for index in indexes where index[1].integer == 0 {
             guard let name = index[0].text else { continue }
             let columns = try database.rows(
                 "SELECT cid, name, coll FROM pragma_index_xinfo(?1, 'tgt') WHERE key = 1 ORDER BY seqno", .text(name))
             var terms: [String] = []
+            // The store's columns each term is, with its collation, while every term is one.
+            var storeColumns: [(column: String, collation: String)]? = []
             for column in columns {
                 guard (column[0].integer ?? -1) >= 0, let columnName = column[1].text else { terms = []; break }
                 let expression = columnName.uppercased() == key ? storeKey : (value(columnName) ?? "NULL")
-                terms.append("(\(expression)) COLLATE \(SQL.quote(column[2].text ?? "BINARY"))")
+                let collation = column[2].text ?? "BINARY"
+                terms.append("(\(expression)) COLLATE \(SQL.quote(collation))")
+                if let bare = try storeColumn(expression, of: source) {
+                    storeColumns?.append((bare, collation.uppercased()))
+                } else {
+                    storeColumns = nil
+                }
             }
             // An index on an expression, or on the key alone, is left to SQLite.
             guard !terms.isEmpty, !(columns.count == 1 && columns[0][1].text?.uppercased() == key) else { continue }
+            // Columns the store holds unique already, with the same collations, stay unique.
+            if let storeColumns, try storeHoldsUnique(source, storeColumns) { continue }
             let filled = terms.map { "(\($0)) IS NOT NULL" } + [condition.map { "(\($0))" }].compactMap { $0 }
             let duplicate = try database.rows(
                 """
@@ -525,6 +536,38 @@ final class InPlacePlanner {
                     entity: entity, file: storePath)
             }
         }
+    }
+
+    /// The column of the store's `table` that `expression` is, bare or as `s."C"`; nil for any
+    /// other expression.
+    private func storeColumn(_ expression: String, of table: String) throws -> String? {
+        var name = expression.trimmingCharacters(in: .whitespaces)
+        if name.hasPrefix("s.") { name.removeFirst(2) }
+        if name.hasPrefix("\""), name.hasSuffix("\""), name.count > 2 {
+            name = String(name.dropFirst().dropLast())
+            guard !name.contains("\"") else { return nil }
+        } else {
+            guard name.first.map({ $0.isLetter || $0 == "_" }) == true, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" })
+            else { return nil }
+        }
+        let known = try database.rows(
+            "SELECT name FROM pragma_table_info(?1, 'main') WHERE upper(name) = upper(?2)", .text(table), .text(name))
+        return known.first?[0].text
+    }
+
+    /// Whether a unique index of the store's `table`, on all its rows, has exactly `columns` as
+    /// its key, each with the same collation.
+    private func storeHoldsUnique(_ table: String, _ columns: [(column: String, collation: String)]) throws -> Bool {
+        let wanted = Set(columns.map { "\($0.column.uppercased()) \($0.collation)" })
+        for index in try database.rows("SELECT name FROM pragma_index_list(?1, 'main') WHERE \"unique\" = 1 AND partial = 0", .text(table))
+        {
+            guard let name = index[0].text else { continue }
+            let key = try database.rows(
+                "SELECT upper(name) || ' ' || upper(coll), cid FROM pragma_index_xinfo(?1, 'main') WHERE key = 1", .text(name))
+            guard key.allSatisfy({ ($0[1].integer ?? -1) >= 0 }) else { continue }
+            if Set(key.compactMap { $0[0].text }) == wanted && key.count == columns.count { return true }
+        }
+        return false
     }
 
     /// The one column of the row an expression reads, where it reads exactly one and no other table.
