@@ -365,6 +365,27 @@ struct InPlaceMigrationTests {
             ])
     }
 
+    @Test(
+        "a chunked step's batches double while one takes under half of 0.2 s (or the options' shorter target) and halve while one takes over twice, within the options' bounds; a size given stays"
+    )
+    func batchSizeAdapts() {
+        var options = MigrationOptions()
+        options.minimumBatchSize = 100
+        options.maximumBatchSize = 50_000
+        #expect(InPlaceMigration.batchTarget(options) == .milliseconds(200))
+        #expect(InPlaceMigration.adapt(10_000, took: .milliseconds(20), options: options) == 20_000)
+        #expect(InPlaceMigration.adapt(40_000, took: .milliseconds(20), options: options) == 50_000)
+        #expect(InPlaceMigration.adapt(10_000, took: .milliseconds(150), options: options) == 10_000)
+        #expect(InPlaceMigration.adapt(10_000, took: .milliseconds(500), options: options) == 5_000)
+        #expect(InPlaceMigration.adapt(150, took: .seconds(2), options: options) == 100)
+        options.batchTimeTarget = .milliseconds(40)
+        #expect(InPlaceMigration.adapt(10_000, took: .milliseconds(30), options: options) == 10_000)
+        #expect(InPlaceMigration.adapt(10_000, took: .milliseconds(90), options: options) == 5_000)
+        options.batchSize = 7
+        #expect(InPlaceMigration.adapt(7, took: .milliseconds(1), options: options) == 7)
+        #expect(InPlaceMigration.adapt(7, took: .seconds(9), options: options) == 7)
+    }
+
     @Test("a plan that needs the copy path is refused with the reason, the store untouched")
     func refused() throws {
         let folder = try TemporaryFolder()
