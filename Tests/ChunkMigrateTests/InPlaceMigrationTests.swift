@@ -77,7 +77,7 @@ struct InPlaceMigrationTests {
     }
 
     @Test(
-        "a small change (an optional attribute on Folder) in place: a column added, a derived count that stays right left as it is, the copy path's store; the check at the end reads of Folder only the column added"
+        "a small change (an optional attribute on Folder) in place: a column added, a derived count that stays right left as it is, the copy path's store; the check at the end looks up no key into Folder and computes no count the job did not write"
     )
     func smallChange() throws {
         let folder = try TemporaryFolder()
@@ -138,6 +138,7 @@ struct InPlaceMigrationTests {
             }
         }
         #expect(try found(job.keptTables) == [])
+        #expect(try job.checkStore().violations == [])
         #expect(try found([:]).sorted() == ["ZFOLDER.ZITEMCOUNT", "ZITEM.ZFOLDER"])
         #expect(try found(["ZFOLDER": ["ZCOLOR", "ZITEMCOUNT"]]) == ["ZFOLDER.ZITEMCOUNT"])
     }
@@ -366,7 +367,7 @@ struct InPlaceMigrationTests {
     }
 
     @Test(
-        "a chunked step's batches double while one takes under half of 0.2 s (or the options' shorter target) and halve while one takes over twice, within the options' bounds; a size given stays"
+        "a chunked step's batches double while one takes under half of 0.2 s (or the options' shorter target) and halve while one takes over twice, within the options' bounds and a twentieth of the table; a size given stays"
     )
     func batchSizeAdapts() {
         var options = MigrationOptions()
@@ -381,6 +382,10 @@ struct InPlaceMigrationTests {
         options.batchTimeTarget = .milliseconds(40)
         #expect(InPlaceMigration.adapt(10_000, took: .milliseconds(30), options: options) == 10_000)
         #expect(InPlaceMigration.adapt(10_000, took: .milliseconds(90), options: options) == 5_000)
+        // At most a twentieth of the table's rowids, never fewer than the first batch's.
+        #expect(InPlaceMigration.ceiling(first: 10_000, extent: 1_000_000) == 50_000)
+        #expect(InPlaceMigration.ceiling(first: 10_000, extent: 30_000) == 10_000)
+        #expect(InPlaceMigration.ceiling(first: 10_000, extent: nil) == 10_000)
         options.batchSize = 7
         #expect(InPlaceMigration.adapt(7, took: .milliseconds(1), options: options) == 7)
         #expect(InPlaceMigration.adapt(7, took: .seconds(9), options: options) == 7)

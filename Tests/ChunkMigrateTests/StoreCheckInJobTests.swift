@@ -135,8 +135,10 @@ struct StoreCheckInJobTests {
                             database, model: model, file: file, part: .early, postponed: postponed,
                             readable: readable, entities: entities, done: ran)
                     }
+                    // The schema, and the pragmas that read it as the connection holds it (whether
+                    // a key is the rowid, which index a column leads), are no table's rows.
                     let outside = Set(read.keys.map { $0.uppercased() }).subtracting(readable).subtracting([
-                        "SQLITE_MASTER", "SQLITE_SCHEMA",
+                        "SQLITE_MASTER", "SQLITE_SCHEMA", "PRAGMA_TABLE_INFO", "PRAGMA_INDEX_LIST", "PRAGMA_INDEX_INFO",
                     ])
                     #expect(outside.isEmpty, "the early part over \(readable.sorted()) read \(outside.sorted())")
                     #expect(early.ran.isDisjoint(with: ran), "\(early.ran) ran again")
@@ -755,14 +757,46 @@ struct StoreCheckStatementTests {
         #expect(CoreDataStoreCheck.ranges(low: 1, high: 100_000_000).count == 64)
     }
 
+    @Test(
+        "the ranges' conditions hold every value but NULL exactly once: integers at their ends, a real between two ranges, a text, a blob, numbers past any key"
+    )
+    func rangeConditionsHoldEveryValue() throws {
+        let database = try Database(path: ":memory:", mode: .readWrite)
+        for (low, high) in [(Int64(1), Int64(1_000_000)), (1, 10), (-200_000, 200_000)] {
+            let conditions = CoreDataStoreCheck.rangeConditions(low: low, high: high)
+            #expect(conditions.count == CoreDataStoreCheck.ranges(low: low, high: high).count)
+            var values: [SQLiteValue] = [.text("z"), .blob([1, 2]), .real(1e30), .real(-1e30), .real(0.5), .integer(.min), .integer(.max)]
+            for range in CoreDataStoreCheck.ranges(low: low, high: high) {
+                for end in [range.0, range.1] where end != .min && end != .max {
+                    values += [.integer(end), .real(Double(end) + 0.5), .real(Double(end) - 0.5)]
+                }
+            }
+            for value in values {
+                var holding = 0
+                for condition in conditions {
+                    let sql = "SELECT " + condition.sql.replacingOccurrences(of: "$K", with: "?\(condition.arguments.count + 1)")
+                    if try database.rows(sql, arguments: condition.arguments + [value])[0][0].integer == 1 { holding += 1 }
+                }
+                #expect(holding == 1, "\(value) in \(low)...\(high): \(holding) conditions")
+            }
+            for condition in conditions {
+                let sql = "SELECT " + condition.sql.replacingOccurrences(of: "$K", with: "?\(condition.arguments.count + 1)")
+                #expect(try database.rows(sql, arguments: condition.arguments + [.null])[0][0].integer != 1)
+            }
+        }
+    }
+
     @Test("membership in a set of entity numbers is what SQLite's IN gives, NULL included, written as ranges and comparisons")
     func membership() throws {
         let database = try Database(path: ":memory:", mode: .readWrite)
-        for numbers: Set<Int64> in [[3], [3, 4, 5], [1, 3, 4, 9], [2, 4, 6], [-1, 0, 1]] {
+        for numbers: Set<Int64> in [[3], [3, 4, 5], [1, 3, 4, 9], [2, 4, 6], [-1, 0, 1], Set(2...9), [1, 3, 4, 5, 6, 7, 8, 12]] {
             let list = numbers.sorted().map(String.init).joined(separator: ", ")
             let sql = CoreDataStoreCheck.member("x", of: numbers)
             #expect(!sql.contains(" IN "), "\(sql)")
-            for value: SQLiteValue in [.null, .integer(-1), .integer(0), .integer(2), .integer(3), .integer(5), .integer(9), .integer(10)] {
+            for value: SQLiteValue in [
+                .null, .integer(-1), .integer(0), .integer(2), .integer(3), .integer(5), .integer(9), .integer(10), .real(3.5), .real(4.0),
+                .text("4"), .text("x"), .blob([4]),
+            ] {
                 let row = try database.rows("SELECT x IN (\(list)), \(sql), x NOT IN (\(list)), NOT \(sql) FROM (SELECT ?1 AS x)", value)[0]
                 #expect(row[0] == row[1] && row[2] == row[3], "\(value) in \(list): \(row)")
             }

@@ -7,7 +7,8 @@ extension InPlaceMigration {
     /// counts the same, as the steps differ more in what they do to a row than in their rows.
     struct Report {
         private(set) var status: Status?
-        private let batchSize: Int
+        /// The rowids the next batch of a chunked step takes.
+        var batchSize: Int
         private var fraction = 0.0
         /// Rowids this run has gone through, and when it began, for its rate.
         private var rowids: Int64 = 0

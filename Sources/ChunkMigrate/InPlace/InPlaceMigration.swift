@@ -351,10 +351,12 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
                 .flatMap { $0 }.map { CoreDataModelBundle.signature($0).joined(separator: "\n") } == targetModel
         }
         if !already && !halfMigrated, let plan {
-            let (steps, touchedTables, kept) = try InPlacePlanner(
+            let (steps, touched, kept) = try InPlacePlanner(
                 database: database, plan: plan, storePath: store.path, targetPath: target.path
             ).steps()
-            let touched = touchedTables.map { table in ([table] + (kept[table]?.sorted() ?? [])).joined(separator: "\t") }
+            // The tables whose rows it keeps, with the columns it writes, on a key of their own
+            // (an earlier version resuming the job reads `touched` as it wrote it).
+            let keptLines = kept.keys.sorted().map { table in ([table] + kept[table]!.sorted()).joined(separator: "\t") }
             let encoder = JSONEncoder()
             var encoded: [String] = []
             for step in steps {
@@ -369,6 +371,7 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
             // already was, which Core Data migrates as it is.
             var extra: [(String, String)] = []
             if let writes = try? JSONEncoder().encode(Writes(plan: plan)) { extra = [("writes", String(decoding: writes, as: UTF8.self))] }
+            extra.append(("kept", keptLines.joined(separator: "\n")))
             try useRollbackJournal(database, file: store.path)
             do {
                 try record(
@@ -387,14 +390,16 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
         } else if let plan {
             migration.writes = Writes(plan: plan)
         }
-        // A table per line; a table whose rows the job keeps, with the columns it writes:
-        // `TABLE<tab>COLUMN<tab>COLUMN`.
-        let touched =
+        migration.touchedTables =
             ((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'touched'").text) ?? nil)?
-            .split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) } ?? []
-        migration.touchedTables = touched.compactMap(\.first)
+            .split(separator: "\n").map(String.init) ?? []
+        // A table whose rows the job keeps per line, with the columns it writes:
+        // `TABLE<tab>COLUMN<tab>COLUMN`; none where an earlier version started the job.
+        let kept =
+            ((try? database.scalar("SELECT value FROM main.\(stateTable) WHERE key = 'kept'").text) ?? nil)?
+            .split(separator: "\n").map { $0.split(separator: "\t").map(String.init) } ?? []
         migration.keptTables = Dictionary(
-            touched.filter { $0.count > 1 }.map { ($0[0].uppercased(), Set($0.dropFirst().map { $0.uppercased() })) },
+            kept.filter { $0.count > 1 }.map { ($0[0].uppercased(), Set($0.dropFirst().map { $0.uppercased() })) },
             uniquingKeysWith: { $0.union($1) })
         migration.current.withLock { $0 = try? status(in: database, store: store.path) }
         recorded = migration.status != nil
@@ -593,7 +598,9 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
                 let started = ContinuousClock.now
                 let batch = try run(
                     step, index: index, cursor: cursor, batch: stepBatches[step.label]!, extent: extents[index], size: size)
-                sizes[index] = adapt(size, took: ContinuousClock.now - started)
+                sizes[index] = min(
+                    adapt(size, took: ContinuousClock.now - started), Self.ceiling(first: batchSize, extent: batch.lastRowid))
+                report.batchSize = sizes[index]!
                 extents[index] = batch.lastRowid
                 CrashPoint.check(.afterStep, entity: step.label, batch: stepBatches[step.label]!)
                 return (step, batch, cursor)
@@ -659,6 +666,11 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
         if elapsed > target * 2 { return max(size / 2, max(options.minimumBatchSize, 1)) }
         return size
     }
+
+    /// The most rowids a batch of a chunked step takes, whatever its time: a twentieth of its
+    /// table's (`extent`, the largest rowid), since what a batch changes waits in the rollback
+    /// journal beside the store until it commits; never fewer than the first batch's.
+    static func ceiling(first: Int, extent: Int64?) -> Int { max(first, Int((extent ?? 0) / 20)) }
 
     /// How long a batch of a chunked step should take: the options' target, at most 0.2 s. What
     /// a batch changes waits in the store's rollback journal until its commit, the disk beside the

@@ -395,7 +395,8 @@ extension CoreDataStoreCheck {
             signals.withLock { $0.yield = true }
         }
 
-        /// How many times one step of the check gives way to the job before it runs to its end.
+        /// How many times one step of the check, or one statement of it over a range of keys
+        /// (``rerunning(_:)``), gives way to the job before it runs to its end.
         static let yieldsPerStep = 3
 
         /// How many times a step of the check has stopped to let the job write.
