@@ -437,10 +437,21 @@ extension CoreDataStoreCheck {
                         continue
                     }
                 }
-                signals.withLock { $0.yield = false }
-                yields += 1
-                gaveWay.withLock { $0 += 1 }
-                if yields >= Self.yieldsPerStep { signals.withLock { $0.holding = true } }
+                gaveWayOnce(&yields, absorbing: 0)
+            }
+        }
+
+        /// A step, or a statement of it (`absorbing` the stops it answered on its own), has
+        /// given way once more: the job's request is answered, and after ``yieldsPerStep`` times
+        /// it runs to its end.
+        private func gaveWayOnce(_ yields: inout Int, absorbing: Int) {
+            yields += 1
+            gaveWay.withLock { $0 += 1 }
+            let holds = yields >= Self.yieldsPerStep
+            signals.withLock { signals in
+                signals.yield = false
+                signals.absorbed += absorbing
+                if holds { signals.holding = true }
             }
         }
 
@@ -460,13 +471,7 @@ extension CoreDataStoreCheck {
                     let now = signals.withLock { $0 }
                     if now.cancelled || now.interrupts == before { throw error }
                 }
-                yields += 1
-                gaveWay.withLock { $0 += 1 }
-                signals.withLock { signals in
-                    signals.yield = false
-                    signals.absorbed += signals.interrupts - before
-                    if yields >= Self.yieldsPerStep { signals.holding = true }
-                }
+                gaveWayOnce(&yields, absorbing: signals.withLock { $0.interrupts } - before)
             }
         }
 

@@ -529,7 +529,7 @@ private struct Checker {
     /// Runs each statement over the rows: as it is, or where the check reads a store a job is
     /// writing, again from its start when it stopped to let the job write
     /// (``CoreDataStoreCheck/Overlapped``). A statement over many rows is made in ranges of keys
-    /// (``ranges(low:high:)``), so that such a stop loses one range.
+    /// (``CoreDataStoreCheck/ranges(low:high:)``), so that such a stop loses one range.
     var attempt: (_ statement: () throws -> [[SQLiteValue]]) throws -> [[SQLiteValue]] = { try $0() }
 
     /// Whether `table` is among those checked.
