@@ -595,10 +595,10 @@ private struct Checker {
     /// ``CoreDataStoreCheck/rangeConditions(low:high:)`` where `Z_PK` is the table's rowid (every
     /// key an integer, found in its b-tree), else one that reads every row.
     func keyRanges(of table: String, _ key: String, _ bounds: [SQLiteValue]) throws -> [(sql: String, arguments: [SQLiteValue])] {
-        guard try keyIsRowid(table) else { return [("1", [])] }
-        return CoreDataStoreCheck.rangeConditions(low: bounds[0].integer, high: bounds[1].integer).map {
-            ($0.sql.replacingOccurrences(of: "$K", with: key), $0.arguments)
-        }
+        let ranges = CoreDataStoreCheck.rangeConditions(low: bounds[0].integer, high: bounds[1].integer)
+        // A table of one range is read whole, without asking what its key is.
+        guard ranges.count > 1, try keyIsRowid(table) else { return [("1", [])] }
+        return ranges.map { ($0.sql.replacingOccurrences(of: "$K", with: key), $0.arguments) }
     }
 
     /// Whether `table`'s `Z_PK` is its rowid: its only primary key column, declared `INTEGER`,
@@ -910,12 +910,16 @@ private struct Checker {
                 let passes = try CoreDataStoreCheck.passesOver(table.name, forKeysOf: side.column, in: join.name, database: database)
                 let bounds = try rows(CoreDataStoreCheck.bounds(of: target))[0]
                 report.checked += 1
-                var wrongKeys = try rows("SELECT EXISTS (SELECT 1 FROM \(joinTable) WHERE \(column) IS NULL)")[0][0].integer ?? 0
                 // In ranges where the join table's keys come in order from an index and the
-                // table's from its rowid; each range's condition on both sides the same.
-                let ranges =
-                    try leadsIndex(join.name, side.column) && keyIsRowid(table.name)
-                    ? CoreDataStoreCheck.rangeConditions(low: bounds[0].integer, high: bounds[1].integer) : [("1", [])]
+                // table's from its rowid, each range's condition on both sides the same; the NULL
+                // keys, which no range holds, looked for apart. Else in one statement.
+                var ranges = CoreDataStoreCheck.rangeConditions(low: bounds[0].integer, high: bounds[1].integer)
+                var wrongKeys: Int64 = 0
+                if ranges.count > 1, try leadsIndex(join.name, side.column), try keyIsRowid(table.name) {
+                    wrongKeys = try rows("SELECT EXISTS (SELECT 1 FROM \(joinTable) WHERE \(column) IS NULL)")[0][0].integer ?? 0
+                } else {
+                    ranges = [("1", [])]
+                }
                 for range in ranges where wrongKeys == 0 {
                     let keys = range.sql.replacingOccurrences(of: "$K", with: column)
                     let rowKeys = range.sql.replacingOccurrences(of: "$K", with: "Z_PK")
