@@ -367,6 +367,69 @@ struct InPlaceMigrationTests {
     }
 
     @Test(
+        "in place, the check beside the last steps and the check at the end find together what a check of the finished store finds: keys into Folder and a polymorphic key the job wrote dangling; the same when the run is paused in the index builds and finished by another; with the check off, nothing beside"
+    )
+    func checkBesideTheLastSteps() throws {
+        let folder = try TemporaryFolder()
+        let files = try CoreDataDemoStore.generate(in: folder.url, rows: 3000)
+        var plan = try MigrationPlan.infer(source: files.old, destination: files.new).plan
+        let item = try #require(plan.entities.firstIndex { $0.destination.table == "ZITEM" })
+        // Keys into Folder that point nowhere (a lookup), and one polymorphic key (in the
+        // table's own pass).
+        plan.entities[item].columns["ZFOLDER"] = "CASE WHEN Z_PK % 50 = 7 THEN ZFOLDER + 1000000 ELSE ZFOLDER END"
+        let linked = try #require(plan.entities[item].columns["ZLINKED"])
+        plan.entities[item].columns["ZLINKED"] = "CASE WHEN Z_PK = 12 THEN 999999 ELSE (\(linked)) END"
+        var options = MigrationOptions()
+        options.checksFreeSpace = false
+        func store(_ name: String) throws -> URL {
+            let url = folder.path(name)
+            try FileManager.default.copyItem(at: files.old, to: url)
+            return url
+        }
+
+        // One run to the end: the rows checked beside the last steps.
+        let whole = try store("whole.sqlite")
+        let job = try InPlaceMigration.startOrResume(plan: plan, store: whole, target: files.new, options: options)
+        #expect(try job.runBlocking() == .complete)
+        let beside = try #require(job.checkedBeside)
+        #expect(beside.ran.contains("T:ZITEM") && beside.ran.contains("K:ZITEM.ZFOLDER"), "\(beside.ran.sorted())")
+        let report = try job.checkStore()
+        // What a check of the finished store alone finds, over the same tables.
+        let alone = try CoreDataStoreCheck.run(store: whole, model: nil, tables: Set(job.touchedTables), kept: [:])
+        #expect(report.violations.sorted() == alone.violations.sorted() && report.notes.sorted() == alone.notes.sorted())
+        #expect(
+            report.violations.sorted() == [
+                "ZITEM.ZFOLDER: 58 rows point at no row of Folder, the first with Z_PK 7",
+                "ZITEM.ZLINKED: 1 rows point at no row of Item or disagree with Z3_LINKED, the first with Z_PK 12",
+            ], "\(report.violations)")
+
+        // Paused once an index is built, finished by another run: its check beside starts again.
+        let paused = try store("paused.sqlite")
+        let first = try InPlaceMigration.startOrResume(plan: plan, store: paused, target: files.new, options: options)
+        var indexSteps: Set<String> = []
+        #expect(
+            try first.runBlocking { _ in
+                if let step = first.status?.currentStep, step.hasPrefix("index ") { indexSteps.insert(step) }
+                if indexSteps.count == 2 { first.pause() }
+            } == .paused)
+        #expect(first.checkedBeside == nil)
+        let second = try #require(try InPlaceMigration.resume(store: paused, options: options))
+        #expect(try second.runBlocking() == .complete)
+        #expect(second.checkedBeside != nil)
+        let resumed = try second.checkStore()
+        #expect(resumed.violations.sorted() == report.violations.sorted() && resumed.notes.sorted() == report.notes.sorted())
+
+        // With the check off, nothing runs beside the job; the check at the end finds the same.
+        let off = try store("off.sqlite")
+        var unchecked = options
+        unchecked.checksStore = false
+        let quiet = try InPlaceMigration.startOrResume(plan: plan, store: off, target: files.new, options: unchecked)
+        #expect(try quiet.runBlocking() == .complete)
+        #expect(quiet.checkedBeside == nil)
+        #expect(try quiet.checkStore().violations.sorted() == report.violations.sorted())
+    }
+
+    @Test(
         "a chunked step's batches double while one takes under half of 0.2 s (or the options' shorter target) and halve while one takes over twice, within the options' bounds and a twentieth of the table; a size given stays"
     )
     func batchSizeAdapts() {

@@ -67,6 +67,13 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     /// What the job writes, to tell what the store already was from what the job brought about
     /// (``checkStore()``).
     private var writes: Writes?
+    /// The check of the store beside the job, in a run that has reached the steps after the
+    /// rows (``Step/afterRows``): on a connection and thread of its own, while the job builds
+    /// indexes, derives values and writes the bookkeeping (``CoreDataStoreCheck/Overlapped``).
+    private var besideCheck: CoreDataStoreCheck.Overlapped?
+    /// What the check beside the run that completed the job found, and the checks it ran, which
+    /// the check at the end (``checkStore()``) leaves out.
+    private(set) var checkedBeside: (report: CoreDataStoreCheck.Report, ran: Set<String>)?
 
     /// The columns a job writes (`TABLE.COLUMN`, in capitals: a value other than a column's as it
     /// was), and the tables it leaves rows out of.
@@ -119,6 +126,13 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
         var label: String
         var table: String?
         var statements: [String]
+        /// Whether the rows are in when the step runs: it builds an index, derives values or
+        /// writes the new model's bookkeeping. From the first such step on, the check of the
+        /// store reads it beside the job (``CoreDataStoreCheck/Overlapped``). Absent from a job an
+        /// earlier version recorded, whose store is checked after it.
+        var afterRows: Bool? = nil
+        /// The index the step builds, by name.
+        var index: String? = nil
     }
 
     private init(store: URL, target: URL, database: Database, options: MigrationOptions) {
@@ -418,9 +432,16 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     /// before the job starts; a job completed by an earlier run, whose plan is gone with its
     /// state, reports every finding.
     ///
+    /// The run of this instance that completed the job checked the rows beside its last steps
+    /// (``MigrationOptions/checksStore``): their report is merged here, and what is left is
+    /// checked now (`Z_MAX`, the metadata, derived values, lookups it could not make).
+    ///
     /// - Throws: ``MigrationError`` naming the file when the store cannot be read.
     public func checkStore() throws -> CoreDataStoreCheck.Report {
-        let report = try CoreDataStoreCheck.run(store: storeURL, model: nil, tables: Set(touchedTables), kept: keptTables)
+        let beside = checkedBeside
+        let rest = try CoreDataStoreCheck.run(
+            store: storeURL, model: nil, tables: Set(touchedTables), kept: keptTables, done: beside?.ran ?? [])
+        let report = beside.map { $0.report.merged(with: rest) } ?? rest
         guard let writes else { return report }
         return report.carryingOver(writes.carried)
     }
@@ -547,6 +568,9 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     private func runSteps(deadline: ContinuousClock.Instant?, progress: (MigrationProgress) -> Void) throws -> RunOutcome {
         let lock = try Self.takeLock(of: storeURL)
         defer { lock.release() }
+        // A run that pauses or fails stops the check beside it; the next run starts it again.
+        defer { endCheckBeside(completed: false) }
+        checkedBeside = nil
         let decoder = JSONDecoder()
         var report = Report(status: status, batchSize: batchSize)
         // Batches of each step in this run, for the crash points (`after-step:update ZITEM:3`).
@@ -593,6 +617,7 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
             { () throws -> (Step, Batch, Int64?)? in
                 guard let (index, step, cursor) = try nextStep() else { return nil }
                 pending = nil
+                if step.afterRows == true, besideCheck == nil { startCheckBeside() }
                 stepBatches[step.label, default: 0] += 1
                 let size = sizes[index] ?? batchSize
                 let started = ContinuousClock.now
@@ -602,6 +627,7 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
                     adapt(size, took: ContinuousClock.now - started), Self.ceiling(first: batchSize, extent: batch.lastRowid))
                 report.batchSize = sizes[index]!
                 extents[index] = batch.lastRowid
+                if batch.finished, let name = step.index { besideCheck?.indexBuilt(name) }
                 CrashPoint.check(.afterStep, entity: step.label, batch: stepBatches[step.label]!)
                 return (step, batch, cursor)
             },
@@ -615,12 +641,65 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
                 shell.publish(reported)
             })
         guard outcome == .complete else { return .paused }
+        // Its connection closed before the store's journal mode comes back.
+        endCheckBeside(completed: true)
         if !noJob { try finish() }
         current.withLock { $0 = nil }
         let last = report.complete()
         progress(last)
         shell.publish(last)
         return .complete
+    }
+
+    /// Starts the check of the store beside the job, as the first step after the rows starts:
+    /// of the tables the job touched, every row's conditions but `Z_MAX` and every key, read
+    /// against the target's model and entities (the store holds the old model's until the last
+    /// step). Where it cannot start (no model in the target, a connection refused), the check
+    /// at the end does it all.
+    private func startCheckBeside() {
+        guard isCoreData, options.checksStore,
+            let model = (try? CoreDataModel.read(database, schema: "tgt", file: targetURL.path)) ?? nil,
+            let entities = try? CoreDataEntities.read(database, schema: "tgt", file: targetURL.path),
+            let steps = try? database.rows("SELECT step FROM main.\(Self.stepTable) WHERE done = 0 ORDER BY idx")
+        else { return }
+        let decoder = JSONDecoder()
+        let indexes = steps.compactMap { row -> (name: String, sql: String)? in
+            guard let text = row[0].text, let step = try? decoder.decode(Step.self, from: Data(text.utf8)), let name = step.index,
+                let sql = step.statements.first
+            else { return nil }
+            return (name, sql)
+        }
+        let check = CoreDataStoreCheck.Overlapped(
+            path: storeURL.path, cacheKiB: options.sqliteCacheKiB, indexes: indexes, entities: nil,
+            given: .init(model: model, entities: entities, tables: Set(touchedTables.map { $0.uppercased() }), kept: keptTables))
+        // A read of the check holds up the job's commits (a rollback journal): the job asks it to
+        // give way, and it reads again after the commit.
+        database.onBusy { count in
+            check.yieldToJob()
+            usleep(100)
+            return count < CoreDataJobPart.busyPolls
+        }
+        do {
+            try check.rowsIn()
+        } catch {
+            check.cancel()
+            database.waitWhenBusy()
+            return
+        }
+        besideCheck = check
+    }
+
+    /// Ends the check beside the job: once the job's last step is done (`completed`), waits for
+    /// it and keeps what it found for ``checkStore()``; otherwise stops it.
+    private func endCheckBeside(completed: Bool) {
+        guard let check = besideCheck else { return }
+        besideCheck = nil
+        defer { database.waitWhenBusy() }
+        guard completed else { return check.cancel() }
+        check.indexesBuilt()
+        check.storeFinished()
+        let rows = check.rowsAndRan()
+        checkedBeside = rows.ran.map { (rows.report, $0) }
     }
 
     /// Once every step is done: the store's own journal mode back, then the job's tables gone,

@@ -443,7 +443,7 @@ final class InPlacePlanner {
         }
         let indexSteps = targetIndexes.compactMap { row -> Step? in
             guard let name = row[0].text, let sql = row[1].text, !keptIndexes.contains(name) else { return nil }
-            return Step(label: "index \(name)", statements: [sql])
+            return Step(label: "index \(name)", statements: [sql], afterRows: true, index: name)
         }
         let derived = derivedValues.map { value in
             Step(
@@ -451,9 +451,11 @@ final class InPlacePlanner {
                 statements: [
                     "UPDATE main.\(SQL.quote(value.table)) SET \(SQL.quote(value.column)) = \(value.value) WHERE rowid > ?1 AND rowid <= ?2"
                         + (value.rows.map { " AND (\($0))" } ?? "")
-                ])
+                ], afterRows: true)
         }
-        return pre + adds + ordered + post + indexSteps + derived + [try plain ? finishPlain() : finish(written)]
+        var last = try plain ? finishPlain() : finish(written)
+        last.afterRows = true
+        return pre + adds + ordered + post + indexSteps + derived + [last]
     }
 
     /// A CREATE TABLE statement after the table's name, spaces made one: what two tables are

@@ -23,7 +23,23 @@ extension CoreDataStoreCheck {
     /// From step 1 on the store stays in the job's rollback journal, where the index builds write
     /// each page once (WAL writes it twice), and the check reads it with locks: a read that holds
     /// up one of the job's writes gives way (``yieldToJob()``) and runs again after the job's commit.
+    ///
+    /// A job in place (``InPlaceMigration``) gives the model and entities it migrates to
+    /// (``Given``): its store holds the old model's until its last step. Then step 1 is the part
+    /// over the rows but `Z_MAX` (``Part/early`` over every table), step 2 the lookups alone, and
+    /// the rest, with what these ran left out (``ran``), is the check after the job.
     final class Overlapped: @unchecked Sendable {
+        /// What a job in place knows of the store before its last step writes it: the model and
+        /// entities it migrates to, and what of the store the check covers.
+        struct Given {
+            var model: CoreDataModel
+            var entities: CoreDataEntities
+            /// The tables the job touched (in capitals), and of those, the ones whose rows it kept
+            /// with the columns it writes (``CoreDataStoreCheck/run(store:model:tables:kept:)``).
+            var tables: Set<String>
+            var kept: [String: Set<String>]
+        }
+        private let given: Given?
         private let path: String
         private let connect: @Sendable (String, Database.Mode) throws(SQLiteError) -> Database
         private let cacheKiB: Int
@@ -80,6 +96,8 @@ extension CoreDataStoreCheck {
             var seconds: Double
             var duringCopy: Double
             var derivedDone: Set<String>
+            /// The checks it ran, named as ``CoreDataStoreCheck/check(_:model:file:tables:kept:part:postponed:derivedDone:readable:entities:done:attempt:)`` names them.
+            var ran: Set<String>
             /// Why a round during the copy failed, other than the copy being over: the last
             /// such error.
             var earlyFailure: String?
@@ -101,12 +119,16 @@ extension CoreDataStoreCheck {
         ///     checked while the job copies.
         ///   - scratch: the folder for the file of derived values the job writes from
         ///     (``expectedValues(for:)``); without it, the check keeps them to itself.
+        ///   - given: for a job in place, what it migrates to (``Given``): nothing is checked
+        ///     while it copies, and no derived value is computed alongside.
         ///   - connect: opens a connection to `path` in a mode; tests make it fail.
         init(
             path: String, cacheKiB: Int, indexes: [(name: String, sql: String)], entities: CoreDataEntities?, scratch: URL? = nil,
+            given: Given? = nil,
             connect: @escaping @Sendable (String, Database.Mode) throws(SQLiteError) -> Database = { try Database(path: $0, mode: $1) }
         ) {
             self.path = path
+            self.given = given
             self.connect = connect
             self.scratch = scratch
             self.cacheKiB = cacheKiB
@@ -153,7 +175,7 @@ extension CoreDataStoreCheck {
             var failure: String?
             /// The failed rounds in a row over the same tables.
             var failures = 0
-            guard let entities else { return (report, ran, model, failure) }
+            guard let entities, given == nil else { return (report, ran, model, failure) }
             while true {
                 let now = signals.withLock { $0 }
                 if now.cancelled || now.copyOver { return (report, ran, model, failure) }
@@ -214,21 +236,22 @@ extension CoreDataStoreCheck {
             }
             while !signals.withLock({ $0.rowsIn || $0.cancelled }) { wake.wait() }
             guard let database = connection, !signals.withLock({ $0.cancelled }) else {
-                return Outcome(report: early.report, seconds: seconds, duringCopy: duringCopy, derivedDone: [], earlyFailure: early.failure)
+                return Outcome(
+                    report: early.report, seconds: seconds, duringCopy: duringCopy, derivedDone: [], ran: [], earlyFailure: early.failure)
             }
             // The store's model, read once for every part this thread runs.
             let model = try timed { () throws(MigrationError) -> CoreDataModel? in
+                if let given { return given.model }
                 if let model = early.model { return model }
                 return try givingWay { () throws(MigrationError) in
                     try Self.sqlite(file: path) { try CoreDataModel.read(database, schema: "main", file: path) }
                 }
             }
+            var ran: Set<String> = []
             var report = try timed { () throws(MigrationError) in
-                early.report.merged(
-                    with: try givingWay { () throws(MigrationError) in
-                        try Self.run(
-                            database, model: model, file: path, part: .rows, postponed: postponed, done: early.ran, attempt: rerunning)
-                    })
+                let part = try givingWay { () throws(MigrationError) in try rowsPart(database, model: model, done: early.ran) }
+                ran = part.ran
+                return early.report.merged(with: part.report)
             }
             signals.withLock { $0.rowsDone = true }
             var lookups = postponed
@@ -237,7 +260,7 @@ extension CoreDataStoreCheck {
             // temporary folder) is left to the rest of the check, which checks it as before.
             var expected = timed { () -> [ExpectedValues] in
                 do {
-                    guard let model else { return [] }
+                    guard let model, given == nil else { return [] }
                     return try givingWay {
                         let layout = try CoreDataLayout(model: model).resolved(against: database, schema: "main", file: path).0
                         return try ExpectedValues.all(in: database, layout: layout)
@@ -265,7 +288,8 @@ extension CoreDataStoreCheck {
             while true {
                 let now = signals.withLock { $0 }
                 if now.cancelled {
-                    return Outcome(report: report, seconds: seconds, duringCopy: duringCopy, derivedDone: [], earlyFailure: early.failure)
+                    return Outcome(
+                        report: report, seconds: seconds, duringCopy: duringCopy, derivedDone: [], ran: ran, earlyFailure: early.failure)
                 }
                 // An index is waited for while the job has yet to build it.
                 let unbuilt: [(table: String, leading: String?)] =
@@ -279,11 +303,13 @@ extension CoreDataStoreCheck {
                 }
                 try timed { () throws(MigrationError) in
                     if !readyLookups.isEmpty {
-                        report = report.merged(
-                            with: try givingWay { () throws(MigrationError) in
-                                try Self.run(
-                                    database, model: model, file: path, part: .postponed, postponed: readyLookups, attempt: rerunning)
-                            })
+                        let part = try givingWay { () throws(MigrationError) in
+                            try Self.run(
+                                database, model: model, file: path, part: .postponed, postponed: readyLookups, given: given,
+                                attempt: rerunning)
+                        }
+                        report = report.merged(with: part.report)
+                        ran.formUnion(part.ran)
                         lookups.subtract(readyLookups)
                     }
                     for derived in readyValues {
@@ -314,7 +340,22 @@ extension CoreDataStoreCheck {
             let cancelled = signals.withLock { $0.cancelled }
             return Outcome(
                 report: report, seconds: seconds, duringCopy: duringCopy, derivedDone: cancelled ? [] : compared,
-                earlyFailure: early.failure)
+                ran: cancelled ? [] : ran, earlyFailure: early.failure)
+        }
+
+        /// The part over the rows: all of it, but what the early part ran (`done`); for a job in
+        /// place (``given``), every table's but `Z_MAX`, which its last step writes.
+        private func rowsPart(_ database: Database, model: CoreDataModel?, done: Set<String>) throws(MigrationError) -> (
+            report: Report, ran: Set<String>
+        ) {
+            guard given != nil else {
+                return try Self.run(database, model: model, file: path, part: .rows, postponed: postponed, done: done, attempt: rerunning)
+            }
+            let tables = try Self.sqlite(file: path) {
+                Set(try database.rows("SELECT upper(name) FROM main.sqlite_schema WHERE type = 'table'").compactMap { $0[0].text })
+            }
+            return try Self.run(
+                database, model: model, file: path, part: .early, postponed: postponed, readable: tables, given: given, attempt: rerunning)
         }
 
         /// The job has finished writing `tables` (in capitals, with those it finished before):
@@ -504,13 +545,20 @@ extension CoreDataStoreCheck {
         /// check that cannot run does not fail the job, whose rows are all in: its report says
         /// so, as a violation, so that the store is not taken for checked (``failed(_:)``).
         func rows() -> (report: Report, seconds: Double, duringCopy: Double, earlyFailure: String?) {
+            let rows = rowsAndRan()
+            return (rows.report, rows.seconds, rows.duringCopy, rows.earlyFailure)
+        }
+
+        /// ``rows()``, and the checks it ran, which the check after a job in place leaves out;
+        /// nil where it could not run.
+        func rowsAndRan() -> (report: Report, seconds: Double, duringCopy: Double, earlyFailure: String?, ran: Set<String>?) {
             done.wait()
             removeScratch()
             switch result.withLock({ $0! }) {
             case let .success(part):
                 derivedDone = part.derivedDone
-                return (part.report, part.seconds, part.duringCopy, part.earlyFailure)
-            case let .failure(error): return (Self.failed(error), 0, 0, nil)
+                return (part.report, part.seconds, part.duringCopy, part.earlyFailure, part.ran)
+            case let .failure(error): return (Self.failed(error), 0, 0, nil, nil)
             }
         }
 
@@ -519,7 +567,7 @@ extension CoreDataStoreCheck {
             do {
                 let database = try Database(path: path, mode: .readOnly)
                 let model = try Self.sqlite(file: path) { try CoreDataModel.read(database, schema: "main", file: path) }
-                return try Self.run(database, model: model, file: path, part: .rest, postponed: postponed, derivedDone: derivedDone)
+                return try Self.run(database, model: model, file: path, part: .rest, postponed: postponed, derivedDone: derivedDone).report
             } catch {
                 return Self.failed(error)
             }
@@ -547,14 +595,13 @@ extension CoreDataStoreCheck {
         /// under it).
         private static func run(
             _ database: Database, model: CoreDataModel?, file: String, part: Part, postponed: Set<String>,
-            derivedDone: Set<String> = [], done: Set<String> = [],
+            derivedDone: Set<String> = [], done: Set<String> = [], readable: Set<String> = [], given: Given? = nil,
             attempt: ((() throws -> [[SQLiteValue]]) throws -> [[SQLiteValue]])? = nil
-        ) throws(MigrationError) -> Report {
+        ) throws(MigrationError) -> (report: Report, ran: Set<String>) {
             try sqlite(file: file) {
                 try check(
-                    database, model: model, file: file, part: part, postponed: postponed, derivedDone: derivedDone, done: done,
-                    attempt: attempt
-                ).report
+                    database, model: model, file: file, tables: given?.tables, kept: given?.kept ?? [:], part: part, postponed: postponed,
+                    derivedDone: derivedDone, readable: readable, entities: given?.entities, done: done, attempt: attempt)
             }
         }
 

@@ -174,7 +174,11 @@ public enum CoreDataStoreCheck {
     /// added, derived values computed): their rows are checked, but not the keys into them from
     /// tables not checked, nor a derived value in a column not written whose derivation reads
     /// no table whose rows changed.
-    static func run(store: URL, model: CoreDataModel?, tables: Set<String>?, kept: [String: Set<String>]) throws -> Report {
+    ///
+    /// `done`: the checks a check beside the job ran already (``Overlapped/Given``), left out.
+    static func run(
+        store: URL, model: CoreDataModel?, tables: Set<String>?, kept: [String: Set<String>], done: Set<String> = []
+    ) throws -> Report {
         guard FileManager.default.fileExists(atPath: store.path) else {
             throw MigrationError(.store, "the store does not exist", file: store.path)
         }
@@ -192,7 +196,9 @@ public enum CoreDataStoreCheck {
         }
         do {
             let model = try model ?? CoreDataModel.read(database, schema: "main", file: store.path)
-            return try check(database, model: model, file: store.path, tables: tables.map { Set($0.map { $0.uppercased() }) }, kept: kept)
+            return try check(
+                database, model: model, file: store.path, tables: tables.map { Set($0.map { $0.uppercased() }) }, kept: kept, done: done
+            ).report
         } catch let error as SQLiteError {
             throw MigrationError(
                 .store, "cannot read the store as a Core Data store: \(error.message)", file: store.path, sql: error.sql, cause: error)
