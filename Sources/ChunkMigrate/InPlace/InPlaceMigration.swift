@@ -569,7 +569,10 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
         let lock = try Self.takeLock(of: storeURL)
         defer { lock.release() }
         // A run that pauses or fails stops the check beside it; the next run starts it again.
-        defer { endCheckBeside(completed: false) }
+        defer {
+            endCheckBeside(completed: false)
+            try? database.execute("PRAGMA threads = 0")
+        }
         checkedBeside = nil
         let decoder = JSONDecoder()
         var report = Report(status: status, batchSize: batchSize)
@@ -618,6 +621,7 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
                 guard let (index, step, cursor) = try nextStep() else { return nil }
                 pending = nil
                 if step.afterRows == true, besideCheck == nil { startCheckBeside() }
+                if step.index != nil, let sql = step.statements.first { try useSorterHelper(for: sql) }
                 stepBatches[step.label, default: 0] += 1
                 let size = sizes[index] ?? batchSize
                 let started = ContinuousClock.now
@@ -687,6 +691,16 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
             return
         }
         besideCheck = check
+    }
+
+    /// Whether the index `sql` builds sorts with a helper thread (`PRAGMA threads = 1`), as the
+    /// copy path's builds do (``CoreDataJobPart/sortsWithHelper(_:)``): once the check beside
+    /// the job, if any, has read the rows, and not for Core Data's index on `Z_ENT`.
+    private func useSorterHelper(for sql: String) throws {
+        let helper = CoreDataJobPart.sortsWithHelper(sql) && besideCheck?.isPastRows != false
+        do { try database.execute("PRAGMA threads = \(helper ? 1 : 0)") } catch {
+            throw MigrationError(.store, error.message, file: storeURL.path, sql: error.sql, cause: error)
+        }
     }
 
     /// Ends the check beside the job: once the job's last step is done (`completed`), waits for

@@ -441,10 +441,15 @@ final class InPlacePlanner {
             statements += created
             post.append(Step(label: "drop, rename and create tables", statements: statements))
         }
-        let indexSteps = targetIndexes.compactMap { row -> Step? in
+        // Those that sort without a helper thread first, while the check beside the job reads
+        // the rows on the second core (``CoreDataJobPart/buildOrder(_:)``).
+        let builds = targetIndexes.compactMap { row -> Step? in
             guard let name = row[0].text, let sql = row[1].text, !keptIndexes.contains(name) else { return nil }
             return Step(label: "index \(name)", statements: [sql], afterRows: true, index: name)
         }
+        let indexSteps =
+            builds.filter { !CoreDataJobPart.sortsWithHelper($0.statements[0]) }
+            + builds.filter { CoreDataJobPart.sortsWithHelper($0.statements[0]) }
         let derived = derivedValues.map { value in
             Step(
                 label: "derive \(value.attribute)", table: value.table,
