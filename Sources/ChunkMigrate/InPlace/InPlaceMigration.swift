@@ -73,7 +73,8 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     private var besideCheck: CoreDataStoreCheck.Overlapped?
     /// What the check beside the run that completed the job found, and the checks it ran, which
     /// the check at the end (``checkStore()``) leaves out.
-    private(set) var checkedBeside: (report: CoreDataStoreCheck.Report, ran: Set<String>)?
+    var checkedBeside: (report: CoreDataStoreCheck.Report, ran: Set<String>)? { besideResult.withLock { $0 } }
+    private let besideResult = Locked<(report: CoreDataStoreCheck.Report, ran: Set<String>)?>(nil)
 
     /// The columns a job writes (`TABLE.COLUMN`, in capitals: a value other than a column's as it
     /// was), and the tables it leaves rows out of.
@@ -432,9 +433,10 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     /// before the job starts; a job completed by an earlier run, whose plan is gone with its
     /// state, reports every finding.
     ///
-    /// The run of this instance that completed the job checked the rows beside its last steps
-    /// (``MigrationOptions/checksStore``): their report is merged here, and what is left is
-    /// checked now (`Z_MAX`, the metadata, derived values, lookups it could not make).
+    /// Where the run of this instance that completed the job checked the rows beside its last
+    /// steps (with ``MigrationOptions/checksStore`` on), that report is merged here and only
+    /// what is left is checked now: `Z_MAX`, the metadata, system tables, derived values and
+    /// the conditions of the tables they are derived into, triggers, external files.
     ///
     /// - Throws: ``MigrationError`` naming the file when the store cannot be read.
     public func checkStore() throws -> CoreDataStoreCheck.Report {
@@ -573,7 +575,9 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
             endCheckBeside(completed: false)
             try? database.execute("PRAGMA threads = 0")
         }
-        checkedBeside = nil
+        besideResult.withLock { $0 = nil }
+        // The check beside the job is started once a run, at the first step after the rows.
+        var besideTried = false
         let decoder = JSONDecoder()
         var report = Report(status: status, batchSize: batchSize)
         // Batches of each step in this run, for the crash points (`after-step:update ZITEM:3`).
@@ -620,7 +624,10 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
             { () throws -> (Step, Batch, Int64?)? in
                 guard let (index, step, cursor) = try nextStep() else { return nil }
                 pending = nil
-                if step.afterRows == true, besideCheck == nil { startCheckBeside() }
+                if step.afterRows == true, !besideTried {
+                    besideTried = true
+                    startCheckBeside()
+                }
                 if step.index != nil, let sql = step.statements.first { try useSorterHelper(for: sql) }
                 stepBatches[step.label, default: 0] += 1
                 let size = sizes[index] ?? batchSize
@@ -664,18 +671,21 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
         guard isCoreData, options.checksStore,
             let model = (try? CoreDataModel.read(database, schema: "tgt", file: targetURL.path)) ?? nil,
             let entities = try? CoreDataEntities.read(database, schema: "tgt", file: targetURL.path),
-            let steps = try? database.rows("SELECT step FROM main.\(Self.stepTable) WHERE done = 0 ORDER BY idx")
+            let rows = try? database.rows("SELECT step FROM main.\(Self.stepTable) WHERE done = 0 ORDER BY idx")
         else { return }
         let decoder = JSONDecoder()
-        let indexes = steps.compactMap { row -> (name: String, sql: String)? in
-            guard let text = row[0].text, let step = try? decoder.decode(Step.self, from: Data(text.utf8)), let name = step.index,
-                let sql = step.statements.first
-            else { return nil }
+        let steps = rows.compactMap { row in row[0].text.flatMap { try? decoder.decode(Step.self, from: Data($0.utf8)) } }
+        let indexes = steps.compactMap { step -> (name: String, sql: String)? in
+            guard let name = step.index, let sql = step.statements.first else { return nil }
             return (name, sql)
         }
+        // The tables of the steps after the rows that write rows: derived values.
+        let derivedInto = Set(steps.filter { $0.afterRows == true && $0.index == nil }.compactMap { $0.table?.uppercased() })
         let check = CoreDataStoreCheck.Overlapped(
             path: storeURL.path, cacheKiB: options.sqliteCacheKiB, indexes: indexes, entities: nil,
-            given: .init(model: model, entities: entities, tables: Set(touchedTables.map { $0.uppercased() }), kept: keptTables))
+            given: .init(
+                model: model, entities: entities, tables: Set(touchedTables.map { $0.uppercased() }), kept: keptTables,
+                derivedInto: derivedInto))
         // A read of the check holds up the job's commits (a rollback journal): the job asks it to
         // give way, and it reads again after the commit.
         database.onBusy { count in
@@ -713,7 +723,7 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
         check.indexesBuilt()
         check.storeFinished()
         let rows = check.rowsAndRan()
-        checkedBeside = rows.ran.map { (rows.report, $0) }
+        besideResult.withLock { $0 = rows.ran.map { (rows.report, $0) } }
     }
 
     /// Once every step is done: the store's own journal mode back, then the job's tables gone,

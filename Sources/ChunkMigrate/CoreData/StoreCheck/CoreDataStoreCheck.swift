@@ -218,7 +218,9 @@ public enum CoreDataStoreCheck {
         /// while it copies the others: each such table's conditions on its rows (but `Z_MAX`:
         /// `Z_PRIMARYKEY` is a table the job writes), the key lookups between two such tables
         /// that need no index the job builds later, and such join tables. The rows part then
-        /// leaves out what this part did (`done`).
+        /// leaves out what this part did (`done`). A job in place runs it over every table once
+        /// its rows are in, but the tables it still derives values into (`unfinished`), whose
+        /// conditions wait for the rest (``Overlapped/Given``).
         case early
         /// The metadata, system tables, R-tree fetch indexes, derived values and external files.
         case rest
@@ -248,12 +250,15 @@ public enum CoreDataStoreCheck {
     ///   - entities: the store's entities, when the caller read them (``Part/early`` reads no
     ///     table the job writes, and `Z_PRIMARYKEY` is one).
     ///   - done: the checks an ``Part/early`` part ran already.
+    ///   - unfinished: for ``Part/early``, tables (in capitals) whose own conditions it leaves
+    ///     to a later part, though it may look keys up in them: the job still writes derived
+    ///     values into them.
     ///   - attempt: runs each statement over the rows (a job's check runs one again where it
     ///     stopped to let the job write); as it is when nil.
     static func check(
         _ database: Database, model: CoreDataModel?, file: String, tables: Set<String>? = nil, kept: [String: Set<String>] = [:],
         part: Part = .all, postponed: Set<String> = [], derivedDone: Set<String> = [], readable: Set<String> = [],
-        entities known: CoreDataEntities? = nil, done: Set<String> = [],
+        entities known: CoreDataEntities? = nil, done: Set<String> = [], unfinished: Set<String> = [],
         attempt: ((() throws -> [[SQLiteValue]]) throws -> [[SQLiteValue]])? = nil
     ) throws -> (report: Report, ran: Set<String>) {
         // What the check reads of the schema, read in one snapshot: a job that checks the store
@@ -274,7 +279,7 @@ public enum CoreDataStoreCheck {
         }
         var check = Checker(
             database: database, entities: entities, only: tables, kept: kept, tablesPresent: tablesPresent,
-            part: part, postponed: postponed, derivedDone: derivedDone, readable: readable, done: done)
+            part: part, postponed: postponed, derivedDone: derivedDone, readable: readable, unfinished: unfinished, done: done)
         if let attempt { check.attempt = attempt }
         let rows = part == .all || part == .rows, rest = part == .all || part == .rest
         if rest { try check.metadata(file: file) }
@@ -526,6 +531,9 @@ private struct Checker {
     let derivedDone: Set<String>
     /// For ``CoreDataStoreCheck/Part/early``, the tables it may read (in capitals).
     let readable: Set<String>
+    /// For ``CoreDataStoreCheck/Part/early``, the tables whose own conditions it leaves to a
+    /// later part (in capitals).
+    var unfinished: Set<String> = []
     /// The checks an early part ran, which this part leaves out: `T:TABLE` for a table's
     /// conditions, `K:TABLE.COLUMN` for a to-one's lookups, `J:TABLE.COLUMN` for a join-table side.
     let done: Set<String>
@@ -640,7 +648,9 @@ private struct Checker {
     /// with the model, each column's conditions (``conditions(of:_:)``).
     mutating func tables(_ layout: CoreDataLayout?) throws {
         for root in entities.entities.values.filter({ $0.parent == nil }).sorted(by: { $0.table < $1.table }) {
-            guard includes(root.table), tablesPresent.contains(root.table.uppercased()), mayRead(root.table) else { continue }
+            guard includes(root.table), tablesPresent.contains(root.table.uppercased()), mayRead(root.table),
+                part != .early || !unfinished.contains(root.table.uppercased())
+            else { continue }
             let name = SQL.quote(root.table)
             let id = "T:" + root.table.uppercased()
             // The early part leaves Z_MAX to the rows part, which reads it alone where the
