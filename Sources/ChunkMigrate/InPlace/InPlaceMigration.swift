@@ -691,7 +691,7 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
         database.onBusy { count in
             check.yieldToJob()
             usleep(100)
-            return count < CoreDataJobPart.busyPolls
+            return count < CoreDataStoreCheck.Overlapped.busyPolls
         }
         do {
             try check.rowsIn()
@@ -704,11 +704,11 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     }
 
     /// Whether the index `sql` builds sorts with a helper thread (`PRAGMA threads = 1`), as the
-    /// copy path's builds do (``CoreDataJobPart/sortsWithHelper(_:)``): once the check beside
+    /// copy path's builds do (``CheckpointStore/sortsWithHelper(_:)``): once the check beside
     /// the job, if any, has read the rows, and not for Core Data's index on `Z_ENT`.
     private func useSorterHelper(for sql: String) throws {
-        let helper = CoreDataJobPart.sortsWithHelper(sql) && besideCheck?.isPastRows != false
-        do { try database.execute("PRAGMA threads = \(helper ? 1 : 0)") } catch {
+        let helper = CheckpointStore.sortsWithHelper(sql) && besideCheck?.isPastRows != false
+        do throws(SQLiteError) { try database.execute("PRAGMA threads = \(helper ? 1 : 0)") } catch {
             throw MigrationError(.store, error.message, file: storeURL.path, sql: error.sql, cause: error)
         }
     }

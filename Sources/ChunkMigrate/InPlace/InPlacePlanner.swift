@@ -448,8 +448,8 @@ final class InPlacePlanner {
             return Step(label: "index \(name)", statements: [sql], afterRows: true, index: name)
         }
         let indexSteps =
-            builds.filter { !CoreDataJobPart.sortsWithHelper($0.statements[0]) }
-            + builds.filter { CoreDataJobPart.sortsWithHelper($0.statements[0]) }
+            builds.filter { !CheckpointStore.sortsWithHelper($0.statements[0]) }
+            + builds.filter { CheckpointStore.sortsWithHelper($0.statements[0]) }
         let derived = derivedValues.map { value in
             Step(
                 label: "derive \(value.attribute)", table: value.table,

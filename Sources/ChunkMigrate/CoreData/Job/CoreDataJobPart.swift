@@ -100,16 +100,12 @@ final class CoreDataJobPart: StoreHooks {
         database.onBusy { count in
             check?.yieldToJob()
             usleep(100)
-            return count < Self.busyPolls
+            return count < CoreDataStoreCheck.Overlapped.busyPolls
         }
         try storeCheck?.rowsIn()
         // The derived values the check computes alongside, the finishing steps write.
         bookkeeping.finishing.precomputed = { [weak self] value in self?.storeCheck?.expectedValues(for: value) }
     }
-
-    /// How many times, 0.1 ms apart, the job tries again for a lock the check holds (a minute)
-    /// before it fails with `SQLITE_BUSY`: the check gives way within milliseconds.
-    static let busyPolls = 600_000
 
     /// Those that sort without the helper first, while the check's part over the rows, if any,
     /// still takes the second core; then those a derived value reads, whose values the check can
@@ -119,9 +115,9 @@ final class CoreDataJobPart: StoreHooks {
         func readByDerivation(_ sql: String) -> Bool {
             SQL.leadingColumn(ofIndex: sql).map(derivations.contains) ?? false
         }
-        let withoutHelper = indexes.filter { !Self.sortsWithHelper($0.sql) }
-        let read = indexes.filter { Self.sortsWithHelper($0.sql) && readByDerivation($0.sql) }
-        let others = indexes.filter { Self.sortsWithHelper($0.sql) && !readByDerivation($0.sql) }
+        let withoutHelper = indexes.filter { !CheckpointStore.sortsWithHelper($0.sql) }
+        let read = indexes.filter { CheckpointStore.sortsWithHelper($0.sql) && readByDerivation($0.sql) }
+        let others = indexes.filter { CheckpointStore.sortsWithHelper($0.sql) && !readByDerivation($0.sql) }
         return withoutHelper + read + others
     }
 
@@ -134,14 +130,7 @@ final class CoreDataJobPart: StoreHooks {
 
     /// The second core sorts too once the check, if any, has done most of its work.
     func sortsWithHelper(_ sql: String) -> Bool {
-        Self.sortsWithHelper(sql) && storeCheck?.isPastRows ?? true
-    }
-
-    /// Whether an index sorts faster with a helper thread: all but Core Data's index on `Z_ENT`,
-    /// whose keys take a handful of values and come mostly in order, and which took a third
-    /// longer with it (Tools/BENCHMARKS.md, "The check during the copy").
-    static func sortsWithHelper(_ sql: String) -> Bool {
-        SQL.leadingColumn(ofIndex: sql)?.hasSuffix(".Z_ENT") != true
+        CheckpointStore.sortsWithHelper(sql) && storeCheck?.isPastRows ?? true
     }
 
     func indexBuilt(_ name: String) { storeCheck?.indexBuilt(name) }

@@ -443,6 +443,10 @@ extension CoreDataStoreCheck {
             signals.withLock { $0.yield = true }
         }
 
+        /// How many times, 0.1 ms apart, the job tries again for a lock the check holds (a minute)
+        /// before it fails with `SQLITE_BUSY`: the check gives way within milliseconds.
+        static let busyPolls = 600_000
+
         /// How many times one step of the check, or one statement of it over a range of keys
         /// (``rerunning(_:)``), gives way to the job before it runs to its end.
         static let yieldsPerStep = 3
