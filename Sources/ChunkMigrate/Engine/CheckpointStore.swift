@@ -174,8 +174,6 @@ struct CheckpointStore {
         try indexBuilds(in: database).filter { !$0.done }.map { ($0.name, $0.sql) }
     }
 
-    /// Builds one deferred index again (or removes the job's own) and marks it done in the
-    /// ledger, in one transaction: a kill while it is built leaves it to build again.
     /// Whether an index sorts faster with a helper thread: all but Core Data's index on `Z_ENT`,
     /// whose keys take a handful of values and come mostly in order, and which took a third
     /// longer with it (Tools/BENCHMARKS.md, "The check during the copy").
@@ -183,6 +181,8 @@ struct CheckpointStore {
         SQL.leadingColumn(ofIndex: sql)?.hasSuffix(".Z_ENT") != true
     }
 
+    /// Builds one deferred index again (or removes the job's own) and marks it done in the
+    /// ledger, in one transaction: a kill while it is built leaves it to build again.
     static func rebuild(index name: String, sql: String, in database: Database) throws(SQLiteError) {
         try database.inTransaction(.immediate) { () throws(SQLiteError) in
             let exists = try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE type = 'index' AND name = ?1", .text(name))
