@@ -77,6 +77,49 @@ struct InPlaceMigrationTests {
     }
 
     @Test(
+        "the renamed join table's index is the store's, renamed (its entry of sqlite_schema kept, not dropped and built again), and SQLite finds it whole; where the store's index is not as the plan found it, the step drops it and builds the target's; both equal the copy path"
+    )
+    func takesTheRenamedJoinTablesIndex() throws {
+        let folder = try TemporaryFolder()
+        let files = try CoreDataDemoStore.generate(in: folder.url, rows: 600)
+        let plan = try MigrationPlan.infer(source: files.old, destination: files.new).plan
+        let copied = folder.path("copied.sqlite")
+        try FileManager.default.copyItem(at: files.new, to: copied)
+        #expect(
+            try MigrationJob.start(
+                plan: plan, source: files.old, destination: copied, journal: folder.path("journal"), logger: quietLogger
+            ).runBlocking() == .complete)
+        let entry = "SELECT rowid, sql FROM sqlite_schema WHERE type = 'index' AND name = ?1"
+        let old = try #require(try Database(path: files.old.path, mode: .source).rows(entry, .text("Z_2TAGS_Z_5TAGS_INDEX")).first)
+        let target = try #require(try Database(path: files.new.path, mode: .source).rows(entry, .text("Z_3TAGS_Z_6TAGS_INDEX")).first)
+        var options = MigrationOptions(batchSize: 50)
+        options.checksFreeSpace = false
+        for tampered in [false, true] {
+            let store = folder.path("store-\(tampered).sqlite")
+            try FileManager.default.copyItem(at: files.old, to: store)
+            let job = try InPlaceMigration.startOrResume(plan: plan, store: store, target: files.new, options: options)
+            #expect(try job.runBlocking(for: .zero) == .paused)
+            let steps = try Database(path: store.path, mode: .source).rows(
+                "SELECT json_extract(step, '$.takes') FROM \(InPlaceMigration.stepTable) WHERE json_extract(step, '$.index') = ?1",
+                .text("Z_3TAGS_Z_6TAGS_INDEX"))
+            #expect(steps == [[.text("Z_2TAGS_Z_5TAGS_INDEX")]])
+            if tampered {
+                // The same name, another column: not the index the plan found.
+                try Database(path: store.path, mode: .readWrite).execute(
+                    "DROP INDEX Z_2TAGS_Z_5TAGS_INDEX; CREATE INDEX Z_2TAGS_Z_5TAGS_INDEX ON Z_2TAGS (Z_2ITEMS)")
+            }
+            _ = try Self.migrateInPlace(plan, store: store, target: files.new, batchSize: 50)
+            let database = try Database(path: store.path, mode: .source)
+            let index = try #require(try database.rows(entry, .text("Z_3TAGS_Z_6TAGS_INDEX")).first)
+            #expect(index[1] == target[1])
+            #expect((index[0] == old[0]) == !tampered, "the entry's rowid: \(index[0]), the store's index's \(old[0])")
+            #expect(try database.rows(entry, .text("Z_2TAGS_Z_5TAGS_INDEX")).isEmpty)
+            #expect(try database.scalar("PRAGMA integrity_check") == .text("ok"))
+            #expect(CoreDataTesting.difference(try CoreDataTesting.contents(store), try CoreDataTesting.contents(copied)) == nil)
+        }
+    }
+
+    @Test(
         "a small change (an optional attribute on Folder) in place: a column added, a derived count that stays right left as it is, the copy path's store; the check at the end looks up no key into Folder and computes no count the job did not write"
     )
     func smallChange() throws {

@@ -134,6 +134,10 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
         var afterRows: Bool? = nil
         /// The index the step builds, by name.
         var index: String? = nil
+        /// The store's index that is already ``index`` under another name (a join table renamed
+        /// with its columns): the step renames it rather than build the target's. Where the
+        /// store's schema cannot be written, it drops it and builds the target's.
+        var takes: String? = nil
     }
 
     private init(store: URL, target: URL, database: Database, options: MigrationOptions) {
@@ -780,6 +784,51 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     /// store: at 0.2 s, about 17 MB of a table rebuilt (4% of a 1.7M-item store).
     static func batchTarget(_ options: MigrationOptions) -> Duration { min(options.batchTimeTarget, .milliseconds(200)) }
 
+    /// Within the step's transaction, renames the store's index `old` to the target's `name`, which
+    /// indexes the same columns of the same rows the same way (``InPlacePlanner``): its entry of
+    /// `sqlite_schema` takes the target's name and declaration, and the schema's version goes one
+    /// up so that every connection reads the schema again, as SQLite's documentation has schema
+    /// changes that leave the table's content as it is made (`PRAGMA writable_schema`). SQLite
+    /// then reads the entry back, and its terms must be the target's. False, with nothing
+    /// changed, where the connection may not write its schema (`SQLITE_DBCONFIG_DEFENSIVE`) or the
+    /// store's index is not as the plan found it: the step drops it and builds the target's.
+    private func take(_ old: String, as name: String) throws(SQLiteError) -> Bool {
+        try database.execute("SAVEPOINT chunkmigrate_take_index")
+        do throws(SQLiteError) {
+            guard let signature = try InPlacePlanner.indexSignature(name, in: "tgt", of: database),
+                try InPlacePlanner.indexSignature(old, in: "main", of: database) == signature
+            else { throw SQLiteError(.error, message: "the store's index \(old) is not the target's \(name)") }
+            let version = try database.scalar("PRAGMA main.schema_version").integer ?? 0
+            try database.execute("PRAGMA writable_schema = ON")
+            do throws(SQLiteError) {
+                let edit = try database.prepare(
+                    """
+                    UPDATE main.sqlite_schema SET name = ?1,
+                        sql = (SELECT sql FROM tgt.sqlite_schema WHERE type = 'index' AND name = ?1),
+                        tbl_name = (SELECT tbl_name FROM tgt.sqlite_schema WHERE type = 'index' AND name = ?1)
+                    WHERE type = 'index' AND name = ?2
+                    """)
+                try edit.bind([.text(name), .text(old)])
+                _ = try edit.step()
+                guard database.changes == 1 else { throw SQLiteError(.error, message: "no index \(old) to rename") }
+                try database.execute("PRAGMA main.schema_version = \(version + 1)")
+            } catch {
+                try? database.execute("PRAGMA writable_schema = OFF")
+                throw error
+            }
+            try database.execute("PRAGMA writable_schema = OFF")
+            // Read back as SQLite parses it, the old name gone.
+            guard try InPlacePlanner.indexSignature(name, in: "main", of: database) == signature,
+                try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE name = ?1", .text(old)).integer == 0
+            else { throw SQLiteError(.error, message: "the renamed index \(name) is not the target's") }
+            try database.execute("RELEASE chunkmigrate_take_index")
+            return true
+        } catch {
+            try database.execute("ROLLBACK TO chunkmigrate_take_index; RELEASE chunkmigrate_take_index")
+            return false
+        }
+    }
+
     /// One batch of a chunked step, or the whole of another, with its progress.
     /// `extent`: the largest rowid of the step's table, where an earlier batch of this run read it.
     private func run(_ step: Step, index: Int64, cursor: Int64?, batch: UInt64, extent: Int64?, size batchSize: Int) throws -> Batch {
@@ -790,6 +839,11 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
                     let done = try database.prepare("UPDATE main.\(Self.stepTable) SET done = 1 WHERE idx = ?1")
                     try done.bind([.integer(index)])
                     _ = try done.step()
+                    if let old = step.takes, let name = step.index {
+                        if try take(old, as: name) { return Batch(finished: true, cursor: nil, lastRowid: nil) }
+                        sql = "DROP INDEX main.\(SQL.quote(old))"
+                        try database.execute(sql!)
+                    }
                     for statement in step.statements {
                         sql = statement
                         try database.execute(statement)

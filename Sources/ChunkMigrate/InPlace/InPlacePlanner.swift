@@ -155,6 +155,10 @@ final class InPlacePlanner {
         // Tables whose rows and values stay as they are (columns may be added), and the columns added.
         var rowsKept: Set<String> = []
         var addedColumns: [String: Set<String>] = [:]
+        // Store tables no row step changes (columns may be added or renamed, the table renamed),
+        // with the table each becomes and its columns' new names, in capitals: their indexes
+        // hold what they held.
+        var sameRows: [String: (table: String, renames: [String: String])] = [:]
 
         for snapshot in snapshots {
             pre.append(
@@ -326,6 +330,12 @@ final class InPlacePlanner {
                     ))
             }
             columnRenames += renames.map { "ALTER TABLE \(from) RENAME COLUMN \(SQL.quote($0.0)) TO \(SQL.quote($0.1))" }
+            if updates.isEmpty && condition == nil {
+                sameRows[source.uppercased()] = (
+                    destination.uppercased(),
+                    Dictionary(renames.map { ($0.0.uppercased(), $0.1.uppercased()) }, uniquingKeysWith: { a, _ in a })
+                )
+            }
             if source.uppercased() != destination.uppercased() {
                 tableRenames.append((source, destination))
             }
@@ -413,25 +423,57 @@ final class InPlacePlanner {
         }
 
         // Indexes: the store's go (but on tables that do not change and that the target has as
-        // they are), the target's are built at the end.
+        // they are), the target's are built at the end. An index of a table whose rows stay that
+        // indexes what one of the target's does, column for column, is that index under another
+        // name (a join table renamed with its columns): it is taken as it is and renamed (SQLite
+        // renames no index), not dropped and built again.
         let storeIndexes = try database.rows("SELECT name, tbl_name, sql FROM main.sqlite_schema WHERE type = 'index' AND sql IS NOT NULL")
-        let targetIndexes = try database.rows("SELECT name, sql FROM tgt.sqlite_schema WHERE type = 'index' AND sql IS NOT NULL")
+        let targetIndexes = try database.rows(
+            "SELECT name, sql, tbl_name FROM tgt.sqlite_schema WHERE type = 'index' AND sql IS NOT NULL ORDER BY rowid")
         var keptIndexes: Set<String> = []
-        var dropIndexes: [(name: String, sql: String)] = []
+        // The target's indexes taken from the store, with the store's names.
+        var takenIndexes: [String: String] = [:]
+        var others: [(name: String, table: String)] = []
         for index in storeIndexes {
-            guard let name = index[0].text else { continue }
-            if untouched.contains(index[1].text?.uppercased() ?? ""),
-                targetIndexes.contains(where: { $0[0].text == name && $0[1].text == index[2].text })
-            {
+            guard let name = index[0].text, let table = index[1].text?.uppercased() else { continue }
+            if untouched.contains(table), targetIndexes.contains(where: { $0[0].text == name && $0[1].text == index[2].text }) {
                 keptIndexes.insert(name)
             } else {
-                dropIndexes.append((name, "DROP INDEX main.\(SQL.quote(name))"))
+                others.append((name, table))
             }
+        }
+        let keptAsTheyAre = keptIndexes
+        // Those of the same name first, then any.
+        for sameName in [true, false] {
+            for (name, table) in others where !takenIndexes.values.contains(name) {
+                guard let same = sameRows[table],
+                    let signature = try Self.indexSignature(name, in: "main", of: database, renaming: same.renames),
+                    let target = try targetIndexes.first(where: { row in
+                        guard let targetName = row[0].text, !keptIndexes.contains(targetName), !sameName || targetName == name,
+                            row[2].text?.uppercased() == same.table
+                        else { return false }
+                        return try Self.indexSignature(targetName, in: "tgt", of: database) == signature
+                    })?[0].text
+                else { continue }
+                keptIndexes.insert(target)
+                takenIndexes[target] = name
+            }
+        }
+        // A name the store's indexes still hold when the index steps run is not taken: such
+        // an index is built.
+        while let (target, _) = takenIndexes.first(where: { target, old in
+            target.uppercased() != old.uppercased()
+                && (keptAsTheyAre.union(takenIndexes.values)).contains { $0.uppercased() == target.uppercased() }
+        }) {
+            takenIndexes[target] = nil
+            keptIndexes.remove(target)
+        }
+        let dropIndexes = others.map(\.name).filter { !takenIndexes.values.contains($0) }.map { name in
+            (name: name, sql: "DROP INDEX main.\(SQL.quote(name))")
         }
         // One index a transaction: dropping one journals its pages, so the disk a step needs
         // beyond the store is the largest index, not all of them.
         pre += dropIndexes.map { Step(label: "drop index \($0.name)", statements: [$0.sql]) }
-
         var post: [Step] = []
         if !drops.isEmpty || !snapshots.isEmpty || !columnRenames.isEmpty || !tableRenames.isEmpty || !created.isEmpty {
             // Through names of the job's own, so that two tables may take each other's names.
@@ -447,8 +489,13 @@ final class InPlacePlanner {
             guard let name = row[0].text, let sql = row[1].text, !keptIndexes.contains(name) else { return nil }
             return Step(label: "index \(name)", statements: [sql], afterRows: true, index: name)
         }
+        // Those taken from the store first: each is a write of the schema, not a build.
+        let taken = targetIndexes.compactMap { row -> Step? in
+            guard let name = row[0].text, let sql = row[1].text, let old = takenIndexes[name] else { return nil }
+            return Step(label: "index \(name), the store's \(old) renamed", statements: [sql], afterRows: true, index: name, takes: old)
+        }
         let indexSteps =
-            builds.filter { !CheckpointStore.sortsWithHelper($0.statements[0]) }
+            taken + builds.filter { !CheckpointStore.sortsWithHelper($0.statements[0]) }
             + builds.filter { CheckpointStore.sortsWithHelper($0.statements[0]) }
         let derived = derivedValues.map { value in
             Step(
@@ -461,6 +508,33 @@ final class InPlacePlanner {
         var last = try plain ? finishPlain() : finish(written)
         last.afterRows = true
         return pre + adds + ordered + post + indexSteps + derived + [last]
+    }
+
+    /// What the index `name` of `schema` holds, as SQLite reads its declaration: whether it is
+    /// unique, and each term's column (its name after `renaming`, in capitals), order, collation
+    /// and whether it is a key; nil for an index with an expression or a `WHERE`, or none. Two
+    /// indexes of the same rows with the same signature hold the same entries.
+    static func indexSignature(
+        _ name: String, in schema: String, of database: Database, renaming renames: [String: String] = [:]
+    ) throws(SQLiteError) -> String? {
+        guard
+            let table = try database.scalar(
+                "SELECT tbl_name FROM \(schema).sqlite_schema WHERE type = 'index' AND name = ?1", .text(name)
+            ).text,
+            let list = try database.rows(
+                "SELECT \"unique\", partial FROM pragma_index_list(?1, ?2) WHERE name = ?3", .text(table), .text(schema), .text(name)
+            ).first, list[1].integer == 0
+        else { return nil }
+        var terms: [String] = []
+        for term in try database.rows(
+            "SELECT cid, name, \"desc\", coll, key FROM pragma_index_xinfo(?1, ?2) ORDER BY seqno", .text(name), .text(schema))
+        {
+            let column = term[0].integer ?? -2
+            guard column >= -1 else { return nil }
+            let named = column == -1 ? "rowid" : (term[1].text?.uppercased()).map { renames[$0] ?? $0 } ?? "?"
+            terms.append("\(named) \(term[2].integer ?? 0) \(term[3].text?.uppercased() ?? "") \(term[4].integer ?? 0)")
+        }
+        return "unique \(list[0].integer ?? 0): " + terms.joined(separator: ", ")
     }
 
     /// A CREATE TABLE statement after the table's name, spaces made one: what two tables are
