@@ -41,10 +41,16 @@ struct ChunkMigrateCommand: AsyncParsableCommand {
             // of a batch's size (its keys, its segment) come from the heap and their pages stay with
             // the process when freed. A fixed threshold gives them back: peak memory stays where the
             // caches put it instead of growing with the batch sizes a long job went through.
-            // (`mallopt` is declared in malloc.h, which the Glibc module leaves out; -3 is M_MMAP_THRESHOLD.)
+            // One arena for every thread: the threads beside the job (the check, the sorter's
+            // helper, the writeback) would each take one of their own, whose freed pages stay
+            // with it (0.7-0.9 MB of peak at 1M and 10M items, Tools/BENCHMARKS.md).
+            // (`mallopt` is declared in malloc.h, which the Glibc module leaves out; -3 is
+            // M_MMAP_THRESHOLD, -8 M_ARENA_MAX.)
             if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") {
                 typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
-                _ = unsafeBitCast(symbol, to: Mallopt.self)(-3, 128 << 10)
+                let mallopt = unsafeBitCast(symbol, to: Mallopt.self)
+                _ = mallopt(-3, 128 << 10)
+                _ = mallopt(-8, 1)
             }
         #endif
         do {

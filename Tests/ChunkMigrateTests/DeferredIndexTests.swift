@@ -49,6 +49,28 @@ struct DeferredIndexTests {
         return (source, destination, try Self.indexes(reference), job)
     }
 
+    @Test(
+        "an index build sorts with the helper thread and the page cache as it is, but where the read buffers of the merge (one a sorted run) would take more than the helper's second run: then alone, in runs as large as the buffers they leave, at most twice the cache"
+    )
+    func sortingFlatInTheRows() {
+        #expect(SQL.termCount(ofIndex: "CREATE INDEX i ON t (a)") == 1)
+        #expect(SQL.termCount(ofIndex: "CREATE INDEX Z_3TAGS_Z_6TAGS_INDEX ON \"Z_3TAGS\" (Z_6TAGS, Z_3ITEMS)") == 2)
+        #expect(SQL.termCount(ofIndex: "CREATE UNIQUE INDEX i ON t(a COLLATE NOCASE, lower(b, 'x,y'), \"c,d\" DESC) WHERE a > 0") == 3)
+        #expect(SQL.termCount(ofIndex: "CREATE INDEX i") == nil)
+        // Core Data's demo at 1M, 10M and 50M items: the join table's index (1.9M, 19M, 95M rows,
+        // two terms), Item's (1M, 10M, 50M, one).
+        for (rows, terms) in [(1_900_000.0, 2), (19_000_000, 2), (50_000_000, 1), (1_000_000, 1)] {
+            let sorting = CheckpointStore.sorting(rows: rows, terms: terms, cacheKiB: 2000, helper: true)
+            #expect(sorting.helper && sorting.cacheKiB == 2000, "\(rows) rows: \(sorting)")
+        }
+        let largest = CheckpointStore.sorting(rows: 95_000_000, terms: 2, cacheKiB: 2000, helper: true)
+        #expect(!largest.helper && largest.cacheKiB > 3000 && largest.cacheKiB <= 4000, "\(largest)")
+        // Runs the size of the cache leave buffers under the cache: as they are.
+        #expect(CheckpointStore.sorting(rows: 1_000_000, terms: 1, cacheKiB: 2000, helper: false) == (false, 2000))
+        #expect(CheckpointStore.sorting(rows: 1e10, terms: 4, cacheKiB: 2000, helper: true) == (false, 4000))
+        #expect(CheckpointStore.sorting(rows: 0, terms: 1, cacheKiB: 2000, helper: true) == (true, 2000))
+    }
+
     @Test("non-unique indexes are dropped while the job runs and built again at the end, the same SQL; unique ones stay")
     func droppedAndRebuilt() throws {
         let folder = try TemporaryFolder()

@@ -181,6 +181,26 @@ struct CheckpointStore {
         SQL.leadingColumn(ofIndex: sql)?.hasSuffix(".Z_ENT") != true
     }
 
+    /// How an index build of `rows` rows and `terms` terms sorts: with the helper thread or not
+    /// (`helper`, where ``sortsWithHelper(_:)`` allows it), and the page cache, in KiB, that
+    /// sizes its sorted runs. SQLite's sorter writes runs the size of the page cache, then
+    /// merges them all at once with a page-size read buffer each: about 4.8 KB a run with its
+    /// share of the merge tree (95M join rows in runs of 2 MB: 7 MB of buffers). The helper
+    /// keeps a second run in memory while the job's thread fills the next. Where the buffers
+    /// would take more than that second run and the cache together (sorts of over about 1.7
+    /// GB), the build sorts alone, its runs as large as the buffers they leave, at most twice
+    /// the cache: the sorter's peak is then flat in the rows (Tools/BENCHMARKS.md, "Flat to 50M
+    /// items").
+    static func sorting(rows: Double, terms: Int, cacheKiB: Int, helper allowed: Bool) -> (helper: Bool, cacheKiB: Int) {
+        // A record in the sorter: its header (16 bytes), the record's header, the terms and
+        // the rowid (about 5 bytes each for keys).
+        let bytes = rows * Double(18 + 5 * (terms + 1))
+        let run = Double(max(cacheKiB, 1)) * 1024, buffer = 4.8 * 1024
+        if allowed, bytes / run * buffer <= 2 * run { return (true, cacheKiB) }
+        let balanced = (bytes * buffer).squareRoot()
+        return (false, Int(min(max(balanced, run), 2 * run) / 1024))
+    }
+
     /// Builds one deferred index again (or removes the job's own) and marks it done in the
     /// ledger, in one transaction: a kill while it is built leaves it to build again.
     static func rebuild(index name: String, sql: String, in database: Database) throws(SQLiteError) {

@@ -274,7 +274,7 @@ final class Engine {
             guard try timed(\.fixup, try fixUpDeferredRelationships(&run, report: report)) == .complete
             else { return .paused }
             // The ID map's cache serves the copy and the fix-up pass only: its memory, and the
-            // batches' keys', goes to the index builds' sorter (useSorterHelper).
+            // batches' keys', goes to the index builds' sorter (sort(_:)).
             idMap.emptyCache()
             try hooks?.rowsIn()
             guard try timed(\.indexes, try buildDeferredIndexes(&run, report: report)) == .complete else { return .paused }
@@ -379,14 +379,18 @@ final class Engine {
     /// The secondary indexes the job deferred, built once the rows are in; `.paused` when the
     /// run stops first.
     func buildDeferredIndexes(_ run: inout PhaseLoop, report: (MigrationProgress) -> Void) throws -> RunOutcome {
-        defer { try? useSorterHelper(false) }
+        defer { try? sort((false, options.sqliteCacheKiB)) }
         let indexes = try CheckpointStore.deferredIndexes(in: database)
         var left = (hooks?.buildOrder(indexes) ?? indexes)[...]
         return try run.run(
             until: { left.isEmpty },
             { () throws -> (name: String, sql: String)? in
                 guard let index = left.popFirst() else { return nil }
-                try useSorterHelper(hooks?.sortsWithHelper(index.sql) ?? true)
+                let table = SQL.leadingColumn(ofIndex: index.sql)?.split(separator: ".").first.map(String.init)
+                try sort(
+                    CheckpointStore.sorting(
+                        rows: table.map { rows(ofTable: $0) } ?? 0, terms: SQL.termCount(ofIndex: index.sql) ?? 1,
+                        cacheKiB: options.sqliteCacheKiB, helper: hooks?.sortsWithHelper(index.sql) ?? true))
                 try CheckpointStore.rebuild(index: index.name, sql: index.sql, in: database)
                 hooks?.indexBuilt(index.name)
                 CrashPoint.check(.afterIndex, entity: index.name, batch: 0)
@@ -401,14 +405,18 @@ final class Engine {
             })
     }
 
-    /// Whether an index build sorts with a helper thread (`PRAGMA threads = 1`), which on two
+    /// How an index build sorts: with a helper thread (`PRAGMA threads = 1`), which on two
     /// cores shortens the largest builds by a fifth or more (Tools/BENCHMARKS.md). The helper
     /// sorts one run of keys while the job's thread fills the next, each run the size of the
     /// page cache (the sorter sizes its runs by it): two runs in memory instead of one, where
     /// the batches' keys were until the copy ended (``Resolver/releaseBatchMemory()``), so that
     /// peak memory stays where it was.
-    func useSorterHelper(_ helper: Bool) throws(SQLiteError) {
-        try database.execute("PRAGMA threads = \(helper ? 1 : 0)")
+    ///
+    /// The page cache sizes the sorter's runs (``CheckpointStore/sorting(rows:terms:cacheKiB:helper:)``):
+    /// the largest builds sort alone in larger runs, so that the read buffers of their merge,
+    /// one a run, stay flat in the rows.
+    func sort(_ sorting: (helper: Bool, cacheKiB: Int)) throws(SQLiteError) {
+        try database.execute("PRAGMA threads = \(sorting.helper ? 1 : 0); PRAGMA main.cache_size = -\(sorting.cacheKiB)")
     }
 
     /// The store's steps after the rows and indexes (``StoreHooks/finishingSteps()``), each in

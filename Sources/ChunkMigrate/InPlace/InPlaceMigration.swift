@@ -577,7 +577,7 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
         // A run that pauses or fails stops the check beside it; the next run starts it again.
         defer {
             endCheckBeside(completed: false)
-            try? database.execute("PRAGMA threads = 0")
+            try? database.execute("PRAGMA threads = 0; PRAGMA main.cache_size = -\(options.sqliteCacheKiB)")
         }
         besideResult.withLock { $0 = nil }
         // The check beside the job is started once a run, at the first step after the rows.
@@ -707,12 +707,22 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
         besideCheck = check
     }
 
-    /// Whether the index `sql` builds sorts with a helper thread (`PRAGMA threads = 1`), as the
-    /// copy path's builds do (``CheckpointStore/sortsWithHelper(_:)``): once the check beside
-    /// the job, if any, has read the rows, and not for Core Data's index on `Z_ENT`.
+    /// How the index `sql` builds sorts, as the copy path's builds sort
+    /// (``CheckpointStore/sorting(rows:terms:cacheKiB:helper:)``): with a helper thread
+    /// (`PRAGMA threads = 1`) once the check beside the job, if any, has read the rows, and not
+    /// for Core Data's index on `Z_ENT`; the largest alone, in larger runs. The table's rows are
+    /// taken as its largest rowid.
     private func useSorterHelper(for sql: String) throws {
-        let helper = CheckpointStore.sortsWithHelper(sql) && besideCheck?.isPastRows != false
-        do throws(SQLiteError) { try database.execute("PRAGMA threads = \(helper ? 1 : 0)") } catch {
+        do throws(SQLiteError) {
+            var rows: Int64 = 0
+            if let table = SQL.leadingColumn(ofIndex: sql)?.split(separator: ".").first {
+                rows = try database.scalar("SELECT max(rowid) FROM main.\(SQL.quote(String(table)))").integer ?? 0
+            }
+            let sorting = CheckpointStore.sorting(
+                rows: Double(rows), terms: SQL.termCount(ofIndex: sql) ?? 1, cacheKiB: options.sqliteCacheKiB,
+                helper: CheckpointStore.sortsWithHelper(sql) && besideCheck?.isPastRows != false)
+            try database.execute("PRAGMA threads = \(sorting.helper ? 1 : 0); PRAGMA main.cache_size = -\(sorting.cacheKiB)")
+        } catch {
             throw MigrationError(.store, error.message, file: storeURL.path, sql: error.sql, cause: error)
         }
     }

@@ -16,6 +16,30 @@ package enum SQL {
         return "\(name(parts[0])).\(name(parts[1]))"
     }
 
+    /// How many terms `CREATE INDEX ... ON t (a, b COLLATE NOCASE, c)` has (3), or nil where it
+    /// cannot tell.
+    static func termCount(ofIndex sql: String) -> Int? {
+        guard let on = sql.range(of: #"\bON\s+("[^"]+"|\S+?)\s*\("#, options: [.regularExpression, .caseInsensitive]) else { return nil }
+        var depth = 0, terms = 1
+        var quote: Character?
+        for character in sql[on.upperBound...] {
+            if let open = quote {
+                if character == open { quote = nil }
+                continue
+            }
+            switch character {
+            case "\"", "'", "`", "[": quote = character == "[" ? "]" : character
+            case "(": depth += 1
+            case ")":
+                if depth == 0 { return terms }
+                depth -= 1
+            case "," where depth == 0: terms += 1
+            default: break
+            }
+        }
+        return nil
+    }
+
     /// `name` as a quoted SQL identifier: `"na""me"`.
     package static func quote(_ name: String) -> String {
         "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
