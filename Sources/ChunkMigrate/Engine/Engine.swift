@@ -414,9 +414,13 @@ final class Engine {
     ///
     /// The page cache sizes the sorter's runs (``CheckpointStore/sorting(rows:terms:cacheKiB:helper:)``):
     /// the largest builds sort alone in larger runs, so that the read buffers of their merge,
-    /// one a run, stay flat in the rows.
+    /// one a run, stay flat in the rows. The cache they take beyond the job's comes from the
+    /// source's, which no build reads: the job's caches together stay what the options say.
     func sort(_ sorting: (helper: Bool, cacheKiB: Int)) throws(SQLiteError) {
-        try database.execute("PRAGMA threads = \(sorting.helper ? 1 : 0); PRAGMA main.cache_size = -\(sorting.cacheKiB)")
+        let lent = max(0, min(sorting.cacheKiB - options.sqliteCacheKiB, options.sqliteCacheKiB - 64))
+        try database.execute(
+            "PRAGMA threads = \(sorting.helper ? 1 : 0); PRAGMA main.cache_size = -\(sorting.cacheKiB); "
+                + "PRAGMA src.cache_size = -\(options.sqliteCacheKiB - lent)")
     }
 
     /// The store's steps after the rows and indexes (``StoreHooks/finishingSteps()``), each in
