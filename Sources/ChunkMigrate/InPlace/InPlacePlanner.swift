@@ -492,7 +492,7 @@ final class InPlacePlanner {
         // Those taken from the store first: each is a write of the schema, not a build.
         let taken = targetIndexes.compactMap { row -> Step? in
             guard let name = row[0].text, let sql = row[1].text, let old = takenIndexes[name] else { return nil }
-            return Step(label: "index \(name), the store's \(old) renamed", statements: [sql], afterRows: true, index: name, takes: old)
+            return Step(label: "index \(name)", statements: [sql], afterRows: true, index: name, takes: old)
         }
         let indexSteps =
             taken + builds.filter { !CheckpointStore.sortsWithHelper($0.statements[0]) }
