@@ -145,6 +145,8 @@ struct InPlaceMigrationTests {
             ).runBlocking() == .complete)
         let store = folder.path("store.sqlite")
         try FileManager.default.copyItem(at: files.old, to: store)
+        let entry = "SELECT rowid, sql FROM sqlite_schema WHERE type = 'index' AND name = 'ZFOLDER_ZPARENT_INDEX'"
+        let before = try Database(path: store.path, mode: .source).rows(entry)
         var options = MigrationOptions(batchSize: 50)
         options.checksFreeSpace = false
         let job = try InPlaceMigration.startOrResume(plan: plan, store: store, target: target, options: options)
@@ -156,6 +158,9 @@ struct InPlaceMigrationTests {
         #expect(job.touchedTables == ["ACHANGE", "ZFOLDER"])
         #expect(job.keptTables == ["ZFOLDER": ["ZCOLOR"]])
         #expect(try job.runBlocking() == .complete)
+        // Folder's index, whose table only gains a column, stays: its entry, under its own name.
+        let after = try Database(path: store.path, mode: .source).rows(entry)
+        #expect(before.count == 1 && after == before)
         #expect(try job.checkStore().violations == [])
         #expect(CoreDataTesting.difference(try CoreDataTesting.contents(store), try CoreDataTesting.contents(copied)) == nil)
         #expect(try CoreDataStoreCheck.run(store: store).violations == [])

@@ -194,7 +194,7 @@ struct CheckpointStore {
     static func sorting(rows: Double, terms: Int, cacheKiB: Int, helper allowed: Bool) -> (helper: Bool, cacheKiB: Int) {
         // A record in the sorter: its header (16 bytes), the record's header, the terms and
         // the rowid (about 5 bytes each for keys).
-        let bytes = rows * Double(18 + 5 * (terms + 1))
+        let bytes = max(rows, 0) * Double(18 + 5 * (terms + 1))
         let run = Double(max(cacheKiB, 1)) * 1024, buffer = 4.8 * 1024
         if allowed, bytes / run * buffer <= 2 * run { return (true, cacheKiB) }
         let balanced = (bytes * buffer).squareRoot()

@@ -716,7 +716,8 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
         do throws(SQLiteError) {
             var rows: Int64 = 0
             if let table = SQL.leadingColumn(ofIndex: sql)?.split(separator: ".").first {
-                rows = try database.scalar("SELECT max(rowid) FROM main.\(SQL.quote(String(table)))").integer ?? 0
+                // None where it has no rowid (a WITHOUT ROWID table): sorted as a small one.
+                rows = (try? database.scalar("SELECT max(rowid) FROM main.\(SQL.quote(String(table)))").integer) ?? 0
             }
             let sorting = CheckpointStore.sorting(
                 rows: Double(rows), terms: SQL.termCount(ofIndex: sql) ?? 1, cacheKiB: options.sqliteCacheKiB,
@@ -796,7 +797,8 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
 
     /// Within the step's transaction, renames the store's index `old` to the target's `name`, which
     /// indexes the same columns of the same rows the same way (``InPlacePlanner``): its entry of
-    /// `sqlite_schema` takes the target's name and declaration, and the schema's version goes one
+    /// `sqlite_schema` takes the target's name and declaration (its `tbl_name` stays as the
+    /// table's rename wrote it, the table's own spelling, which `DROP TABLE` matches), and the schema's version goes one
     /// up so that every connection reads the schema again, as SQLite's documentation has schema
     /// changes that leave the table's content as it is made (`PRAGMA writable_schema`). SQLite
     /// then reads the entry back, and its terms must be the target's. False, with nothing
@@ -813,9 +815,7 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
             do throws(SQLiteError) {
                 let edit = try database.prepare(
                     """
-                    UPDATE main.sqlite_schema SET name = ?1,
-                        sql = (SELECT sql FROM tgt.sqlite_schema WHERE type = 'index' AND name = ?1),
-                        tbl_name = (SELECT tbl_name FROM tgt.sqlite_schema WHERE type = 'index' AND name = ?1)
+                    UPDATE main.sqlite_schema SET name = ?1, sql = (SELECT sql FROM tgt.sqlite_schema WHERE type = 'index' AND name = ?1)
                     WHERE type = 'index' AND name = ?2
                     """)
                 try edit.bind([.text(name), .text(old)])
@@ -829,7 +829,7 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
             try database.execute("PRAGMA writable_schema = OFF")
             // Read back as SQLite parses it, the old name gone.
             guard try InPlacePlanner.indexSignature(name, in: "main", of: database) == signature,
-                try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE name = ?1", .text(old)).integer == 0
+                try database.scalar("SELECT count(*) FROM main.sqlite_schema WHERE name IN (?1, ?2)", .text(old), .text(name)).integer == 1
             else { throw SQLiteError(.error, message: "the renamed index \(name) is not the target's") }
             try database.execute("RELEASE chunkmigrate_take_index")
             return true
@@ -851,7 +851,7 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
                     _ = try done.step()
                     if let old = step.takes, let name = step.index {
                         if try take(old, as: name) { return Batch(finished: true, cursor: nil, lastRowid: nil) }
-                        sql = "DROP INDEX main.\(SQL.quote(old))"
+                        sql = "DROP INDEX IF EXISTS main.\(SQL.quote(old))"
                         try database.execute(sql!)
                     }
                     for statement in step.statements {
