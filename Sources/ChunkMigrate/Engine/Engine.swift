@@ -405,8 +405,9 @@ final class Engine {
             })
     }
 
-    /// How an index build sorts: with a helper thread (`PRAGMA threads = 1`), which on two
-    /// cores shortens the largest builds by a fifth or more (Tools/BENCHMARKS.md). The helper
+    /// How an index build sorts: with a helper thread (`PRAGMA threads = 1`) where the second
+    /// core is free (no check beside the job, ``StoreHooks/sortsWithHelper(_:)``), which there
+    /// shortens the largest builds by a fifth or more (Tools/BENCHMARKS.md). The helper
     /// sorts one run of keys while the job's thread fills the next, each run the size of the
     /// page cache (the sorter sizes its runs by it): two runs in memory instead of one, where
     /// the batches' keys were until the copy ended (``Resolver/releaseBatchMemory()``), so that

@@ -709,8 +709,8 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
 
     /// How the index `sql` builds sorts, as the copy path's builds sort
     /// (``CheckpointStore/sorting(rows:terms:cacheKiB:helper:)``): with a helper thread
-    /// (`PRAGMA threads = 1`) once the check beside the job, if any, has read the rows, and not
-    /// for Core Data's index on `Z_ENT`; the largest alone, in larger runs. The table's rows are
+    /// (`PRAGMA threads = 1`) where no check runs beside the job, and not for Core Data's index
+    /// on `Z_ENT`; the largest alone, in larger runs. The table's rows are
     /// taken as its largest rowid.
     private func useSorterHelper(for sql: String) throws {
         do throws(SQLiteError) {
@@ -721,7 +721,7 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
             }
             let sorting = CheckpointStore.sorting(
                 rows: Double(rows), terms: SQL.termCount(ofIndex: sql) ?? 1, cacheKiB: options.sqliteCacheKiB,
-                helper: CheckpointStore.sortsWithHelper(sql) && besideCheck?.isPastRows != false)
+                helper: CheckpointStore.sortsWithHelper(sql) && besideCheck == nil)
             try database.execute("PRAGMA threads = \(sorting.helper ? 1 : 0); PRAGMA main.cache_size = -\(sorting.cacheKiB)")
         } catch {
             throw MigrationError(.store, error.message, file: storeURL.path, sql: error.sql, cause: error)

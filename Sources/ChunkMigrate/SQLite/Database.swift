@@ -71,9 +71,11 @@ package final class Database {
         if Database.profiles { Database.profile(handle) }
     }
 
-    /// `CHUNKMIGRATE_PROFILE_SQL=1`: every statement that takes 5 ms or more, with its time, on
-    /// stderr (SQLite's profile callback), for finding where a job's time goes.
-    private static let profiles = ProcessInfo.processInfo.environment["CHUNKMIGRATE_PROFILE_SQL"] == "1"
+    /// `CHUNKMIGRATE_PROFILE_SQL=1`: every statement that takes 5 ms or more, with its time and
+    /// its first 300 characters, on stderr (SQLite's profile callback), for finding where a job's
+    /// time goes; `=full`: the whole statement.
+    private static let profiles = ["1", "full"].contains(ProcessInfo.processInfo.environment["CHUNKMIGRATE_PROFILE_SQL"])
+    fileprivate static let profileLength = ProcessInfo.processInfo.environment["CHUNKMIGRATE_PROFILE_SQL"] == "full" ? Int.max : 300
 
     private static func profile(_ handle: OpaquePointer) {
         sqlite3_trace_v2(
@@ -84,7 +86,7 @@ package final class Database {
                 guard elapsed >= 5_000_000, let sql = sqlite3_sql(OpaquePointer(statement)) else { return 0 }
                 let text = String(cString: sql).split(whereSeparator: \.isNewline).joined(separator: " ")
                 FileHandle.standardError.write(
-                    Data(String(format: "sql %8.1f ms  %@\n", Double(elapsed) / 1e6, String(text.prefix(300))).utf8))
+                    Data(String(format: "sql %8.1f ms  %@\n", Double(elapsed) / 1e6, String(text.prefix(Database.profileLength))).utf8))
                 return 0
             }, nil)
     }

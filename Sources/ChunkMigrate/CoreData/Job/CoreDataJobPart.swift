@@ -107,9 +107,9 @@ final class CoreDataJobPart: StoreHooks {
         bookkeeping.finishing.precomputed = { [weak self] value in self?.storeCheck?.expectedValues(for: value) }
     }
 
-    /// Those that sort without the helper first, while the check's part over the rows, if any,
-    /// still takes the second core; then those a derived value reads, whose values the check can
-    /// then compute while the job builds the rest.
+    /// Core Data's indexes on `Z_ENT` first, while the check's part over the rows, if any, may
+    /// still read the tables; then those a derived value reads, whose values the check can then
+    /// compute while the job builds the rest.
     func buildOrder(_ indexes: [(name: String, sql: String)]) -> [(name: String, sql: String)] {
         let derivations = storeCheck == nil ? [] : derivationReads()
         func readByDerivation(_ sql: String) -> Bool {
@@ -128,9 +128,11 @@ final class CoreDataJobPart: StoreHooks {
         }
     }
 
-    /// The second core sorts too once the check, if any, has done most of its work.
+    /// The second core sorts too where no check runs beside the job: with the check on it, the
+    /// builds took as long with the helper as without, and 10-15% more of the job's CPU
+    /// (Tools/BENCHMARKS.md, "The second core: the check's or the sorter's").
     func sortsWithHelper(_ sql: String) -> Bool {
-        CheckpointStore.sortsWithHelper(sql) && storeCheck?.isPastRows ?? true
+        CheckpointStore.sortsWithHelper(sql) && storeCheck == nil
     }
 
     func indexBuilt(_ name: String) { storeCheck?.indexBuilt(name) }

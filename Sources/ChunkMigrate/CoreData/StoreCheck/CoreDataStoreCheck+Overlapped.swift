@@ -60,8 +60,6 @@ extension CoreDataStoreCheck {
             var allBuilt = false
             var finished = false
             var cancelled = false
-            /// Whether the part over the rows, most of the check, is done.
-            var rowsDone = false
             /// The tables (in capitals) the job has finished writing while it copies the others.
             var finishedTables: Set<String> = []
             /// Whether the copy is over: the early part stops, its statement under way too.
@@ -151,9 +149,6 @@ extension CoreDataStoreCheck {
                 let outcome = Result { () throws(MigrationError) in try work() }
                 // Closed here, so that the job may change the journal mode once this part is done.
                 connection?.close()
-                // However it ended, it reads the rows no more: the job's index builds may use the
-                // second core.
-                signals.withLock { $0.rowsDone = true }
                 result.withLock { $0 = outcome }
                 done.leave()
             }
@@ -260,7 +255,6 @@ extension CoreDataStoreCheck {
                 ran = part.ran
                 return early.report.merged(with: part.report)
             }
-            signals.withLock { $0.rowsDone = true }
             var lookups = postponed
             // Computing the derived values here is a head start, never a condition: a value this
             // thread cannot compute (a store whose layout the rows part found wrong, a full
@@ -533,11 +527,6 @@ extension CoreDataStoreCheck {
         /// How many times a step of the check ran again because the job changed the schema under it.
         var timesSchemaChanged: Int { schemaRereads.withLock { $0 } }
         private let schemaRereads = Locked(0)
-
-        /// Whether the part over the rows, most of the check's work, is done: what is left (the
-        /// lookups and derived values) mostly waits for indexes, and the job's index builds may
-        /// use the second core.
-        var isPastRows: Bool { signals.withLock { $0.rowsDone } }
 
         /// The job has built its indexes: the lookups that wait for them may run.
         func indexesBuilt() {
