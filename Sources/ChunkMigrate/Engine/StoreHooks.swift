@@ -24,7 +24,8 @@ protocol StoreHooks: AnyObject {
     func rowsIn() throws
     /// The deferred indexes in the order to build them.
     func buildOrder(_ indexes: [(name: String, sql: String)]) -> [(name: String, sql: String)]
-    /// Whether an index sorts faster with SQLite's helper thread, now.
+    /// Whether an index build sorts with SQLite's helper thread: where it is faster with it and
+    /// the second core is free.
     func sortsWithHelper(_ sql: String) -> Bool
     /// An index is built, and committed.
     func indexBuilt(_ name: String)

@@ -709,7 +709,8 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
 
     /// How the index `sql` builds sorts, as the copy path's builds sort
     /// (``CheckpointStore/sorting(rows:terms:cacheKiB:helper:)``): with a helper thread
-    /// (`PRAGMA threads = 1`) where no check runs beside the job, and not for Core Data's index
+    /// (`PRAGMA threads = 1`) where no check runs beside the job (none, or its thread ended
+    /// early), and not for Core Data's index
     /// on `Z_ENT`; the largest alone, in larger runs. The table's rows are
     /// taken as its largest rowid.
     private func useSorterHelper(for sql: String) throws {
@@ -721,7 +722,7 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
             }
             let sorting = CheckpointStore.sorting(
                 rows: Double(rows), terms: SQL.termCount(ofIndex: sql) ?? 1, cacheKiB: options.sqliteCacheKiB,
-                helper: CheckpointStore.sortsWithHelper(sql) && besideCheck == nil)
+                helper: CheckpointStore.sortsWithHelper(sql) && besideCheck?.hasEnded ?? true)
             try database.execute("PRAGMA threads = \(sorting.helper ? 1 : 0); PRAGMA main.cache_size = -\(sorting.cacheKiB)")
         } catch {
             throw MigrationError(.store, error.message, file: storeURL.path, sql: error.sql, cause: error)

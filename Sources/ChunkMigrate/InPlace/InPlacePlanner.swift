@@ -483,8 +483,8 @@ final class InPlacePlanner {
             statements += created
             post.append(Step(label: "drop, rename and create tables", statements: statements))
         }
-        // Those that sort without a helper thread first, while the check beside the job reads
-        // the rows on the second core (``CoreDataJobPart/buildOrder(_:)``).
+        // Core Data's indexes on `Z_ENT` first, while the check beside the job may still read
+        // the rows (``CoreDataJobPart/buildOrder(_:)``).
         let builds = targetIndexes.compactMap { row -> Step? in
             guard let name = row[0].text, let sql = row[1].text, !keptIndexes.contains(name) else { return nil }
             return Step(label: "index \(name)", statements: [sql], afterRows: true, index: name)

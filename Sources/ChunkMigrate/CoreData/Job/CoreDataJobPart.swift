@@ -129,10 +129,11 @@ final class CoreDataJobPart: StoreHooks {
     }
 
     /// The second core sorts too where no check runs beside the job: with the check on it, the
-    /// builds took as long with the helper as without, and 10-15% more of the job's CPU
-    /// (Tools/BENCHMARKS.md, "The second core: the check's or the sorter's").
+    /// builds took as long with the helper as without, and 8% (1M items) to 19% (10M) more of
+    /// the job's CPU (Tools/BENCHMARKS.md, "The second core: the check's or the sorter's"). A
+    /// check whose thread has ended (it failed early) leaves the core free.
     func sortsWithHelper(_ sql: String) -> Bool {
-        CheckpointStore.sortsWithHelper(sql) && storeCheck == nil
+        CheckpointStore.sortsWithHelper(sql) && storeCheck?.hasEnded ?? true
     }
 
     func indexBuilt(_ name: String) { storeCheck?.indexBuilt(name) }

@@ -528,6 +528,10 @@ extension CoreDataStoreCheck {
         var timesSchemaChanged: Int { schemaRereads.withLock { $0 } }
         private let schemaRereads = Locked(0)
 
+        /// Whether the check's thread has ended: at the end of a job, or early where it failed
+        /// (its error waits for ``rows()``); the job's index builds may then use the second core.
+        var hasEnded: Bool { result.withLock { $0 != nil } }
+
         /// The job has built its indexes: the lookups that wait for them may run.
         func indexesBuilt() {
             signals.withLock { $0.allBuilt = true }
