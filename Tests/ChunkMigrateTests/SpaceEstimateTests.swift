@@ -31,6 +31,22 @@ struct SpaceEstimateTests {
         #expect(estimate.freeBytes > 0 && estimate.fits)
     }
 
+    @Test("each table's and index's bytes are its pages, as a walk of them counts them (not dbstat's 32-bit sum, which wraps over 2 GiB)")
+    func sourceSizesArePages() throws {
+        let folder = try TemporaryFolder()
+        let files = try CoreDataDemoStore.generate(in: folder.url, rows: 5_000)
+        let stores = try Stores.open(source: files.old.path, destination: files.new.path, schema: nil, options: MigrationOptions())
+        let sizes = try SpaceEstimate.sourceSizes(stores.database)
+        let walked = try stores.database.rows("SELECT lower(name), sum(pgsize) FROM dbstat('src') GROUP BY 1")
+        #expect(walked.count > 10 && walked.count == sizes.count)
+        for row in walked {
+            let name = try #require(row[0].text)
+            #expect(
+                sizes[name] == row[1].integer, "\(name): \(String(describing: sizes[name])) against \(String(describing: row[1].integer))")
+        }
+        #expect(try #require(sizes["zitem"]) > 100_000)
+    }
+
     @Test("a job the free space cannot hold is refused before anything is written, naming the bytes needed and free")
     func refusedBeforeWriting() throws {
         let folder = try TemporaryFolder()
