@@ -710,9 +710,8 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     /// How the index `sql` builds sorts, as the copy path's builds sort
     /// (``CheckpointStore/sorting(rows:terms:cacheKiB:helper:)``): with a helper thread
     /// (`PRAGMA threads = 1`) where no check runs beside the job (none, or its thread ended
-    /// early), and not for Core Data's index
-    /// on `Z_ENT`; the largest alone, in larger runs. The table's rows are
-    /// taken as its largest rowid.
+    /// early), and not for Core Data's index on `Z_ENT`; the largest alone, in larger runs. The
+    /// table's rows are taken as its largest rowid.
     private func useSorterHelper(for sql: String) throws {
         do throws(SQLiteError) {
             var rows: Int64 = 0
@@ -799,10 +798,11 @@ public final class InPlaceMigration: MigrationRun, @unchecked Sendable {
     /// Within the step's transaction, renames the store's index `old` to the target's `name`, which
     /// indexes the same columns of the same rows the same way (``InPlacePlanner``): its entry of
     /// `sqlite_schema` takes the target's name and declaration (its `tbl_name` stays as the
-    /// table's rename wrote it, the table's own spelling, which `DROP TABLE` matches), and the schema's version goes one
-    /// up so that every connection reads the schema again, as SQLite's documentation has schema
-    /// changes that leave the table's content as it is made (`PRAGMA writable_schema`). SQLite
-    /// then reads the entry back, and its terms must be the target's. False, with nothing
+    /// table's rename wrote it, the table's own spelling, which `DROP TABLE` matches), and the
+    /// schema's version goes one up so that every connection reads the schema again, as SQLite's
+    /// documentation has schema changes that leave the table's content as it is made (`PRAGMA
+    /// writable_schema`). SQLite then reads the entry back, and its terms must be the target's.
+    /// False, with nothing
     /// changed, where the connection may not write its schema (`SQLITE_DBCONFIG_DEFENSIVE`) or the
     /// store's index is not as the plan found it: the step drops it and builds the target's.
     private func take(_ old: String, as name: String) throws(SQLiteError) -> Bool {

@@ -68,14 +68,18 @@ package final class Database {
         self.path = path
         sqlite3_extended_result_codes(handle, 1)
         waitWhenBusy()
-        if Database.profiles { Database.profile(handle) }
+        if Database.profileLength != nil { Database.profile(handle) }
     }
 
     /// `CHUNKMIGRATE_PROFILE_SQL=1`: every statement that takes 5 ms or more, with its time and
     /// its first 300 characters, on stderr (SQLite's profile callback), for finding where a job's
     /// time goes; `=full`: the whole statement.
-    private static let profiles = ["1", "full"].contains(ProcessInfo.processInfo.environment["CHUNKMIGRATE_PROFILE_SQL"])
-    fileprivate static let profileLength = ProcessInfo.processInfo.environment["CHUNKMIGRATE_PROFILE_SQL"] == "full" ? Int.max : 300
+    fileprivate static let profileLength: Int? =
+        switch ProcessInfo.processInfo.environment["CHUNKMIGRATE_PROFILE_SQL"] {
+        case "1": 300
+        case "full": Int.max
+        default: nil
+        }
 
     private static func profile(_ handle: OpaquePointer) {
         sqlite3_trace_v2(
@@ -86,7 +90,9 @@ package final class Database {
                 guard elapsed >= 5_000_000, let sql = sqlite3_sql(OpaquePointer(statement)) else { return 0 }
                 let text = String(cString: sql).split(whereSeparator: \.isNewline).joined(separator: " ")
                 FileHandle.standardError.write(
-                    Data(String(format: "sql %8.1f ms  %@\n", Double(elapsed) / 1e6, String(text.prefix(Database.profileLength))).utf8))
+                    Data(
+                        String(format: "sql %8.1f ms  %@\n", Double(elapsed) / 1e6, String(text.prefix(Database.profileLength ?? 300))).utf8
+                    ))
                 return 0
             }, nil)
     }
